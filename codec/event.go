@@ -1,0 +1,194 @@
+package codec
+
+import (
+	"encoding/binary"
+)
+
+// Op names a change event's effect. Values are part of the change-log format.
+type Op byte
+
+// The change-event operations. Each is an effect with every decision already
+// made (resolved IDs, absolute deadlines, delivery times), so applying the
+// same events to the same state always gives the same result. Args lists the
+// operands in order; IDs are 16-byte encoded, integers 8-byte big-endian.
+const (
+	// OpSetMeta writes a key's metadata. Args: meta value, previous expire-at
+	// (int64; its TTL index entry is removed when non-zero).
+	OpSetMeta Op = 'm'
+	// OpDelKey removes a key and all its sub-keys. Args: type (1 byte),
+	// previous expire-at (int64).
+	OpDelKey Op = 'd'
+	// OpXAdd adds a stream entry. Args: ID, then field, value, field, value...
+	OpXAdd Op = 'a'
+	// OpXDel removes stream entries. Args: one ID per entry.
+	OpXDel Op = 'x'
+	// OpXTrim removes every entry up to and including an ID. Args: ID.
+	OpXTrim Op = 't'
+	// OpGroupSet creates or updates a consumer group. Args: group, Group value.
+	OpGroupSet Op = 'g'
+	// OpGroupDel removes a group with its consumers and PEL. Args: group.
+	OpGroupDel Op = 'G'
+	// OpConsumerSet creates or updates a consumer. Args: group, consumer,
+	// Consumer value.
+	OpConsumerSet Op = 'c'
+	// OpPELSet records a delivery. Args: group, ID, PELEntry value, previous
+	// owner (empty when the entry was not pending).
+	OpPELSet Op = 'p'
+	// OpPELDel acknowledges a pending entry. Args: group, ID, owner.
+	OpPELDel Op = 'P'
+	// OpTTLDel removes a stale TTL index entry (its key no longer carries
+	// that deadline). Args: deadline (int64).
+	OpTTLDel Op = 'e'
+	// OpFlushDB drops one db. Key is empty. Args: the slots (2 bytes each)
+	// holding its keys at decision time.
+	OpFlushDB Op = 'f'
+	// OpFlushAll drops every db. Key is empty, no args.
+	OpFlushAll Op = 'F'
+)
+
+// Event is one change event: an operation on one user key of one db.
+//
+// Encoding (all lengths unsigned varints):
+//
+//	| op (1) | db (1) | keylen | key | nargs | (len | arg)* |
+type Event struct {
+	Op   Op
+	DB   uint8
+	Key  []byte
+	Args [][]byte
+}
+
+// AppendEvent appends the encoding of e to b.
+func AppendEvent(b []byte, e Event) []byte {
+	b = append(b, byte(e.Op), e.DB)
+	b = binary.AppendUvarint(b, uint64(len(e.Key)))
+	b = append(b, e.Key...)
+	b = binary.AppendUvarint(b, uint64(len(e.Args)))
+	for _, a := range e.Args {
+		b = binary.AppendUvarint(b, uint64(len(a)))
+		b = append(b, a...)
+	}
+	return b
+}
+
+// DecodeEvent decodes one event from the front of b and returns the rest.
+// Key and Args alias b.
+func DecodeEvent(b []byte) (Event, []byte, error) {
+	if len(b) < 2 {
+		return Event{}, nil, corruptf("event of %d bytes", len(b))
+	}
+	e := Event{Op: Op(b[0]), DB: b[1]}
+	var err error
+	b = b[2:]
+	if e.Key, b, err = splitUvarintBytes(b); err != nil {
+		return Event{}, nil, err
+	}
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return Event{}, nil, corruptf("event arg count")
+	}
+	b = b[k:]
+	e.Args = make([][]byte, n)
+	for i := range e.Args {
+		if e.Args[i], b, err = splitUvarintBytes(b); err != nil {
+			return Event{}, nil, err
+		}
+	}
+	return e, b, nil
+}
+
+func splitUvarintBytes(b []byte) ([]byte, []byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return nil, nil, corruptf("length prefix past end")
+	}
+	end := k + int(n)
+	return b[k:end:end], b[end:], nil
+}
+
+// Int64Arg encodes v as an 8-byte big-endian event argument.
+func Int64Arg(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
+
+// DecodeInt64Arg decodes Int64Arg's output.
+func DecodeInt64Arg(b []byte) (int64, error) {
+	if len(b) != 8 {
+		return 0, corruptf("int64 arg of %d bytes", len(b))
+	}
+	return int64(binary.BigEndian.Uint64(b)), nil
+}
+
+// IDArg encodes id as a 16-byte event argument.
+func IDArg(id ID) []byte { return AppendID(make([]byte, 0, IDLen), id) }
+
+// DecodeIDArg decodes IDArg's output.
+func DecodeIDArg(b []byte) (ID, error) {
+	if len(b) != IDLen {
+		return ID{}, corruptf("ID arg of %d bytes", len(b))
+	}
+	return DecodeID(b)
+}
+
+// recordVersion is the first byte of every change-log record.
+const recordVersion = 1
+
+// Record is one change-log record: the events of one command (or one
+// MULTI/EXEC), committed atomically under one sequence number.
+//
+//	| ver (1) | ulid (16) | time-ms (8) | nevents (uvarint) | (len (uvarint) | Event)* |
+//
+// The sequence number is the record's key (ChangeLogKey), not part of the value.
+type Record struct {
+	Seq    uint64
+	ULID   [16]byte
+	TimeMs int64 // Unix ms at which the command was decided
+	Events []Event
+}
+
+// AppendRecord appends the value encoding of r (without Seq) to b.
+func AppendRecord(b []byte, r Record) []byte {
+	b = append(b, recordVersion)
+	b = append(b, r.ULID[:]...)
+	b = binary.BigEndian.AppendUint64(b, uint64(r.TimeMs))
+	b = binary.AppendUvarint(b, uint64(len(r.Events)))
+	var tmp []byte
+	for _, e := range r.Events {
+		tmp = AppendEvent(tmp[:0], e)
+		b = binary.AppendUvarint(b, uint64(len(tmp)))
+		b = append(b, tmp...)
+	}
+	return b
+}
+
+// DecodeRecord decodes a record value; seq comes from its key. Events alias b.
+func DecodeRecord(seq uint64, b []byte) (Record, error) {
+	if len(b) < 26 || b[0] != recordVersion {
+		return Record{}, corruptf("record of %d bytes", len(b))
+	}
+	r := Record{Seq: seq, TimeMs: int64(binary.BigEndian.Uint64(b[17:]))}
+	copy(r.ULID[:], b[1:17])
+	b = b[25:]
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return Record{}, corruptf("record event count")
+	}
+	b = b[k:]
+	r.Events = make([]Event, n)
+	for i := range r.Events {
+		eb, rest, err := splitUvarintBytes(b)
+		if err != nil {
+			return Record{}, err
+		}
+		e, tail, err := DecodeEvent(eb)
+		if err != nil {
+			return Record{}, err
+		}
+		if len(tail) != 0 {
+			return Record{}, corruptf("%d trailing bytes in event", len(tail))
+		}
+		r.Events[i], b = e, rest
+	}
+	if len(b) != 0 {
+		return Record{}, corruptf("%d trailing bytes in record", len(b))
+	}
+	return r, nil
+}

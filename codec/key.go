@@ -1,0 +1,210 @@
+package codec
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// ErrCorrupt marks every decode failure: errors.Is(err, ErrCorrupt) holds for
+// any error a decoder in this package returns for malformed bytes.
+var ErrCorrupt = errors.New("codec: corrupt")
+
+func corruptf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
+}
+
+// Tag is the first byte of every key and names its kind.
+type Tag byte
+
+// The key tags. Their values are part of the on-disk format.
+const (
+	TagMeta        Tag = 'T' // T|slot|db|key → Meta value
+	TagStreamEntry Tag = 'X' // X|slot|db|key|ID(16) → entry fields
+	TagGroup       Tag = 'G' // G|slot|db|key|group → Group value
+	TagConsumer    Tag = 'C' // C|slot|db|key|group|consumer → Consumer value
+	TagPEL         Tag = 'P' // P|slot|db|key|group|ID(16) → PELEntry value
+	TagConsumerPEL Tag = 'Q' // Q|slot|db|key|group|consumer|ID(16) → empty
+	TagTTL         Tag = 'E' // E|slot|deadline(8)|db|key → empty
+	TagChangeLog   Tag = 'L' // L|seq(8) → change-log Record
+)
+
+// StreamTags lists the tags of a stream's sub-keys other than its metadata.
+var StreamTags = []Tag{TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsumerPEL}
+
+// DataTags lists every tag that holds user data (everything but the change log).
+var DataTags = []Tag{TagMeta, TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsumerPEL, TagTTL}
+
+// keyHeaderLen is tag(1) + slot(2) + db(1) + keylen(4).
+const keyHeaderLen = 8
+
+// KeyPrefix returns tag|slot|db|keylen|key: the prefix shared by all of the
+// user key's sub-keys under tag. For TagMeta it is the whole metadata key.
+func KeyPrefix(tag Tag, db uint8, key []byte) []byte {
+	return AppendKeyPrefix(make([]byte, 0, keyHeaderLen+len(key)+IDLen), tag, db, key)
+}
+
+// AppendKeyPrefix appends tag|slot|db|keylen|key to b.
+func AppendKeyPrefix(b []byte, tag Tag, db uint8, key []byte) []byte {
+	b = append(b, byte(tag))
+	b = binary.BigEndian.AppendUint16(b, Slot(key))
+	b = append(b, db)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(key)))
+	return append(b, key...)
+}
+
+// AppendName appends a length-prefixed name (uint32 big-endian length, then
+// the bytes): the form groups and consumers take inside keys.
+func AppendName(b []byte, name []byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(name)))
+	return append(b, name...)
+}
+
+// SlotDBPrefix returns tag|slot|db: the span of every key of one db in one slot.
+func SlotDBPrefix(tag Tag, slot uint16, db uint8) []byte {
+	b := []byte{byte(tag)}
+	b = binary.BigEndian.AppendUint16(b, slot)
+	return append(b, db)
+}
+
+// SlotPrefix returns tag|slot.
+func SlotPrefix(tag Tag, slot uint16) []byte {
+	return binary.BigEndian.AppendUint16([]byte{byte(tag)}, slot)
+}
+
+// MetaKey returns the metadata key of (db, key).
+func MetaKey(db uint8, key []byte) []byte { return KeyPrefix(TagMeta, db, key) }
+
+// StreamEntryKey returns X|slot|db|key|id.
+func StreamEntryKey(db uint8, key []byte, id ID) []byte {
+	return AppendID(KeyPrefix(TagStreamEntry, db, key), id)
+}
+
+// GroupKey returns G|slot|db|key|group.
+func GroupKey(db uint8, key, group []byte) []byte {
+	return AppendName(KeyPrefix(TagGroup, db, key), group)
+}
+
+// GroupPrefix returns tag|slot|db|key|group, the prefix of a group's consumers
+// (TagConsumer), PEL (TagPEL) or per-consumer PELs (TagConsumerPEL).
+func GroupPrefix(tag Tag, db uint8, key, group []byte) []byte {
+	return AppendName(KeyPrefix(tag, db, key), group)
+}
+
+// ConsumerKey returns C|slot|db|key|group|consumer.
+func ConsumerKey(db uint8, key, group, consumer []byte) []byte {
+	return AppendName(GroupPrefix(TagConsumer, db, key, group), consumer)
+}
+
+// PELKey returns P|slot|db|key|group|id.
+func PELKey(db uint8, key, group []byte, id ID) []byte {
+	return AppendID(GroupPrefix(TagPEL, db, key, group), id)
+}
+
+// ConsumerPELPrefix returns Q|slot|db|key|group|consumer.
+func ConsumerPELPrefix(db uint8, key, group, consumer []byte) []byte {
+	return AppendName(GroupPrefix(TagConsumerPEL, db, key, group), consumer)
+}
+
+// ConsumerPELKey returns Q|slot|db|key|group|consumer|id.
+func ConsumerPELKey(db uint8, key, group, consumer []byte, id ID) []byte {
+	return AppendID(ConsumerPELPrefix(db, key, group, consumer), id)
+}
+
+// TTLKey returns E|slot|deadline|db|keylen|key, where deadline is Unix
+// milliseconds (big-endian, so byte order is deadline order within a slot).
+func TTLKey(db uint8, key []byte, deadlineMs int64) []byte {
+	b := make([]byte, 0, 16+len(key))
+	b = append(b, byte(TagTTL))
+	b = binary.BigEndian.AppendUint16(b, Slot(key))
+	b = binary.BigEndian.AppendUint64(b, uint64(deadlineMs))
+	b = append(b, db)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(key)))
+	return append(b, key...)
+}
+
+// DecodeTTLKey splits a TTL index key into its parts. key aliases k.
+func DecodeTTLKey(k []byte) (slot uint16, deadlineMs int64, db uint8, key []byte, err error) {
+	if len(k) < 16 || Tag(k[0]) != TagTTL {
+		return 0, 0, 0, nil, corruptf("TTL key of %d bytes", len(k))
+	}
+	slot = binary.BigEndian.Uint16(k[1:])
+	deadlineMs = int64(binary.BigEndian.Uint64(k[3:]))
+	db = k[11]
+	n := binary.BigEndian.Uint32(k[12:])
+	if uint64(len(k)-16) != uint64(n) {
+		return 0, 0, 0, nil, corruptf("TTL key length %d, want %d", len(k)-16, n)
+	}
+	return slot, deadlineMs, db, k[16:], nil
+}
+
+// ChangeLogKey returns L|seq.
+func ChangeLogKey(seq uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{byte(TagChangeLog)}, seq)
+}
+
+// DecodeChangeLogKey returns the sequence number of an L key.
+func DecodeChangeLogKey(k []byte) (uint64, error) {
+	if len(k) != 9 || Tag(k[0]) != TagChangeLog {
+		return 0, corruptf("change-log key of %d bytes", len(k))
+	}
+	return binary.BigEndian.Uint64(k[1:]), nil
+}
+
+// DecodedKey is a user-key compound key split into its parts. Key and Suffix
+// alias the decoded bytes.
+type DecodedKey struct {
+	Tag    Tag
+	Slot   uint16
+	DB     uint8
+	Key    []byte
+	Suffix []byte
+}
+
+// DecodeKey splits tag|slot|db|keylen|key|suffix. It returns ErrCorrupt when
+// the length prefix runs past the end or the slot does not match the key.
+func DecodeKey(k []byte) (DecodedKey, error) {
+	if len(k) < keyHeaderLen {
+		return DecodedKey{}, corruptf("key of %d bytes", len(k))
+	}
+	n := binary.BigEndian.Uint32(k[4:])
+	if uint64(n) > uint64(len(k)-keyHeaderLen) {
+		return DecodedKey{}, corruptf("key length %d past end", n)
+	}
+	d := DecodedKey{
+		Tag:    Tag(k[0]),
+		Slot:   binary.BigEndian.Uint16(k[1:]),
+		DB:     k[3],
+		Key:    k[keyHeaderLen : keyHeaderLen+int(n)],
+		Suffix: k[keyHeaderLen+int(n):],
+	}
+	if Slot(d.Key) != d.Slot {
+		return DecodedKey{}, corruptf("slot %d does not match key", d.Slot)
+	}
+	return d, nil
+}
+
+// SplitName splits a length-prefixed name off the front of b.
+func SplitName(b []byte) (name, rest []byte, err error) {
+	if len(b) < 4 {
+		return nil, nil, corruptf("name of %d bytes", len(b))
+	}
+	n := binary.BigEndian.Uint32(b)
+	if uint64(n) > uint64(len(b)-4) {
+		return nil, nil, corruptf("name length %d past end", n)
+	}
+	return b[4 : 4+n], b[4+n:], nil
+}
+
+// PrefixEnd returns the smallest key greater than every key with prefix p,
+// or nil when there is none (p is all 0xff).
+func PrefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package codec
+
+// Constructors for change events, one per Op. They copy nothing: the event
+// aliases the slices passed in until it is encoded.
+
+// SetMetaEvent builds an OpSetMeta event writing m for key; prevExpireAtMs
+// is the expire-at of the metadata it replaces (0 for none).
+func SetMetaEvent(db uint8, key []byte, m Meta, prevExpireAtMs int64) Event {
+	return Event{Op: OpSetMeta, DB: db, Key: key, Args: [][]byte{AppendMeta(nil, m), Int64Arg(prevExpireAtMs)}}
+}
+
+// DelKeyEvent builds an OpDelKey event removing key of type t.
+func DelKeyEvent(db uint8, key []byte, t Type, prevExpireAtMs int64) Event {
+	return Event{Op: OpDelKey, DB: db, Key: key, Args: [][]byte{{byte(t)}, Int64Arg(prevExpireAtMs)}}
+}
+
+// XAddEvent builds an OpXAdd event; fv is field, value, field, value...
+func XAddEvent(db uint8, key []byte, id ID, fv [][]byte) Event {
+	args := make([][]byte, 0, 1+len(fv))
+	args = append(args, IDArg(id))
+	args = append(args, fv...)
+	return Event{Op: OpXAdd, DB: db, Key: key, Args: args}
+}
+
+// XDelEvent builds an OpXDel event removing the entries ids.
+func XDelEvent(db uint8, key []byte, ids []ID) Event {
+	args := make([][]byte, len(ids))
+	for i, id := range ids {
+		args[i] = IDArg(id)
+	}
+	return Event{Op: OpXDel, DB: db, Key: key, Args: args}
+}
+
+// XTrimEvent builds an OpXTrim event removing every entry <= last.
+func XTrimEvent(db uint8, key []byte, last ID) Event {
+	return Event{Op: OpXTrim, DB: db, Key: key, Args: [][]byte{IDArg(last)}}
+}
+
+// GroupSetEvent builds an OpGroupSet event.
+func GroupSetEvent(db uint8, key, group []byte, g Group) Event {
+	return Event{Op: OpGroupSet, DB: db, Key: key, Args: [][]byte{group, AppendGroup(nil, g)}}
+}
+
+// GroupDelEvent builds an OpGroupDel event.
+func GroupDelEvent(db uint8, key, group []byte) Event {
+	return Event{Op: OpGroupDel, DB: db, Key: key, Args: [][]byte{group}}
+}
+
+// ConsumerSetEvent builds an OpConsumerSet event.
+func ConsumerSetEvent(db uint8, key, group, consumer []byte, c Consumer) Event {
+	return Event{Op: OpConsumerSet, DB: db, Key: key, Args: [][]byte{group, consumer, AppendConsumer(nil, c)}}
+}
+
+// PELSetEvent builds an OpPELSet event; prevOwner is nil when id was not pending.
+func PELSetEvent(db uint8, key, group []byte, id ID, e PELEntry, prevOwner []byte) Event {
+	return Event{Op: OpPELSet, DB: db, Key: key, Args: [][]byte{group, IDArg(id), AppendPELEntry(nil, e), prevOwner}}
+}
+
+// PELDelEvent builds an OpPELDel event acknowledging id, owned by owner.
+func PELDelEvent(db uint8, key, group []byte, id ID, owner []byte) Event {
+	return Event{Op: OpPELDel, DB: db, Key: key, Args: [][]byte{group, IDArg(id), owner}}
+}
+
+// TTLDelEvent builds an OpTTLDel event removing the TTL index entry of key at deadlineMs.
+func TTLDelEvent(db uint8, key []byte, deadlineMs int64) Event {
+	return Event{Op: OpTTLDel, DB: db, Key: key, Args: [][]byte{Int64Arg(deadlineMs)}}
+}
+
+// FlushDBEvent builds an OpFlushDB event for the given populated slots.
+func FlushDBEvent(db uint8, slots []uint16) Event {
+	b := make([]byte, 0, 2*len(slots))
+	for _, s := range slots {
+		b = append(b, byte(s>>8), byte(s))
+	}
+	return Event{Op: OpFlushDB, DB: db, Args: [][]byte{b}}
+}
+
+// FlushAllEvent builds an OpFlushAll event.
+func FlushAllEvent() Event { return Event{Op: OpFlushAll} }

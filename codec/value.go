@@ -1,0 +1,216 @@
+package codec
+
+import (
+	"encoding/binary"
+)
+
+// Type is a Redis data type as stored in metadata.
+type Type byte
+
+// The data types. Their values are part of the on-disk format.
+const (
+	TypeNone   Type = 0
+	TypeString Type = 's'
+	TypeStream Type = 'x'
+)
+
+// String returns the name TYPE replies with ("string", "stream", "none").
+func (t Type) String() string {
+	switch t {
+	case TypeString:
+		return "string"
+	case TypeStream:
+		return "stream"
+	}
+	return "none"
+}
+
+// metaVersion is the first byte of every metadata value.
+const metaVersion = 1
+
+// Meta is the metadata value stored under a T key. One exists per live user
+// key; WRONGTYPE is decided from Type.
+//
+//	+---------+------+-----------------+------------------+
+//	| ver (1) | type | expire-at (8)   | type-specific ... |
+//	+---------+------+-----------------+------------------+
+//
+// expire-at is Unix milliseconds, big-endian, 0 for no TTL. For a string the
+// rest is the value. For a stream it is StreamMeta (80 bytes).
+type Meta struct {
+	Type       Type
+	ExpireAtMs int64      // 0: no TTL
+	Value      []byte     // TypeString: the value
+	Stream     StreamMeta // TypeStream
+}
+
+// StreamMeta is a stream's metadata.
+//
+//	+------------+--------------+---------------+--------------------+-------------------+
+//	| length (8) | last-id (16) | first-id (16) | max-deleted-id (16) | entries-added (8) |
+//	+------------+--------------+---------------+--------------------+-------------------+
+type StreamMeta struct {
+	Length       uint64 // XLEN
+	LastID       ID     // top item ever added (0-0 for a new stream)
+	FirstID      ID     // first live entry (0-0 when empty)
+	MaxDeletedID ID     // largest ID removed by XDEL or trimming
+	EntriesAdded uint64 // entries ever added
+}
+
+const streamMetaLen = 8 + 3*IDLen + 8
+
+// AppendMeta appends the encoding of m to b.
+func AppendMeta(b []byte, m Meta) []byte {
+	b = append(b, metaVersion, byte(m.Type))
+	b = binary.BigEndian.AppendUint64(b, uint64(m.ExpireAtMs))
+	switch m.Type {
+	case TypeString:
+		b = append(b, m.Value...)
+	case TypeStream:
+		s := m.Stream
+		b = binary.BigEndian.AppendUint64(b, s.Length)
+		b = AppendID(b, s.LastID)
+		b = AppendID(b, s.FirstID)
+		b = AppendID(b, s.MaxDeletedID)
+		b = binary.BigEndian.AppendUint64(b, s.EntriesAdded)
+	}
+	return b
+}
+
+// DecodeMeta decodes a metadata value. Value aliases b.
+func DecodeMeta(b []byte) (Meta, error) {
+	if len(b) < 10 || b[0] != metaVersion {
+		return Meta{}, corruptf("meta of %d bytes", len(b))
+	}
+	m := Meta{Type: Type(b[1]), ExpireAtMs: int64(binary.BigEndian.Uint64(b[2:]))}
+	rest := b[10:]
+	switch m.Type {
+	case TypeString:
+		m.Value = rest
+	case TypeStream:
+		if len(rest) != streamMetaLen {
+			return Meta{}, corruptf("stream meta of %d bytes", len(rest))
+		}
+		m.Stream.Length = binary.BigEndian.Uint64(rest)
+		m.Stream.LastID, _ = DecodeID(rest[8:])
+		m.Stream.FirstID, _ = DecodeID(rest[24:])
+		m.Stream.MaxDeletedID, _ = DecodeID(rest[40:])
+		m.Stream.EntriesAdded = binary.BigEndian.Uint64(rest[56:])
+	default:
+		return Meta{}, corruptf("meta type %q", b[1])
+	}
+	return m, nil
+}
+
+// AppendFields appends a stream entry's field/value list:
+//
+//	| count (4) | len (4) | bytes | len (4) | bytes | ...
+//
+// count is the number of byte strings (fields plus values).
+func AppendFields(b []byte, fv [][]byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(fv)))
+	for _, f := range fv {
+		b = AppendName(b, f)
+	}
+	return b
+}
+
+// DecodeFields decodes AppendFields' output. The returned slices alias b.
+func DecodeFields(b []byte) ([][]byte, error) {
+	if len(b) < 4 {
+		return nil, corruptf("fields of %d bytes", len(b))
+	}
+	n := binary.BigEndian.Uint32(b)
+	b = b[4:]
+	if uint64(n) > uint64(len(b)/4) {
+		return nil, corruptf("field count %d past end", n)
+	}
+	fv := make([][]byte, n)
+	for i := range fv {
+		var err error
+		if fv[i], b, err = SplitName(b); err != nil {
+			return nil, err
+		}
+	}
+	if len(b) != 0 {
+		return nil, corruptf("%d trailing bytes after fields", len(b))
+	}
+	return fv, nil
+}
+
+// Group is a consumer group's value under a G key.
+//
+//	| last-delivered-id (16) | entries-read (8, int64, -1 unknown) |
+type Group struct {
+	LastDeliveredID ID
+	EntriesRead     int64 // -1 when unknown, as Redis's SCG_INVALID_ENTRIES_READ
+}
+
+// AppendGroup appends the encoding of g.
+func AppendGroup(b []byte, g Group) []byte {
+	b = AppendID(b, g.LastDeliveredID)
+	return binary.BigEndian.AppendUint64(b, uint64(g.EntriesRead))
+}
+
+// DecodeGroup decodes a Group value.
+func DecodeGroup(b []byte) (Group, error) {
+	if len(b) != IDLen+8 {
+		return Group{}, corruptf("group of %d bytes", len(b))
+	}
+	id, _ := DecodeID(b)
+	return Group{id, int64(binary.BigEndian.Uint64(b[IDLen:]))}, nil
+}
+
+// Consumer is a consumer's value under a C key, times in Unix ms.
+//
+//	| seen-time (8) | active-time (8, -1 never) |
+type Consumer struct {
+	SeenTimeMs   int64 // last attempted interaction (read, claim)
+	ActiveTimeMs int64 // last successful interaction; -1 never
+}
+
+// AppendConsumer appends the encoding of c.
+func AppendConsumer(b []byte, c Consumer) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(c.SeenTimeMs))
+	return binary.BigEndian.AppendUint64(b, uint64(c.ActiveTimeMs))
+}
+
+// DecodeConsumer decodes a Consumer value.
+func DecodeConsumer(b []byte) (Consumer, error) {
+	if len(b) != 16 {
+		return Consumer{}, corruptf("consumer of %d bytes", len(b))
+	}
+	return Consumer{int64(binary.BigEndian.Uint64(b)), int64(binary.BigEndian.Uint64(b[8:]))}, nil
+}
+
+// PELEntry is a pending entry's value under a P key: who owns it, when it was
+// last delivered (Unix ms) and how many times.
+//
+//	| delivery-time (8) | delivery-count (8) | consumer-len (4) | consumer |
+type PELEntry struct {
+	DeliveryTimeMs int64
+	DeliveryCount  uint64
+	Consumer       []byte
+}
+
+// AppendPELEntry appends the encoding of e.
+func AppendPELEntry(b []byte, e PELEntry) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(e.DeliveryTimeMs))
+	b = binary.BigEndian.AppendUint64(b, e.DeliveryCount)
+	return AppendName(b, e.Consumer)
+}
+
+// DecodePELEntry decodes a PEL value. Consumer aliases b.
+func DecodePELEntry(b []byte) (PELEntry, error) {
+	if len(b) < 20 {
+		return PELEntry{}, corruptf("PEL entry of %d bytes", len(b))
+	}
+	name, rest, err := SplitName(b[16:])
+	if err != nil {
+		return PELEntry{}, err
+	}
+	if len(rest) != 0 {
+		return PELEntry{}, corruptf("%d trailing bytes after PEL entry", len(rest))
+	}
+	return PELEntry{int64(binary.BigEndian.Uint64(b)), binary.BigEndian.Uint64(b[8:]), name}, nil
+}

@@ -1,0 +1,208 @@
+package materialize
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/sediment-dev/sediment/codec"
+)
+
+// applyEvent writes one event's effect into b. It is the one place that
+// turns change events into Pebble keys; replaying a change log calls it
+// again with the same events.
+func applyEvent(b *pebble.Batch, e codec.Event) error {
+	a := e.Args
+	need := func(n int) error {
+		if len(a) < n {
+			return fmt.Errorf("materialize: event %q with %d args: %w", e.Op, len(a), codec.ErrCorrupt)
+		}
+		return nil
+	}
+	switch e.Op {
+	case codec.OpSetMeta:
+		if err := need(2); err != nil {
+			return err
+		}
+		m, err := codec.DecodeMeta(a[0])
+		if err != nil {
+			return err
+		}
+		prev, err := codec.DecodeInt64Arg(a[1])
+		if err != nil {
+			return err
+		}
+		if prev != 0 && prev != m.ExpireAtMs {
+			if err := b.Delete(codec.TTLKey(e.DB, e.Key, prev), nil); err != nil {
+				return err
+			}
+		}
+		if m.ExpireAtMs != 0 {
+			if err := b.Set(codec.TTLKey(e.DB, e.Key, m.ExpireAtMs), nil, nil); err != nil {
+				return err
+			}
+		}
+		return b.Set(codec.MetaKey(e.DB, e.Key), a[0], nil)
+
+	case codec.OpDelKey:
+		if err := need(2); err != nil {
+			return err
+		}
+		prev, err := codec.DecodeInt64Arg(a[1])
+		if err != nil {
+			return err
+		}
+		if prev != 0 {
+			if err := b.Delete(codec.TTLKey(e.DB, e.Key, prev), nil); err != nil {
+				return err
+			}
+		}
+		if len(a[0]) == 1 && codec.Type(a[0][0]) == codec.TypeStream {
+			for _, tag := range codec.StreamTags {
+				if err := deletePrefix(b, codec.KeyPrefix(tag, e.DB, e.Key)); err != nil {
+					return err
+				}
+			}
+		}
+		return b.Delete(codec.MetaKey(e.DB, e.Key), nil)
+
+	case codec.OpXAdd:
+		if err := need(1); err != nil {
+			return err
+		}
+		id, err := codec.DecodeIDArg(a[0])
+		if err != nil {
+			return err
+		}
+		return b.Set(codec.StreamEntryKey(e.DB, e.Key, id), codec.AppendFields(nil, a[1:]), nil)
+
+	case codec.OpXDel:
+		for _, arg := range a {
+			id, err := codec.DecodeIDArg(arg)
+			if err != nil {
+				return err
+			}
+			if err := b.Delete(codec.StreamEntryKey(e.DB, e.Key, id), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+
+	case codec.OpXTrim:
+		if err := need(1); err != nil {
+			return err
+		}
+		last, err := codec.DecodeIDArg(a[0])
+		if err != nil {
+			return err
+		}
+		p := codec.KeyPrefix(codec.TagStreamEntry, e.DB, e.Key)
+		end := codec.PrefixEnd(p)
+		if next, ok := last.Next(); ok {
+			end = codec.AppendID(p[:len(p):len(p)], next)
+		}
+		return b.DeleteRange(p, end, nil)
+
+	case codec.OpGroupSet:
+		if err := need(2); err != nil {
+			return err
+		}
+		return b.Set(codec.GroupKey(e.DB, e.Key, a[0]), a[1], nil)
+
+	case codec.OpGroupDel:
+		if err := need(1); err != nil {
+			return err
+		}
+		for _, tag := range []codec.Tag{codec.TagConsumer, codec.TagPEL, codec.TagConsumerPEL} {
+			if err := deletePrefix(b, codec.GroupPrefix(tag, e.DB, e.Key, a[0])); err != nil {
+				return err
+			}
+		}
+		return b.Delete(codec.GroupKey(e.DB, e.Key, a[0]), nil)
+
+	case codec.OpConsumerSet:
+		if err := need(3); err != nil {
+			return err
+		}
+		return b.Set(codec.ConsumerKey(e.DB, e.Key, a[0], a[1]), a[2], nil)
+
+	case codec.OpPELSet:
+		if err := need(4); err != nil {
+			return err
+		}
+		id, err := codec.DecodeIDArg(a[1])
+		if err != nil {
+			return err
+		}
+		pe, err := codec.DecodePELEntry(a[2])
+		if err != nil {
+			return err
+		}
+		if len(a[3]) > 0 {
+			if err := b.Delete(codec.ConsumerPELKey(e.DB, e.Key, a[0], a[3], id), nil); err != nil {
+				return err
+			}
+		}
+		if err := b.Set(codec.ConsumerPELKey(e.DB, e.Key, a[0], pe.Consumer, id), nil, nil); err != nil {
+			return err
+		}
+		return b.Set(codec.PELKey(e.DB, e.Key, a[0], id), a[2], nil)
+
+	case codec.OpPELDel:
+		if err := need(3); err != nil {
+			return err
+		}
+		id, err := codec.DecodeIDArg(a[1])
+		if err != nil {
+			return err
+		}
+		if err := b.Delete(codec.ConsumerPELKey(e.DB, e.Key, a[0], a[2], id), nil); err != nil {
+			return err
+		}
+		return b.Delete(codec.PELKey(e.DB, e.Key, a[0], id), nil)
+
+	case codec.OpTTLDel:
+		if err := need(1); err != nil {
+			return err
+		}
+		deadline, err := codec.DecodeInt64Arg(a[0])
+		if err != nil {
+			return err
+		}
+		return b.Delete(codec.TTLKey(e.DB, e.Key, deadline), nil)
+
+	case codec.OpFlushDB:
+		if err := need(1); err != nil {
+			return err
+		}
+		slots := a[0]
+		if len(slots)%2 != 0 {
+			return fmt.Errorf("materialize: flushdb slot list: %w", codec.ErrCorrupt)
+		}
+		for i := 0; i < len(slots); i += 2 {
+			slot := uint16(slots[i])<<8 | uint16(slots[i+1])
+			for _, tag := range codec.DataTags {
+				if tag == codec.TagTTL {
+					continue // E is ordered by deadline within a slot; stale entries are dropped by active expiry
+				}
+				if err := deletePrefix(b, codec.SlotDBPrefix(tag, slot, e.DB)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+
+	case codec.OpFlushAll:
+		for _, tag := range codec.DataTags {
+			if err := b.DeleteRange([]byte{byte(tag)}, []byte{byte(tag) + 1}, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("materialize: unknown event op %q: %w", e.Op, codec.ErrCorrupt)
+}
+
+func deletePrefix(b *pebble.Batch, p []byte) error {
+	return b.DeleteRange(p, codec.PrefixEnd(p), nil)
+}

@@ -1,0 +1,348 @@
+package materialize
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/sediment-dev/sediment/codec"
+)
+
+// SyncPolicy is Redis's appendfsync setting applied to Pebble's WAL.
+type SyncPolicy int
+
+const (
+	// SyncEverySec fsyncs the WAL once a second in the background (the default).
+	SyncEverySec SyncPolicy = iota
+	// SyncAlways makes WaitDurable fsync before a write is acknowledged.
+	SyncAlways
+	// SyncNo never fsyncs explicitly.
+	SyncNo
+)
+
+// ParseSyncPolicy parses "always", "everysec" or "no".
+func ParseSyncPolicy(s string) (SyncPolicy, error) {
+	switch s {
+	case "always":
+		return SyncAlways, nil
+	case "everysec", "":
+		return SyncEverySec, nil
+	case "no":
+		return SyncNo, nil
+	}
+	return 0, fmt.Errorf("materialize: unknown appendfsync %q (want always, everysec or no)", s)
+}
+
+func (p SyncPolicy) String() string {
+	switch p {
+	case SyncAlways:
+		return "always"
+	case SyncNo:
+		return "no"
+	}
+	return "everysec"
+}
+
+// Options configures a Store. The zero value (plus Dir or InMemory) is valid.
+type Options struct {
+	// Dir is the data directory. Ignored when InMemory is set.
+	Dir string
+	// InMemory keeps everything in memory (tests).
+	InMemory bool
+	// Sync is the fsync policy. The default is SyncEverySec.
+	Sync SyncPolicy
+	// Logger receives Pebble's log lines. The default discards them.
+	Logger *slog.Logger
+	// CacheSize is Pebble's block cache in bytes. The default is 64 MiB.
+	CacheSize int64
+	// MemTableSize is Pebble's memtable size in bytes. The default is 32 MiB.
+	MemTableSize uint64
+	// ChangeLogRetention is how many change-log records are kept. The
+	// default is 1<<20; older records are range-deleted as new ones commit.
+	ChangeLogRetention uint64
+	// Now is the clock. The default is time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) withDefaults() Options {
+	c := *o
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = 64 << 20
+	}
+	if c.MemTableSize == 0 {
+		c.MemTableSize = 32 << 20
+	}
+	if c.ChangeLogRetention == 0 {
+		c.ChangeLogRetention = 1 << 20
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// ErrClosed is returned by operations on a closed Store.
+var ErrClosed = errors.New("materialize: store closed")
+
+// Store is Sediment's Pebble database. It is safe for concurrent use.
+type Store struct {
+	db   *pebble.DB
+	opts Options
+
+	// mu is the writer lock: it serializes decide+commit and guards seq and entropy.
+	mu      sync.Mutex
+	seq     uint64 // last committed change-log sequence
+	entropy io.Reader
+	closed  bool
+
+	committed atomic.Uint64 // == seq, readable without mu
+	synced    atomic.Uint64 // every seq <= synced is on stable storage
+	syncMu    sync.Mutex    // one WAL fsync at a time; waiters coalesce behind it
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Open opens (creating if needed) the store described by opts.
+func Open(opts Options) (*Store, error) {
+	o := opts.withDefaults()
+	cache := pebble.NewCache(o.CacheSize)
+	defer cache.Unref()
+	po := &pebble.Options{
+		FormatMajorVersion: pebble.FormatNewest,
+		Cache:              cache,
+		MemTableSize:       o.MemTableSize,
+		Logger:             pebbleLogger{o.Logger},
+	}
+	dir := o.Dir
+	if o.InMemory {
+		po.FS = vfs.NewMem()
+		dir = ""
+	}
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("materialize: open %q: %w", dir, err)
+	}
+	s := &Store{
+		db:      db,
+		opts:    o,
+		entropy: ulid.Monotonic(rand.Reader, 0),
+		stop:    make(chan struct{}),
+	}
+	if s.seq, err = s.lastSeq(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.committed.Store(s.seq)
+	s.synced.Store(s.seq)
+	if o.Sync == SyncEverySec {
+		s.wg.Add(1)
+		go s.syncEverySec()
+	}
+	return s, nil
+}
+
+// lastSeq reads the sequence of the newest change-log record (0 if none).
+func (s *Store) lastSeq() (uint64, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{
+		LowerBound: []byte{byte(codec.TagChangeLog)},
+		UpperBound: []byte{byte(codec.TagChangeLog) + 1},
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	if !it.Last() {
+		return 0, it.Error()
+	}
+	return codec.DecodeChangeLogKey(it.Key())
+}
+
+// Close stops background work, fsyncs the WAL and closes Pebble. Writes
+// after Close return ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.stop)
+	s.wg.Wait()
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		s.opts.Logger.Warn("final WAL sync failed", "err", err)
+	}
+	return s.db.Close()
+}
+
+// Policy returns the store's fsync policy.
+func (s *Store) Policy() SyncPolicy { return s.opts.Sync }
+
+// Now returns the store's clock reading.
+func (s *Store) Now() time.Time { return s.opts.Now() }
+
+// LastSeq returns the sequence number of the newest committed change-log record.
+func (s *Store) LastSeq() uint64 { return s.committed.Load() }
+
+// View returns a View of the latest committed state at the current time.
+func (s *Store) View() *View {
+	return &View{r: s.db, nowMs: s.opts.Now().UnixMilli()}
+}
+
+// Write is the write path. It takes the writer lock, calls decide with a
+// View of the committed state (which includes every earlier write) and, if
+// decide returns events, applies them together with their change-log record
+// in one atomic batch. It returns the record's sequence number, or 0 when
+// decide returned no events or an error (then nothing is written and decide's
+// error is returned unchanged).
+//
+// The batch is committed without fsync; see WaitDurable.
+func (s *Store) Write(decide func(v *View) ([]codec.Event, error)) (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	now := s.opts.Now()
+	v := &View{r: s.db, nowMs: now.UnixMilli()}
+	events, err := decide(v)
+	if err != nil || len(events) == 0 {
+		return 0, err
+	}
+	return s.commitLocked(now, events)
+}
+
+// commitLocked applies events and their record in one batch. s.mu must be held.
+func (s *Store) commitLocked(now time.Time, events []codec.Event) (uint64, error) {
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, e := range events {
+		if err := applyEvent(b, e); err != nil {
+			return 0, err
+		}
+	}
+	seq := s.seq + 1
+	id, err := ulid.New(ulid.Timestamp(now), s.entropy)
+	if err != nil {
+		return 0, fmt.Errorf("materialize: ulid: %w", err)
+	}
+	rec := codec.AppendRecord(nil, codec.Record{ULID: id, TimeMs: now.UnixMilli(), Events: events})
+	if err := b.Set(codec.ChangeLogKey(seq), rec, nil); err != nil {
+		return 0, err
+	}
+	if r := s.opts.ChangeLogRetention; seq > r && seq%1024 == 0 {
+		if err := b.DeleteRange(codec.ChangeLogKey(0), codec.ChangeLogKey(seq-r), nil); err != nil {
+			return 0, err
+		}
+	}
+	if err := s.db.Apply(b, pebble.NoSync); err != nil {
+		return 0, fmt.Errorf("materialize: commit: %w", err)
+	}
+	s.seq = seq
+	s.committed.Store(seq)
+	return seq, nil
+}
+
+// WaitDurable returns once the change-log record seq (and every record
+// before it) is fsynced, when the policy is SyncAlways; otherwise it returns
+// at once. Concurrent callers share one fsync: whoever syncs covers every
+// record committed before the sync started.
+func (s *Store) WaitDurable(seq uint64) error {
+	if s.opts.Sync != SyncAlways || seq == 0 {
+		return nil
+	}
+	return s.syncTo(seq)
+}
+
+func (s *Store) syncTo(seq uint64) error {
+	if s.synced.Load() >= seq {
+		return nil
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if s.synced.Load() >= seq {
+		return nil
+	}
+	upTo := s.committed.Load()
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("materialize: WAL sync: %w", err)
+	}
+	for {
+		cur := s.synced.Load()
+		if cur >= upTo || s.synced.CompareAndSwap(cur, upTo) {
+			return nil
+		}
+	}
+}
+
+func (s *Store) syncEverySec() {
+	defer s.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if c := s.committed.Load(); c > s.synced.Load() {
+				if err := s.syncTo(c); err != nil {
+					s.opts.Logger.Warn("background WAL sync failed", "err", err)
+				}
+			}
+		}
+	}
+}
+
+// ChangeLog calls fn for each retained change-log record with sequence >=
+// from, in order, until fn returns false. The record aliases memory valid
+// only during the call.
+func (s *Store) ChangeLog(from uint64, fn func(codec.Record) bool) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{
+		LowerBound: codec.ChangeLogKey(from),
+		UpperBound: []byte{byte(codec.TagChangeLog) + 1},
+	})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		seq, err := codec.DecodeChangeLogKey(it.Key())
+		if err != nil {
+			return err
+		}
+		rec, err := codec.DecodeRecord(seq, it.Value())
+		if err != nil {
+			return err
+		}
+		if !fn(rec) {
+			break
+		}
+	}
+	return it.Error()
+}
+
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+	panic(fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,160 @@
+package materialize
+
+import (
+	"errors"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/sediment-dev/sediment/codec"
+)
+
+// View reads committed state. Inside Write it is the decide function's view
+// (stable: no other write commits while it runs); from Store.View it reads
+// the latest state. A View carries the time of its decision, used for lazy
+// expiry. A View must not be retained after the call that produced it.
+type View struct {
+	r     pebble.Reader
+	nowMs int64
+}
+
+// NowMs returns the decision time in Unix milliseconds.
+func (v *View) NowMs() int64 { return v.nowMs }
+
+// Get returns a copy of the value at k, and false if k is absent.
+func (v *View) Get(k []byte) ([]byte, bool, error) {
+	val, closer, err := v.r.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	out := append([]byte(nil), val...)
+	closer.Close()
+	return out, true, nil
+}
+
+// Has reports whether k exists.
+func (v *View) Has(k []byte) (bool, error) {
+	_, closer, err := v.r.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	closer.Close()
+	return true, nil
+}
+
+// rawMeta returns the stored metadata of key, expired or not.
+func (v *View) rawMeta(db uint8, key []byte) (codec.Meta, bool, error) {
+	b, ok, err := v.Get(codec.MetaKey(db, key))
+	if err != nil || !ok {
+		return codec.Meta{}, false, err
+	}
+	m, err := codec.DecodeMeta(b)
+	return m, err == nil, err
+}
+
+// Meta returns key's metadata, and false if the key does not exist or its
+// TTL has passed (lazy expiry: an expired key reads as absent).
+func (v *View) Meta(db uint8, key []byte) (codec.Meta, bool, error) {
+	m, ok, err := v.rawMeta(db, key)
+	if !ok || err != nil {
+		return m, false, err
+	}
+	if m.ExpireAtMs != 0 && m.ExpireAtMs <= v.nowMs {
+		return codec.Meta{}, false, nil
+	}
+	return m, true, nil
+}
+
+// MetaForWrite is Meta for a write's decision. When the stored key has
+// expired it also returns the OpDelKey event that removes it, which the
+// write must emit before its own events.
+func (v *View) MetaForWrite(db uint8, key []byte) (codec.Meta, bool, []codec.Event, error) {
+	m, ok, err := v.rawMeta(db, key)
+	if !ok || err != nil {
+		return m, false, nil, err
+	}
+	if m.ExpireAtMs != 0 && m.ExpireAtMs <= v.nowMs {
+		return codec.Meta{}, false, []codec.Event{codec.DelKeyEvent(db, key, m.Type, m.ExpireAtMs)}, nil
+	}
+	return m, true, nil, nil
+}
+
+// Iterate calls fn for every key in [lower, upper) in ascending order, or
+// descending when reverse is set, until fn returns false or an error. k and
+// val are valid only during the call. A nil upper means no upper bound.
+func (v *View) Iterate(lower, upper []byte, reverse bool, fn func(k, val []byte) (bool, error)) error {
+	it, err := v.r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	var valid bool
+	if reverse {
+		valid = it.Last()
+	} else {
+		valid = it.First()
+	}
+	for ; valid; valid = step(it, reverse) {
+		more, err := fn(it.Key(), it.Value())
+		if err != nil {
+			it.Close()
+			return err
+		}
+		if !more {
+			break
+		}
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return err
+	}
+	return it.Close()
+}
+
+func step(it *pebble.Iterator, reverse bool) bool {
+	if reverse {
+		return it.Prev()
+	}
+	return it.Next()
+}
+
+// SeekSlots calls fn with each slot that holds at least one key with the
+// given tag in db, in slot order, visiting only populated slots, starting at
+// slot from. fn returns false to stop.
+func (v *View) SeekSlots(tag codec.Tag, db uint8, from uint16, fn func(slot uint16) (bool, error)) error {
+	it, err := v.r.NewIter(&pebble.IterOptions{
+		LowerBound: codec.SlotPrefix(tag, from),
+		UpperBound: []byte{byte(tag) + 1},
+	})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for slot := uint32(from); slot < codec.NumSlots; {
+		if !it.SeekGE(codec.SlotDBPrefix(tag, uint16(slot), db)) {
+			break
+		}
+		k := it.Key()
+		if len(k) < 4 {
+			return codec.ErrCorrupt
+		}
+		s := uint32(k[1])<<8 | uint32(k[2])
+		switch {
+		case s > slot:
+			slot = s // next populated slot: seek to our db within it
+		case k[3] == db:
+			more, err := fn(uint16(s))
+			if err != nil || !more {
+				return err
+			}
+			slot++
+		default:
+			slot++
+		}
+	}
+	return it.Error()
+}
