@@ -158,3 +158,7 @@ func (v *View) SeekSlots(tag codec.Tag, db uint8, from uint16, fn func(slot uint
 	}
 	return it.Error()
 }
+
+// ErrWrongType is returned when a command meets a key of another data type
+// (Redis's WRONGTYPE).
+var ErrWrongType = errors.New("materialize: wrong type")

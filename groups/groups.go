@@ -1,0 +1,398 @@
+package groups
+
+import (
+	"bytes"
+	"errors"
+	"sort"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
+)
+
+// Errors returned by this package.
+var (
+	// ErrNoGroup: the key or the group does not exist (Redis's NOGROUP).
+	ErrNoGroup = errors.New("groups: no such key or consumer group")
+	// ErrGroupExists: XGROUP CREATE of an existing group (BUSYGROUP).
+	ErrGroupExists = errors.New("groups: consumer group name already exists")
+	// ErrNoKey: an XGROUP subcommand on a missing key (without MKSTREAM).
+	ErrNoKey = errors.New("groups: the key does not exist")
+)
+
+// InvalidEntriesRead is Redis's SCG_INVALID_ENTRIES_READ: entries-read unknown.
+const InvalidEntriesRead = -1
+
+// CreateArgs are XGROUP CREATE's arguments.
+type CreateArgs struct {
+	ID          codec.ID // last-delivered-id, unless Dollar
+	Dollar      bool     // "$": the stream's last ID
+	MkStream    bool
+	EntriesRead int64 // ENTRIESREAD; InvalidEntriesRead when not given
+}
+
+// Create creates group on key (XGROUP CREATE). Errors: ErrNoKey,
+// ErrGroupExists, materialize.ErrWrongType.
+// https://redis.io/docs/latest/commands/xgroup-create/
+func Create(v *materialize.View, db uint8, key, group []byte, a CreateArgs) ([]codec.Event, error) {
+	m, ok, events, err := streams.MetaForWrite(v, db, key)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		if !a.MkStream {
+			return nil, ErrNoKey
+		}
+		m = streams.NewStreamMeta()
+		events = append(events, codec.SetMetaEvent(db, key, m, 0))
+	}
+	exists, err := v.Has(codec.GroupKey(db, key, group))
+	if err != nil {
+		return nil, err
+	}
+	if exists && ok {
+		return nil, ErrGroupExists
+	}
+	id := a.ID
+	if a.Dollar {
+		id = m.Stream.LastID
+	}
+	events = append(events, codec.GroupSetEvent(db, key, group, codec.Group{LastDeliveredID: id, EntriesRead: a.EntriesRead}))
+	return events, nil
+}
+
+// Destroy removes group with its consumers and PEL (XGROUP DESTROY) and
+// reports whether it existed. Errors: ErrNoKey, materialize.ErrWrongType.
+// https://redis.io/docs/latest/commands/xgroup-destroy/
+func Destroy(v *materialize.View, db uint8, key, group []byte) (bool, []codec.Event, error) {
+	if _, ok, err := streams.Meta(v, db, key); err != nil || !ok {
+		if err == nil {
+			err = ErrNoKey
+		}
+		return false, nil, err
+	}
+	exists, err := v.Has(codec.GroupKey(db, key, group))
+	if err != nil || !exists {
+		return false, nil, err
+	}
+	return true, []codec.Event{codec.GroupDelEvent(db, key, group)}, nil
+}
+
+// Lookup returns the group's state; ErrNoGroup when the key or the group is
+// missing, materialize.ErrWrongType when key is not a stream.
+func Lookup(v *materialize.View, db uint8, key, group []byte) (codec.Meta, codec.Group, error) {
+	m, ok, err := streams.Meta(v, db, key)
+	if err != nil {
+		return m, codec.Group{}, err
+	}
+	if !ok {
+		return m, codec.Group{}, ErrNoGroup
+	}
+	b, ok, err := v.Get(codec.GroupKey(db, key, group))
+	if err != nil {
+		return m, codec.Group{}, err
+	}
+	if !ok {
+		return m, codec.Group{}, ErrNoGroup
+	}
+	g, err := codec.DecodeGroup(b)
+	return m, g, err
+}
+
+// ReadArgs are XREADGROUP's per-call options.
+type ReadArgs struct {
+	Group, Consumer []byte
+	Count           int // <= 0: no limit
+	NoAck           bool
+}
+
+// ReadNew delivers entries after the group's last-delivered-id to the
+// consumer (XREADGROUP with '>'): they enter the PEL (unless NoAck) with
+// delivery count 1, and last-delivered-id moves to the last one. The
+// consumer is created if needed and its seen-time updated even when nothing
+// is delivered. Errors: ErrNoGroup, materialize.ErrWrongType.
+// https://redis.io/docs/latest/commands/xreadgroup/
+func ReadNew(v *materialize.View, db uint8, key []byte, a ReadArgs) ([]streams.Entry, []codec.Event, error) {
+	m, g, err := Lookup(v, db, key, a.Group)
+	if err != nil {
+		return nil, nil, err
+	}
+	entries, err := streams.After(v, db, key, g.LastDeliveredID, a.Count)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := v.NowMs()
+	events, err := touchConsumer(v, db, key, a.Group, a.Consumer, now, len(entries) > 0)
+	if err != nil || len(entries) == 0 {
+		return nil, events, err
+	}
+	for _, e := range entries {
+		if a.NoAck {
+			continue
+		}
+		prev, err := pelOwner(v, db, key, a.Group, e.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		events = append(events, codec.PELSetEvent(db, key, a.Group, e.ID,
+			codec.PELEntry{DeliveryTimeMs: now, DeliveryCount: 1, Consumer: a.Consumer}, prev))
+	}
+	last := entries[len(entries)-1].ID
+	g.EntriesRead = entriesReadAfter(m.Stream, g, last, len(entries))
+	g.LastDeliveredID = last
+	events = append(events, codec.GroupSetEvent(db, key, a.Group, g))
+	return entries, events, nil
+}
+
+// entriesReadAfter follows Redis's streamReplyWithRange bookkeeping: the
+// counter advances by the number delivered while it is known and no deletion
+// happened past the old position; the last entry of the stream has been read
+// exactly when entries-added entries have. Otherwise it becomes unknown.
+func entriesReadAfter(s codec.StreamMeta, g codec.Group, last codec.ID, n int) int64 {
+	switch {
+	case last == s.LastID:
+		return int64(s.EntriesAdded)
+	case g.EntriesRead != InvalidEntriesRead && noTombstonesAfter(s, g.LastDeliveredID):
+		return g.EntriesRead + int64(n)
+	}
+	return InvalidEntriesRead
+}
+
+// noTombstonesAfter reports whether no entry after id has been deleted, as
+// Redis's streamRangeHasTombstones judges it from max-deleted-entry-id.
+func noTombstonesAfter(s codec.StreamMeta, id codec.ID) bool {
+	d := s.MaxDeletedID
+	return d.IsZero() || d.Less(id) || d.Less(s.FirstID)
+}
+
+// ReadHistory returns the consumer's own pending entries with ID > after, up
+// to Count (XREADGROUP with an explicit ID). Each returned entry's delivery
+// count is incremented and its delivery time set to now, as Redis does;
+// entries deleted from the stream come back with nil Fields.
+func ReadHistory(v *materialize.View, db uint8, key []byte, a ReadArgs, after codec.ID) ([]streams.Entry, []codec.Event, error) {
+	if _, _, err := Lookup(v, db, key, a.Group); err != nil {
+		return nil, nil, err
+	}
+	now := v.NowMs()
+	events, err := touchConsumer(v, db, key, a.Group, a.Consumer, now, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	start, ok := after.Next()
+	if !ok {
+		return []streams.Entry{}, events, nil
+	}
+	p := codec.ConsumerPELPrefix(db, key, a.Group, a.Consumer)
+	var ids []codec.ID
+	err = v.Iterate(codec.AppendID(p[:len(p):len(p)], start), codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
+		id, err := codec.DecodeID(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		ids = append(ids, id)
+		return a.Count <= 0 || len(ids) < a.Count, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]streams.Entry, 0, len(ids))
+	for _, id := range ids {
+		e, found, err := streams.Get(v, db, key, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !found {
+			e = streams.Entry{ID: id}
+		}
+		out = append(out, e)
+		pe, ok, err := pelEntry(v, db, key, a.Group, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			pe.DeliveryTimeMs = now
+			pe.DeliveryCount++
+			events = append(events, codec.PELSetEvent(db, key, a.Group, id, pe, nil))
+		}
+	}
+	return out, events, nil
+}
+
+// touchConsumer creates the consumer if needed and stamps its seen-time
+// (and active-time when delivered is set).
+func touchConsumer(v *materialize.View, db uint8, key, group, consumer []byte, now int64, delivered bool) ([]codec.Event, error) {
+	b, ok, err := v.Get(codec.ConsumerKey(db, key, group, consumer))
+	if err != nil {
+		return nil, err
+	}
+	c := codec.Consumer{ActiveTimeMs: -1}
+	if ok {
+		if c, err = codec.DecodeConsumer(b); err != nil {
+			return nil, err
+		}
+	}
+	c.SeenTimeMs = now
+	if delivered {
+		c.ActiveTimeMs = now
+	}
+	return []codec.Event{codec.ConsumerSetEvent(db, key, group, consumer, c)}, nil
+}
+
+func pelEntry(v *materialize.View, db uint8, key, group []byte, id codec.ID) (codec.PELEntry, bool, error) {
+	b, ok, err := v.Get(codec.PELKey(db, key, group, id))
+	if err != nil || !ok {
+		return codec.PELEntry{}, false, err
+	}
+	pe, err := codec.DecodePELEntry(b)
+	return pe, err == nil, err
+}
+
+// pelOwner returns the consumer owning pending entry id, nil if not pending.
+func pelOwner(v *materialize.View, db uint8, key, group []byte, id codec.ID) ([]byte, error) {
+	pe, ok, err := pelEntry(v, db, key, group, id)
+	if !ok {
+		return nil, err
+	}
+	return pe.Consumer, nil
+}
+
+// Ack removes ids from the group's PEL (XACK) and returns how many were
+// pending. A missing key or group acknowledges nothing (0), as in Redis.
+// https://redis.io/docs/latest/commands/xack/
+func Ack(v *materialize.View, db uint8, key, group []byte, ids []codec.ID) (int, []codec.Event, error) {
+	if _, _, err := Lookup(v, db, key, group); err != nil {
+		if errors.Is(err, ErrNoGroup) {
+			return 0, nil, nil
+		}
+		return 0, nil, err
+	}
+	var events []codec.Event
+	seen := make(map[codec.ID]bool, len(ids))
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		owner, err := pelOwner(v, db, key, group, id)
+		if err != nil {
+			return 0, nil, err
+		}
+		if owner != nil {
+			events = append(events, codec.PELDelEvent(db, key, group, id, owner))
+		}
+	}
+	return len(events), events, nil
+}
+
+// ConsumerCount is one line of the XPENDING summary.
+type ConsumerCount struct {
+	Consumer []byte
+	Count    int64
+}
+
+// Summary is XPENDING's summary form: the PEL size, its smallest and largest
+// IDs, and the pending count of each consumer with pending entries, ordered
+// by consumer name.
+type Summary struct {
+	Count     int64
+	Min, Max  codec.ID
+	Consumers []ConsumerCount
+}
+
+// PendingSummary returns the XPENDING summary. Errors: ErrNoGroup,
+// materialize.ErrWrongType.
+// https://redis.io/docs/latest/commands/xpending/
+func PendingSummary(v *materialize.View, db uint8, key, group []byte) (Summary, error) {
+	var s Summary
+	if _, _, err := Lookup(v, db, key, group); err != nil {
+		return s, err
+	}
+	p := codec.GroupPrefix(codec.TagPEL, db, key, group)
+	counts := map[string]int64{}
+	err := v.Iterate(p, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
+		id, err := codec.DecodeID(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		pe, err := codec.DecodePELEntry(val)
+		if err != nil {
+			return false, err
+		}
+		if s.Count == 0 {
+			s.Min = id
+		}
+		s.Max = id
+		s.Count++
+		counts[string(pe.Consumer)]++
+		return true, nil
+	})
+	for name, n := range counts {
+		s.Consumers = append(s.Consumers, ConsumerCount{[]byte(name), n})
+	}
+	sort.Slice(s.Consumers, func(i, j int) bool {
+		return bytes.Compare(s.Consumers[i].Consumer, s.Consumers[j].Consumer) < 0
+	})
+	return s, err
+}
+
+// Pending is one line of XPENDING's extended form.
+type Pending struct {
+	ID            codec.ID
+	Consumer      []byte
+	IdleMs        int64
+	DeliveryCount uint64
+}
+
+// RangeArgs are XPENDING's extended-form arguments.
+type RangeArgs struct {
+	MinIdleMs  int64
+	Start, End codec.ID // inclusive
+	Count      int64    // <= 0: empty result
+	Consumer   []byte   // nil: every consumer
+}
+
+// PendingRange returns XPENDING's extended form. Errors: ErrNoGroup,
+// materialize.ErrWrongType.
+func PendingRange(v *materialize.View, db uint8, key, group []byte, a RangeArgs) ([]Pending, error) {
+	if _, _, err := Lookup(v, db, key, group); err != nil {
+		return nil, err
+	}
+	out := []Pending{}
+	if a.Count <= 0 || a.End.Less(a.Start) {
+		return out, nil
+	}
+	p := codec.GroupPrefix(codec.TagPEL, db, key, group)
+	if a.Consumer != nil {
+		p = codec.ConsumerPELPrefix(db, key, group, a.Consumer)
+	}
+	upper := codec.PrefixEnd(p)
+	if next, ok := a.End.Next(); ok {
+		upper = codec.AppendID(p[:len(p):len(p)], next)
+	}
+	now := v.NowMs()
+	err := v.Iterate(codec.AppendID(p[:len(p):len(p)], a.Start), upper, false, func(k, val []byte) (bool, error) {
+		id, err := codec.DecodeID(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		if a.Consumer != nil {
+			var ok bool
+			if val, ok, err = v.Get(codec.PELKey(db, key, group, id)); err != nil || !ok {
+				return err == nil, err
+			}
+		}
+		pe, err := codec.DecodePELEntry(val)
+		if err != nil {
+			return false, err
+		}
+		idle := now - pe.DeliveryTimeMs
+		if idle < 0 {
+			idle = 0
+		}
+		if idle >= a.MinIdleMs {
+			out = append(out, Pending{id, append([]byte(nil), pe.Consumer...), idle, pe.DeliveryCount})
+		}
+		return int64(len(out)) < a.Count, nil
+	})
+	return out, err
+}

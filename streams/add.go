@@ -1,0 +1,103 @@
+package streams
+
+import (
+	"math"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+// IDSpec is the ID argument of XADD: "*", "ms-*" or an explicit "ms-seq".
+type IDSpec struct {
+	Auto    bool     // "*": ms from the clock, seq allocated
+	SeqAuto bool     // "ms-*": ms given, seq allocated
+	ID      codec.ID // the given ms (and seq unless SeqAuto)
+}
+
+// AddArgs are XADD's options.
+type AddArgs struct {
+	ID         IDSpec
+	NoMkStream bool
+	Trim       *Trim // nil: no trimming
+}
+
+// nextID resolves spec against the stream's top item, following Redis's
+// streamAppendItem: "*" uses max(now, last.ms); "ms-*" continues last's
+// sequence when ms equals last.ms.
+func nextID(spec IDSpec, last codec.ID, nowMs int64) (codec.ID, error) {
+	switch {
+	case spec.Auto:
+		ms := uint64(nowMs)
+		if ms > last.Ms {
+			return codec.ID{Ms: ms}, nil
+		}
+		next, ok := last.Next()
+		if !ok {
+			return codec.ID{}, ErrExhausted
+		}
+		return next, nil
+	case spec.SeqAuto:
+		ms := spec.ID.Ms
+		switch {
+		case ms > last.Ms:
+			return codec.ID{Ms: ms}, nil
+		case ms < last.Ms || last.Seq == math.MaxUint64:
+			return codec.ID{}, ErrIDTooSmall
+		}
+		id := codec.ID{Ms: ms, Seq: last.Seq + 1}
+		if id.IsZero() {
+			return codec.ID{}, ErrIDZero
+		}
+		return id, nil
+	}
+	if spec.ID.IsZero() {
+		return codec.ID{}, ErrIDZero
+	}
+	if !last.Less(spec.ID) {
+		return codec.ID{}, ErrIDTooSmall
+	}
+	return spec.ID, nil
+}
+
+// Add appends an entry with fields fv (field, value, ...) to key (XADD),
+// creating the stream unless NoMkStream, then trims it. It returns the new
+// entry's ID and false (and no events) when NoMkStream found no stream.
+// Errors: ErrIDZero, ErrIDTooSmall, ErrExhausted, materialize.ErrWrongType.
+// https://redis.io/docs/latest/commands/xadd/
+func Add(v *materialize.View, db uint8, key []byte, fv [][]byte, a AddArgs) (codec.ID, bool, []codec.Event, error) {
+	m, ok, events, err := metaForWrite(v, db, key)
+	if err != nil {
+		return codec.ID{}, false, nil, err
+	}
+	if !ok {
+		if a.NoMkStream {
+			return codec.ID{}, false, nil, nil
+		}
+		m = NewStreamMeta()
+	}
+	id, err := nextID(a.ID, m.Stream.LastID, v.NowMs())
+	if err != nil {
+		return codec.ID{}, false, nil, err
+	}
+	prevExpire := m.ExpireAtMs
+	s := &m.Stream
+	events = append(events, codec.XAddEvent(db, key, id, fv))
+	if s.Length == 0 {
+		s.FirstID = id
+	}
+	s.Length++
+	s.LastID = id
+	s.EntriesAdded++
+	if a.Trim != nil {
+		// planTrim counts the new entry among m's length but finds it in pending.
+		n, last, first, err := planTrim(v, db, key, m, []codec.ID{id}, *a.Trim)
+		if err != nil {
+			return codec.ID{}, false, nil, err
+		}
+		if n > 0 {
+			events = append(events, applyTrim(db, key, &m, n, last, first))
+		}
+	}
+	events = append(events, codec.SetMetaEvent(db, key, m, prevExpire))
+	return id, true, events, nil
+}
