@@ -32,7 +32,9 @@ const (
 // StreamTags lists the tags of a stream's sub-keys other than its metadata.
 var StreamTags = []Tag{TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsumerPEL}
 
-// DataTags lists every tag that holds user data (everything but the change log).
+// DataTags lists every tag that holds user data (everything but the change
+// log). Note that TTL keys (TagTTL) put the db after the deadline, so a
+// per-db prefix of TagTTL does not select one db's entries.
 var DataTags = []Tag{TagMeta, TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsumerPEL, TagTTL}
 
 // keyHeaderLen is tag(1) + slot(2) + db(1) + keylen(4).
@@ -175,7 +177,7 @@ func DecodeKey(k []byte) (DecodedKey, error) {
 		Tag:    Tag(k[0]),
 		Slot:   binary.BigEndian.Uint16(k[1:]),
 		DB:     k[3],
-		Key:    k[keyHeaderLen : keyHeaderLen+int(n)],
+		Key:    k[keyHeaderLen : keyHeaderLen+int(n) : keyHeaderLen+int(n)],
 		Suffix: k[keyHeaderLen+int(n):],
 	}
 	if Slot(d.Key) != d.Slot {
@@ -193,7 +195,7 @@ func SplitName(b []byte) (name, rest []byte, err error) {
 	if uint64(n) > uint64(len(b)-4) {
 		return nil, nil, corruptf("name length %d past end", n)
 	}
-	return b[4 : 4+n], b[4+n:], nil
+	return b[4 : 4+n : 4+n], b[4+n:], nil
 }
 
 // PrefixEnd returns the smallest key greater than every key with prefix p,

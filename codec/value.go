@@ -36,7 +36,7 @@ const metaVersion = 1
 //	+---------+------+-----------------+------------------+
 //
 // expire-at is Unix milliseconds, big-endian, 0 for no TTL. For a string the
-// rest is the value. For a stream it is StreamMeta (80 bytes).
+// rest is the value. For a stream it is StreamMeta (64 bytes).
 type Meta struct {
 	Type       Type
 	ExpireAtMs int64      // 0: no TTL

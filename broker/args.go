@@ -1,0 +1,124 @@
+package broker
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/sediment-dev/sediment/codec"
+)
+
+// parseInt parses a signed 64-bit decimal the way Redis's string2ll does:
+// no spaces, no '+', no leading zeros, no overflow.
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	if len(b) == 1 && b[0] == '0' {
+		return 0, true
+	}
+	neg := b[0] == '-'
+	d := b
+	if neg {
+		d = b[1:]
+	}
+	if len(d) == 0 || d[0] < '1' || d[0] > '9' {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if n > (math.MaxUint64-uint64(c-'0'))/10 {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if neg {
+		if n > 1<<63 {
+			return 0, false
+		}
+		return -int64(n), true
+	}
+	if n > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(n), true
+}
+
+// intArg parses an integer argument or returns Redis's not-an-integer error.
+func intArg(b []byte) (int64, error) {
+	n, ok := parseInt(b)
+	if !ok {
+		return 0, errNotInteger
+	}
+	return n, nil
+}
+
+// equalFold reports whether b equals the ASCII upper-case word s, ignoring case.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		c := b[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// streamID parses an explicit stream ID argument ("ms-seq" or "ms", the
+// missing sequence taking missingSeq) or returns Redis's invalid-ID error.
+func streamID(b []byte, missingSeq uint64) (codec.ID, error) {
+	id, _, _, err := codec.ParseID(b, missingSeq, false)
+	if err != nil {
+		return codec.ID{}, errInvalidStreamID
+	}
+	return id, nil
+}
+
+// rangeBound parses an XRANGE/XPENDING bound: "-", "+", an ID, or an
+// exclusive "(ID". start selects the missing-sequence default (0 for a
+// start, max for an end) and the direction an exclusive bound moves.
+// ok is false when an exclusive bound has no neighbour (the range is empty
+// in Redis's terms, which reports errInvalidStart/End).
+func rangeBound(b []byte, start bool) (codec.ID, error) {
+	switch {
+	case len(b) == 1 && b[0] == '-':
+		return codec.ID{}, nil
+	case len(b) == 1 && b[0] == '+':
+		return codec.MaxID, nil
+	}
+	exclusive := len(b) > 0 && b[0] == '('
+	if exclusive {
+		b = b[1:]
+	}
+	missing := uint64(0)
+	if !start {
+		missing = math.MaxUint64
+	}
+	id, err := streamID(b, missing)
+	if err != nil || !exclusive {
+		return id, err
+	}
+	if start {
+		next, ok := id.Next()
+		if !ok {
+			return id, errInvalidStart
+		}
+		return next, nil
+	}
+	prev, ok := id.Prev()
+	if !ok {
+		return id, errInvalidEnd
+	}
+	return prev, nil
+}
+
+// formatInt is strconv.FormatInt, for replies built as strings.
+func formatInt(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,217 @@
+package broker
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/tidwall/redcon"
+)
+
+// Blocking reads (XREAD/XREADGROUP BLOCK) wait in a registry of waiters
+// keyed by (db, key). The order is: try; register and subscribe to the key's
+// wake subject (confirmed by the NATS server); try again; wait. A write that
+// commits after the second try publishes a wake the subscription receives; one
+// that committed before it is seen by the try. So no wake-up is lost.
+//
+// Waiters on one key are served first-come first-served: on a wake, the
+// registry tries each waiter in arrival order, under its lock, so an entry
+// delivered to the first XREADGROUP waiter is not offered to the second.
+
+// attempt runs a blocked command's read (or XREADGROUP's delivery). It
+// returns a reply writer when the command is done (data, or an error such
+// as UNBLOCKED), the change-log seq of any write it made, or ok false to
+// keep waiting.
+type attempt func() (reply func(*redcon.Writer), seq uint64, ok bool)
+
+type waitKey struct {
+	db  uint8
+	key string
+}
+
+type waiter struct {
+	keys []waitKey
+	try  attempt
+	done bool // set under registry.mu once served
+	res  chan waitResult
+}
+
+type waitResult struct {
+	reply func(*redcon.Writer)
+	seq   uint64
+}
+
+type keySub struct {
+	refs  int
+	sub   *nats.Subscription
+	ready chan struct{} // closed once the subscription is confirmed
+	err   error
+}
+
+// registry is the waiter registry: an in-memory index over NATS
+// subscriptions, rebuilt as clients block; it holds no data.
+type registry struct {
+	w     *waker
+	mu    sync.Mutex
+	byKey map[waitKey][]*waiter // arrival order
+	subs  map[waitKey]*keySub
+}
+
+func newRegistry(w *waker) *registry {
+	return &registry{w: w, byKey: map[waitKey][]*waiter{}, subs: map[waitKey]*keySub{}}
+}
+
+// block waits until try succeeds, the timeout passes (0: forever) or ctx
+// ends. It returns the result and true, or false on timeout/cancel.
+// The caller has already tried once and found nothing.
+func (r *registry) block(ctx context.Context, keys []waitKey, timeout time.Duration, try attempt) (waitResult, bool) {
+	w := &waiter{keys: keys, try: try, res: make(chan waitResult, 1)}
+	subs := r.register(w)
+	for _, ks := range subs {
+		select {
+		case <-ks.ready:
+		case <-ctx.Done():
+			r.cancel(w)
+			return waitResult{}, false
+		}
+	}
+	// Re-check now that wakes for every key will reach us.
+	r.mu.Lock()
+	if !w.done {
+		r.tryLocked(w)
+	}
+	r.mu.Unlock()
+
+	var timer <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case res := <-w.res:
+		return res, true
+	case <-timer:
+	case <-ctx.Done():
+	}
+	if res, served := r.cancel(w); served {
+		return res, true
+	}
+	return waitResult{}, false
+}
+
+// register adds w under each key and returns the key subscriptions to wait on.
+func (r *registry) register(w *waiter) []*keySub {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	subs := make([]*keySub, 0, len(w.keys))
+	for _, k := range w.keys {
+		r.byKey[k] = append(r.byKey[k], w)
+		ks := r.subs[k]
+		if ks == nil {
+			ks = &keySub{ready: make(chan struct{})}
+			r.subs[k] = ks
+			go r.subscribe(k, ks)
+		}
+		ks.refs++
+		subs = append(subs, ks)
+	}
+	return subs
+}
+
+// subscribe subscribes to k's wake subject and confirms it with the server.
+func (r *registry) subscribe(k waitKey, ks *keySub) {
+	defer close(ks.ready)
+	sub, err := r.w.nc.Subscribe(wakeSubject(k.db, []byte(k.key)), func(*nats.Msg) { r.serve(k) })
+	if err == nil {
+		err = r.w.nc.Flush()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ks.sub, ks.err = sub, err
+	if err != nil {
+		r.w.log.Warn("wake subscribe failed", "err", err)
+	}
+	if ks.refs == 0 && sub != nil { // every waiter left while we subscribed
+		sub.Unsubscribe()
+	}
+}
+
+// cancel removes w. If it was served meanwhile, it returns that result.
+func (r *registry) cancel(w *waiter) (waitResult, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w.done {
+		return <-w.res, true
+	}
+	w.done = true
+	r.removeLocked(w)
+	return waitResult{}, false
+}
+
+// removeLocked drops w from every key list and releases subscriptions.
+// r.mu must be held.
+func (r *registry) removeLocked(w *waiter) {
+	for _, k := range w.keys {
+		list := r.byKey[k]
+		for i, o := range list {
+			if o == w {
+				list = append(list[:i:i], list[i+1:]...)
+				break
+			}
+		}
+		if len(list) == 0 {
+			delete(r.byKey, k)
+		} else {
+			r.byKey[k] = list
+		}
+		if ks := r.subs[k]; ks != nil {
+			ks.refs--
+			if ks.refs == 0 {
+				delete(r.subs, k)
+				if ks.sub != nil {
+					ks.sub.Unsubscribe()
+				}
+			}
+		}
+	}
+}
+
+// tryLocked runs w's attempt and, if it finishes, hands w its result.
+// r.mu must be held.
+func (r *registry) tryLocked(w *waiter) {
+	reply, seq, ok := w.try()
+	if !ok {
+		return
+	}
+	w.done = true
+	r.removeLocked(w)
+	w.res <- waitResult{reply, seq}
+}
+
+// serve tries the waiters on k in arrival order.
+func (r *registry) serve(k waitKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, w := range append([]*waiter(nil), r.byKey[k]...) {
+		if !w.done {
+			r.tryLocked(w)
+		}
+	}
+}
+
+// serveAll tries every waiter (after FLUSHDB/FLUSHALL).
+func (r *registry) serveAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[*waiter]bool{}
+	for _, list := range r.byKey {
+		for _, w := range append([]*waiter(nil), list...) {
+			if !w.done && !seen[w] {
+				seen[w] = true
+				r.tryLocked(w)
+			}
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sediment-dev/sediment/groups"
+	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
+)
+
+// Every string Sediment sends as a Redis error lives in this file, in Redis's
+// exact wording (Redis 7.0 src/server.c shared objects, t_stream.c,
+// networking.c) so that clients that match on it behave as with Redis.
+
+// wireError is an error whose text is sent to the client as is (after '-').
+type wireError string
+
+func (e wireError) Error() string { return string(e) }
+
+const (
+	errSyntax           wireError = "ERR syntax error"
+	errNotInteger       wireError = "ERR value is not an integer or out of range"
+	errWrongType        wireError = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	errInvalidStreamID  wireError = "ERR Invalid stream ID specified as stream command argument"
+	errXAddIDSmall      wireError = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+	errXAddIDZero       wireError = "ERR The ID specified in XADD must be greater than 0-0"
+	errStreamExhausted  wireError = "ERR The stream has exhausted the last possible ID, unable to add more items"
+	errBusyGroup        wireError = "BUSYGROUP Consumer Group name already exists"
+	errXGroupNoKey      wireError = "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically."
+	errUnbalancedXRead  wireError = "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
+	errXReadGT          wireError = "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
+	errTimeoutNeg       wireError = "ERR timeout is negative"
+	errTimeoutNotInt    wireError = "ERR timeout is not an integer or out of range"
+	errMaxLenNeg        wireError = "ERR The MAXLEN argument must be >= 0."
+	errLimitNeg         wireError = "ERR The LIMIT argument must be >= 0."
+	errLimitNoApprox    wireError = "ERR syntax error, LIMIT cannot be used without the special ~ option"
+	errMaxLenAndMinID   wireError = "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
+	errInvalidStart     wireError = "ERR invalid start ID for the interval"
+	errInvalidEnd       wireError = "ERR invalid end ID for the interval"
+	errEntriesRead      wireError = "ERR value for ENTRIESREAD must be positive or -1"
+	errGroupOnXRead     wireError = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
+	errNoAckOnXRead     wireError = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
+	errMissingGroup     wireError = "ERR Missing GROUP option for XREADGROUP"
+	errXReadGroupDollar wireError = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."
+	errUnblockedNoKey   wireError = "UNBLOCKED the stream key no longer exists"
+	errUnblockedGroup   wireError = "NOGROUP the consumer group this client was blocked on no longer exists"
+	errDBIndex          wireError = "ERR DB index is out of range"
+	errInvalidExpire    wireError = "ERR invalid expire time in 'set' command"
+	errInvalidCursor    wireError = "ERR invalid cursor"
+	errInternal         wireError = "ERR internal error"
+	errBadClientName    wireError = "ERR Client names cannot contain spaces, newlines or special characters."
+)
+
+// errWrongArgs is Redis's arity error: ERR wrong number of arguments for 'xadd' command.
+func errWrongArgs(name string) wireError {
+	return wireError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", strings.ToLower(name)))
+}
+
+// errUnknownCommand is Redis's reply to an unknown command: the name and up
+// to the first arguments, each quoted, as in server.c processCommand.
+func errUnknownCommand(args [][]byte) wireError {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ERR unknown command '%s', with args beginning with: ", sanitize(args[0], 128))
+	for _, a := range args[1:] {
+		if b.Len() >= 128 {
+			break
+		}
+		fmt.Fprintf(&b, "'%s' ", sanitize(a, 128-b.Len()))
+	}
+	return wireError(b.String())
+}
+
+// errUnknownSubcommand is Redis's reply to an unknown subcommand of cmd.
+func errUnknownSubcommand(sub []byte, cmd string) wireError {
+	return wireError(fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", sanitize(sub, 128), strings.ToUpper(cmd)))
+}
+
+// errWrongArgsSub is Redis's arity error for a subcommand:
+// ERR wrong number of arguments for 'xgroup|create' command.
+func errWrongArgsSub(cmd string, sub []byte) wireError {
+	return wireError(fmt.Sprintf("ERR wrong number of arguments for '%s|%s' command", cmd, strings.ToLower(sanitize(sub, 64))))
+}
+
+// errNoGroupRead is XREADGROUP's NOGROUP error.
+func errNoGroupRead(key, group []byte) wireError {
+	return wireError(fmt.Sprintf("NOGROUP No such key '%s' or consumer group '%s' in XREADGROUP with GROUP option", sanitize(key, 128), sanitize(group, 128)))
+}
+
+// errNoGroup is XPENDING's (and most group commands') NOGROUP error.
+func errNoGroup(key, group []byte) wireError {
+	return wireError(fmt.Sprintf("NOGROUP No such key '%s' or consumer group '%s'", sanitize(key, 128), sanitize(group, 128)))
+}
+
+// errProtocol prefixes a protocol error text the way Redis does.
+func errProtocol(msg string) wireError { return wireError("ERR Protocol error: " + msg) }
+
+// sanitize makes b safe inside an error line: Redis replaces newlines and
+// other control characters with spaces and truncates long names.
+func sanitize(b []byte, max int) string {
+	if max < 0 {
+		max = 0
+	}
+	if len(b) > max {
+		b = b[:max]
+	}
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if c < ' ' || c == 0x7f {
+			c = ' '
+		}
+		out[i] = c
+	}
+	return string(out)
+}
+
+// toWire maps a handler's error to the text sent after '-'. Domain sentinels
+// map to Redis's wording; anything unmapped becomes "ERR internal error" and
+// ok is false so the caller logs it (its text must never reach the client).
+func toWire(err error) (msg string, ok bool) {
+	var we wireError
+	switch {
+	case errors.As(err, &we):
+		return string(we), true
+	case errors.Is(err, materialize.ErrWrongType):
+		return string(errWrongType), true
+	case errors.Is(err, streams.ErrIDTooSmall):
+		return string(errXAddIDSmall), true
+	case errors.Is(err, streams.ErrIDZero):
+		return string(errXAddIDZero), true
+	case errors.Is(err, streams.ErrExhausted):
+		return string(errStreamExhausted), true
+	case errors.Is(err, groups.ErrGroupExists):
+		return string(errBusyGroup), true
+	case errors.Is(err, groups.ErrNoKey):
+		return string(errXGroupNoKey), true
+	}
+	return string(errInternal), false
+}

@@ -1,0 +1,364 @@
+package broker
+
+import (
+	"strconv"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+func init() {
+	register(
+		&command{name: "del", arity: -2, flags: flagWrite, first: 1, last: -1, step: 1,
+			group: "generic", since: "1.0.0", summary: "Deletes one or more keys.", run: runDel},
+		&command{name: "unlink", arity: -2, flags: flagWrite | flagFast, first: 1, last: -1, step: 1,
+			group: "generic", since: "4.0.0", summary: "Asynchronously deletes one or more keys.", run: runDel},
+		&command{name: "exists", arity: -2, flags: flagReadonly | flagFast, first: 1, last: -1, step: 1,
+			group: "generic", since: "1.0.0", summary: "Determines whether one or more keys exist.", run: runExists},
+		&command{name: "type", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1,
+			group: "generic", since: "1.0.0", summary: "Determines the type of value stored at a key.", run: runType},
+		&command{name: "keys", arity: 2, flags: flagReadonly, group: "generic", since: "1.0.0",
+			summary: "Returns all key names that match a pattern.", run: runKeys},
+		&command{name: "scan", arity: -2, flags: flagReadonly, group: "generic", since: "2.8.0",
+			summary: "Iterates over the key names in the database.", run: runScan},
+		&command{name: "dbsize", arity: 1, flags: flagReadonly | flagFast, group: "server", since: "1.0.0",
+			summary: "Returns the number of keys in the database.", run: runDBSize},
+		&command{name: "flushdb", arity: -1, flags: flagWrite, group: "server", since: "1.0.0",
+			summary: "Removes all keys from the current database.", run: runFlushDB},
+		&command{name: "flushall", arity: -1, flags: flagWrite, group: "server", since: "1.0.0",
+			summary: "Removes all keys from all databases.", run: runFlushAll},
+	)
+}
+
+// DEL key [key ...] and UNLINK key [key ...]. Reply: integer, keys removed.
+// Both are O(1) per key: a key's sub-keys go in one range deletion per tag.
+// https://redis.io/docs/latest/commands/del/
+func runDel(x *exec) error {
+	var n int
+	err := x.write(func(v *materialize.View) ([]codec.Event, error) {
+		var events []codec.Event
+		seen := map[string]bool{}
+		n = 0
+		for _, key := range x.args[1:] {
+			if seen[string(key)] {
+				continue
+			}
+			seen[string(key)] = true
+			m, ok, evs, err := v.MetaForWrite(x.db(), key)
+			if err != nil {
+				return nil, err
+			}
+			events = append(events, evs...)
+			if ok {
+				events = append(events, codec.DelKeyEvent(x.db(), key, m.Type, m.ExpireAtMs))
+				n++
+			}
+		}
+		return events, nil
+	})
+	if err != nil {
+		return err
+	}
+	x.w().WriteInt(n)
+	return nil
+}
+
+// EXISTS key [key ...]. Reply: integer, how many of the keys exist
+// (a key named twice counts twice).
+func runExists(x *exec) error {
+	v := x.view()
+	n := 0
+	for _, key := range x.args[1:] {
+		_, ok, err := v.Meta(x.db(), key)
+		if err != nil {
+			return err
+		}
+		if ok {
+			n++
+		}
+	}
+	x.w().WriteInt(n)
+	return nil
+}
+
+// TYPE key. Reply: simple string: string, stream or none.
+func runType(x *exec) error {
+	m, ok, err := x.view().Meta(x.db(), x.args[1])
+	if err != nil {
+		return err
+	}
+	if !ok {
+		x.w().WriteString("none")
+		return nil
+	}
+	x.w().WriteString(m.Type.String())
+	return nil
+}
+
+// scanKeys calls fn for each live key of db in slot order, starting at slot
+// from, until fn returns false after finishing a slot. It returns the slot
+// to resume from (0 when done).
+func scanKeys(v *materialize.View, db uint8, from uint16, fn func(key []byte, m codec.Meta) bool) (uint16, error) {
+	next := uint16(0)
+	err := v.SeekSlots(codec.TagMeta, db, from, func(slot uint16) (bool, error) {
+		p := codec.SlotDBPrefix(codec.TagMeta, slot, db)
+		more := true
+		err := v.Iterate(p, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
+			d, err := codec.DecodeKey(k)
+			if err != nil {
+				return false, err
+			}
+			m, err := codec.DecodeMeta(val)
+			if err != nil {
+				return false, err
+			}
+			if m.ExpireAtMs != 0 && m.ExpireAtMs <= v.NowMs() {
+				return true, nil
+			}
+			if !fn(append([]byte(nil), d.Key...), m) {
+				more = false
+			}
+			return true, nil
+		})
+		if err != nil {
+			return false, err
+		}
+		if !more && slot+1 < codec.NumSlots {
+			next = slot + 1
+			return false, nil
+		}
+		return true, nil
+	})
+	return next, err
+}
+
+// match is Redis's glob-style pattern match for KEYS and SCAN MATCH, as
+// util.c stringmatchlen: '*' any run, '?' one byte, '[abc]', '[^abc]',
+// '[a-z]' classes and '\' escapes; bytes compare exactly.
+func match(pattern, s []byte) bool {
+	for len(pattern) > 0 {
+		switch pattern[0] {
+		case '*':
+			for len(pattern) > 1 && pattern[1] == '*' {
+				pattern = pattern[1:]
+			}
+			if len(pattern) == 1 {
+				return true
+			}
+			for i := 0; i <= len(s); i++ {
+				if match(pattern[1:], s[i:]) {
+					return true
+				}
+			}
+			return false
+		case '?':
+			if len(s) == 0 {
+				return false
+			}
+			s = s[1:]
+		case '[':
+			if len(s) == 0 {
+				return false
+			}
+			pattern = pattern[1:]
+			not := len(pattern) > 0 && pattern[0] == '^'
+			if not {
+				pattern = pattern[1:]
+			}
+			matched := false
+			for len(pattern) > 0 && pattern[0] != ']' {
+				switch {
+				case pattern[0] == '\\' && len(pattern) >= 2:
+					pattern = pattern[1:]
+					matched = matched || pattern[0] == s[0]
+				case len(pattern) >= 3 && pattern[1] == '-':
+					lo, hi := pattern[0], pattern[2]
+					if lo > hi {
+						lo, hi = hi, lo
+					}
+					matched = matched || (s[0] >= lo && s[0] <= hi)
+					pattern = pattern[2:]
+				default:
+					matched = matched || pattern[0] == s[0]
+				}
+				pattern = pattern[1:]
+			}
+			if len(pattern) == 0 { // unterminated class: Redis treats the end as ']'
+				return matched != not && len(s) == 1
+			}
+			if matched == not {
+				return false
+			}
+			s = s[1:]
+		case '\\':
+			if len(pattern) >= 2 {
+				pattern = pattern[1:]
+			}
+			fallthrough
+		default:
+			if len(s) == 0 || pattern[0] != s[0] {
+				return false
+			}
+			s = s[1:]
+		}
+		pattern = pattern[1:]
+	}
+	return len(s) == 0
+}
+
+// KEYS pattern. Reply: array of keys. O(N) in the db's keys.
+func runKeys(x *exec) error {
+	var keys [][]byte
+	all := len(x.args[1]) == 1 && x.args[1][0] == '*'
+	_, err := scanKeys(x.view(), x.db(), 0, func(key []byte, _ codec.Meta) bool {
+		if all || match(x.args[1], key) {
+			keys = append(keys, key)
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	x.w().WriteArray(len(keys))
+	for _, k := range keys {
+		x.w().WriteBulk(k)
+	}
+	return nil
+}
+
+// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+// The cursor is the next hash slot to visit: each call returns whole slots
+// until at least COUNT keys were visited, so every key present for the whole
+// iteration is returned exactly once.
+// https://redis.io/docs/latest/commands/scan/
+func runScan(x *exec) error {
+	cur, err := strconv.ParseUint(string(x.args[1]), 10, 64)
+	if err != nil {
+		return errInvalidCursor
+	}
+	var pattern, typ []byte
+	count := int64(10)
+	for i := 2; i < len(x.args); i += 2 {
+		if i+1 >= len(x.args) {
+			return errSyntax
+		}
+		switch {
+		case equalFold(x.args[i], "MATCH"):
+			pattern = x.args[i+1]
+		case equalFold(x.args[i], "COUNT"):
+			if count, err = intArg(x.args[i+1]); err != nil {
+				return err
+			}
+			if count < 1 {
+				return errSyntax
+			}
+		case equalFold(x.args[i], "TYPE"):
+			typ = x.args[i+1]
+		default:
+			return errSyntax
+		}
+	}
+	var keys [][]byte
+	next := uint16(0)
+	if cur < codec.NumSlots {
+		visited := int64(0)
+		next, err = scanKeys(x.view(), x.db(), uint16(cur), func(key []byte, m codec.Meta) bool {
+			visited++
+			if (pattern == nil || match(pattern, key)) && (typ == nil || equalFold(typ, upper(m.Type.String()))) {
+				keys = append(keys, key)
+			}
+			return visited < count
+		})
+		if err != nil {
+			return err
+		}
+	}
+	w := x.w()
+	w.WriteArray(2)
+	w.WriteBulkString(strconv.FormatUint(uint64(next), 10))
+	w.WriteArray(len(keys))
+	for _, k := range keys {
+		w.WriteBulk(k)
+	}
+	return nil
+}
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - ('a' - 'A')
+		}
+	}
+	return string(b)
+}
+
+// dbSize counts the live keys of db and those with a TTL (O(N)).
+func dbSize(v *materialize.View, db uint8) (keys, expires int64, err error) {
+	_, err = scanKeys(v, db, 0, func(_ []byte, m codec.Meta) bool {
+		keys++
+		if m.ExpireAtMs != 0 {
+			expires++
+		}
+		return true
+	})
+	return keys, expires, err
+}
+
+// DBSIZE. Reply: integer. Differs from Redis: O(N) in the db's keys.
+func runDBSize(x *exec) error {
+	n, _, err := dbSize(x.view(), x.db())
+	if err != nil {
+		return err
+	}
+	x.w().WriteInt64(n)
+	return nil
+}
+
+// flushMode checks FLUSHDB/FLUSHALL's optional ASYNC|SYNC argument.
+func flushMode(x *exec) error {
+	switch {
+	case len(x.args) == 1:
+	case len(x.args) == 2 && (equalFold(x.args[1], "ASYNC") || equalFold(x.args[1], "SYNC")):
+	default:
+		return errSyntax
+	}
+	return nil
+}
+
+// FLUSHDB [ASYNC|SYNC]: range-deletes the db's keys in every populated slot.
+// Blocked XREADGROUP clients of the flushed keys get UNBLOCKED; blocked XREAD
+// clients keep waiting, as in Redis.
+func runFlushDB(x *exec) error {
+	if err := flushMode(x); err != nil {
+		return err
+	}
+	err := x.write(func(v *materialize.View) ([]codec.Event, error) {
+		var slots []uint16
+		err := v.SeekSlots(codec.TagMeta, x.db(), 0, func(slot uint16) (bool, error) {
+			slots = append(slots, slot)
+			return true, nil
+		})
+		return []codec.Event{codec.FlushDBEvent(x.db(), slots)}, err
+	})
+	if err != nil {
+		return err
+	}
+	x.w().WriteString("OK")
+	return nil
+}
+
+// FLUSHALL [ASYNC|SYNC]: one range deletion per tag.
+func runFlushAll(x *exec) error {
+	if err := flushMode(x); err != nil {
+		return err
+	}
+	err := x.write(func(*materialize.View) ([]codec.Event, error) {
+		return []codec.Event{codec.FlushAllEvent()}, nil
+	})
+	if err != nil {
+		return err
+	}
+	x.w().WriteString("OK")
+	return nil
+}

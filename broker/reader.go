@@ -1,0 +1,585 @@
+package broker
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"math"
+)
+
+// Default request limits. They match the Redis 7.0 defaults of the same
+// settings (proto-max-bulk-len, the INT_MAX multibulk check,
+// PROTO_INLINE_MAX_SIZE and client-query-buffer-limit).
+const (
+	readerDefaultMaxBulkLen     = 512 << 20
+	readerDefaultMaxMultibulk   = math.MaxInt32
+	readerDefaultMaxInline      = 64 << 10
+	readerDefaultMaxQueryBuffer = 1 << 30
+
+	// readerBufferSize is the size of the internal bufio.Reader.
+	readerBufferSize = 32 << 10
+	// readerTrustedChunk is how much of a declared bulk length is trusted
+	// before any of its bytes have arrived. Beyond that, the argument buffer
+	// grows only in proportion to what has actually been received.
+	readerTrustedChunk = 1 << 20
+	// readerMinArgCap is the smallest backing allocation for a multibulk
+	// request whose arguments are still arriving.
+	readerMinArgCap = 32
+	// readerMaxRetainedScratch caps the scratch memory a Reader keeps between
+	// requests; larger scratch buffers are dropped after use.
+	readerMaxRetainedScratch = 64 << 10
+)
+
+// Exact Redis wire texts (without the leading '-') of the protocol errors.
+const (
+	readerErrMultibulkLen = "ERR Protocol error: invalid multibulk length"
+	readerErrBulkLen      = "ERR Protocol error: invalid bulk length"
+	readerErrTooBigMbulk  = "ERR Protocol error: too big mbulk count string"
+	readerErrTooBigBulk   = "ERR Protocol error: too big bulk count string"
+	readerErrTooBigInline = "ERR Protocol error: too big inline request"
+	readerErrUnbalanced   = "ERR Protocol error: unbalanced quotes in request"
+	// Not a Redis message: Redis blindly skips the two bytes after a bulk
+	// payload. Sediment insists that they are CR LF.
+	readerErrBulkCRLF = "ERR Protocol error: expected '\\r\\n' after bulk"
+	// Not a Redis message: Redis closes such a client silently (after
+	// logging it). Sediment replies this error and then closes.
+	readerErrQueryBuffer = "ERR Protocol error: query buffer limit exceeded"
+)
+
+// Limits bounds what one client may send. Zero (or negative) fields take the
+// defaults documented on each field.
+type Limits struct {
+	// MaxBulkLen is the largest accepted bulk argument ($<len>), like Redis's
+	// proto-max-bulk-len. Default 512 MiB.
+	MaxBulkLen int64
+	// MaxMultibulk is the largest accepted element count in one *<n>
+	// request. Default and upper bound: math.MaxInt32, the INT_MAX check of
+	// Redis; larger values are clamped to it.
+	MaxMultibulk int64
+	// MaxInline is the longest accepted inline request line and the longest
+	// *<n> / $<len> header line, in bytes before the '\n', like Redis's
+	// PROTO_INLINE_MAX_SIZE. Default 64 KiB.
+	MaxInline int
+	// MaxQueryBuffer bounds the bytes of one request (all arguments plus
+	// framing), like Redis's client-query-buffer-limit. Default 1 GiB.
+	MaxQueryBuffer int64
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxBulkLen <= 0 {
+		l.MaxBulkLen = readerDefaultMaxBulkLen
+	}
+	if l.MaxMultibulk <= 0 || l.MaxMultibulk > readerDefaultMaxMultibulk {
+		l.MaxMultibulk = readerDefaultMaxMultibulk
+	}
+	if l.MaxInline <= 0 {
+		l.MaxInline = readerDefaultMaxInline
+	}
+	if l.MaxQueryBuffer <= 0 {
+		l.MaxQueryBuffer = readerDefaultMaxQueryBuffer
+	}
+	return l
+}
+
+// ProtocolError is returned for malformed or over-limit input. Msg (and
+// Error()) is the exact Redis wire text without the leading '-', e.g.
+// "ERR Protocol error: invalid bulk length". After one, the caller should
+// send it as an error reply and close the connection: the rest of the
+// stream can no longer be framed.
+type ProtocolError struct{ Msg string }
+
+func (e *ProtocolError) Error() string { return e.Msg }
+
+func readerProtoErr(msg string) error { return &ProtocolError{Msg: msg} }
+
+// Reader reads RESP requests, both multibulk (*<n>\r\n$<len>\r\n<bytes>\r\n...)
+// and inline (PING\r\n), from a client connection.
+//
+// It replaces the request parser of redcon, which has no request limits (a
+// declared bulk length near MaxInt64 overflows its arithmetic and panics, a
+// huge *<n> makes it spin, and bulk sizes are unbounded). Reader enforces the
+// Limits while reading, following Redis 7.0 (networking.c,
+// processMultibulkBuffer / processInlineBuffer):
+//
+//   - *<n> counts and $<len> lengths are parsed like Redis's string2ll (no
+//     sign other than a leading '-', no leading zeros, overflow-checked), so
+//     values such as $9223372036854775800 or $99999999999999999999999 are
+//     rejected, never wrapped. Counts above MaxMultibulk give "invalid
+//     multibulk length"; lengths that are negative or above MaxBulkLen give
+//     "invalid bulk length".
+//   - Header and inline lines longer than MaxInline are rejected as soon as
+//     that many bytes are buffered without a '\n', without waiting for more.
+//   - Nothing is allocated according to a client-declared size before the
+//     bytes have arrived: the argument slice starts small and grows as
+//     arguments arrive, and a bulk payload's buffer grows geometrically with
+//     the bytes actually received (trusting at most 1 MiB of a declaration
+//     up front). A client that declares $536870912 and sends 10 bytes costs
+//     about 1 MiB, not 512 MiB.
+//   - The total size of one request, counting framing, is bounded by
+//     MaxQueryBuffer; it is checked against each declared bulk length before
+//     the payload is read ("query buffer limit exceeded").
+//
+// Deviations from Redis, all of them stricter: header lines must end in
+// "\r\n" (a bare '\n' makes the number invalid); a bulk payload must be
+// followed by "\r\n" (Redis skips any two bytes); an inline request is split
+// at its first NUL byte as Redis's sdssplitargs does, rather than never being
+// found complete; a request that cannot fit in MaxQueryBuffer gets an error
+// reply instead of a silent close.
+//
+// After ReadCommand returns an error the Reader is finished: the error is
+// sticky and returned by every later call.
+//
+// A Reader is not safe for concurrent use.
+type Reader struct {
+	br   *bufio.Reader
+	lim  Limits
+	line []byte // scratch: the current header / inline line
+	ends []int  // scratch: end offsets of the current multibulk's arguments
+	err  error  // sticky error
+}
+
+// NewReader returns a Reader that reads requests from rd, typically a
+// net.Conn, with the given limits (zero fields take the defaults).
+func NewReader(rd io.Reader, lim Limits) *Reader {
+	return &Reader{
+		br:  bufio.NewReaderSize(rd, readerBufferSize),
+		lim: lim.withDefaults(),
+	}
+}
+
+// Buffered returns the number of bytes already read from the connection but
+// not yet consumed. After ReadCommand returns a command, these bytes belong
+// to further (pipelined) requests, so a caller may execute commands until
+// Buffered() == 0 before flushing its replies.
+func (r *Reader) Buffered() int { return r.br.Buffered() }
+
+// ReadCommand returns the arguments of the next request. Empty inline lines
+// and *0 / *-1 (any count <= 0) requests are skipped, never returned, so a
+// returned command always has at least one argument, and every argument is a
+// non-nil slice (possibly empty).
+//
+// The returned slices are owned by the caller and may be retained: the
+// Reader never reuses their memory. All arguments of one command share one
+// backing array, each capped to its own length (appending to one argument
+// cannot overwrite another), so retaining a small argument of a large
+// command keeps the whole command's memory alive; copy it if that matters.
+//
+// It returns io.EOF when the connection ends cleanly between requests,
+// io.ErrUnexpectedEOF when it ends in the middle of one, a *ProtocolError for
+// malformed or over-limit input, and other errors from the underlying reader
+// as they are.
+func (r *Reader) ReadCommand() ([][]byte, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	for {
+		args, err := r.readRequest()
+		if err != nil {
+			r.err = err
+			return nil, err
+		}
+		if len(args) > 0 {
+			return args, nil
+		}
+	}
+}
+
+// readRequest reads one request; it returns no arguments and no error for
+// requests that are to be skipped.
+func (r *Reader) readRequest() ([][]byte, error) {
+	b, err := r.br.Peek(1)
+	if err != nil {
+		return nil, err // io.EOF here is a clean end
+	}
+	if b[0] == '*' {
+		return r.readMultibulk()
+	}
+	return r.readInline()
+}
+
+func (r *Reader) readInline() ([][]byte, error) {
+	line, err := r.readLine(readerErrTooBigInline)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(line)) >= r.lim.MaxQueryBuffer { // line plus its '\n'
+		return nil, readerProtoErr(readerErrQueryBuffer)
+	}
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return readerSplitArgs(line)
+}
+
+func (r *Reader) readMultibulk() ([][]byte, error) {
+	line, err := r.readLine(readerErrTooBigMbulk)
+	if err != nil {
+		return nil, err
+	}
+	n, ok := readerParseHeader(line) // line[0] == '*'
+	if !ok || n > r.lim.MaxMultibulk {
+		return nil, readerProtoErr(readerErrMultibulkLen)
+	}
+	total := int64(len(line)) + 1 // bytes of this request so far
+	if total > r.lim.MaxQueryBuffer {
+		return nil, readerProtoErr(readerErrQueryBuffer)
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+
+	ends := r.ends[:0]
+	var data []byte
+	for i := int64(0); i < n; i++ {
+		line, err := r.readLine(readerErrTooBigBulk)
+		if err != nil {
+			return nil, err
+		}
+		if len(line) == 0 || line[0] != '$' {
+			got := byte('\n') // an empty line: the first byte was its '\n'
+			if len(line) > 0 {
+				got = line[0]
+			}
+			if got == '\r' || got == '\n' { // as Redis: no newlines in errors
+				got = ' '
+			}
+			return nil, readerProtoErr("ERR Protocol error: expected '$', got '" + string([]byte{got}) + "'")
+		}
+		ll, ok := readerParseHeader(line)
+		if !ok || ll < 0 || ll > r.lim.MaxBulkLen {
+			return nil, readerProtoErr(readerErrBulkLen)
+		}
+		total += int64(len(line)) + 1
+		// total <= MaxQueryBuffer here, so the right side cannot overflow.
+		if total > r.lim.MaxQueryBuffer || ll > r.lim.MaxQueryBuffer-total-2 {
+			return nil, readerProtoErr(readerErrQueryBuffer)
+		}
+		total += ll + 2
+		data, err = r.readBulk(data, ll, i == n-1)
+		if err != nil {
+			return nil, err
+		}
+		ends = append(ends, len(data))
+	}
+
+	if data == nil {
+		data = []byte{} // every argument was empty; keep them non-nil
+	}
+	args := make([][]byte, len(ends))
+	start := 0
+	for i, end := range ends {
+		args[i] = data[start:end:end]
+		start = end
+	}
+	if cap(ends) > readerMaxRetainedScratch/8 {
+		ends = nil
+	}
+	r.ends = ends[:0]
+	return args, nil
+}
+
+// readBulk appends a bulk payload of ll bytes to data, followed by checking
+// its trailing "\r\n". last reports whether it is the request's last
+// argument, in which case data is never grown beyond what it needs.
+func (r *Reader) readBulk(data []byte, ll int64, last bool) ([]byte, error) {
+	for remaining := ll; remaining > 0; {
+		if len(data) == cap(data) {
+			data = readerGrow(data, remaining, last)
+		}
+		k := int64(cap(data) - len(data))
+		if k > remaining {
+			k = remaining
+		}
+		start := len(data)
+		data = data[:start+int(k)]
+		if _, err := io.ReadFull(r.br, data[start:]); err != nil {
+			return nil, readerUnexpected(err)
+		}
+		remaining -= k
+	}
+	crlf, err := r.br.Peek(2)
+	if err != nil {
+		if len(crlf) > 0 && crlf[0] != '\r' {
+			return nil, readerProtoErr(readerErrBulkCRLF)
+		}
+		return nil, readerUnexpected(err)
+	}
+	if crlf[0] != '\r' || crlf[1] != '\n' {
+		return nil, readerProtoErr(readerErrBulkCRLF)
+	}
+	if _, err := r.br.Discard(2); err != nil {
+		return nil, readerUnexpected(err)
+	}
+	return data, nil
+}
+
+// readerGrow returns data (full: len == cap) with more capacity, for an
+// argument of which remaining > 0 bytes are still to come. It trusts the
+// declared remaining size only up to max(len(data), 1 MiB), so memory is
+// bounded by about twice the bytes actually received plus 1 MiB; growth is
+// at least geometric so that many small arguments cost amortized O(1) each.
+func readerGrow(data []byte, remaining int64, last bool) []byte {
+	have := int64(len(data))
+	trust := have
+	if trust < readerTrustedChunk {
+		trust = readerTrustedChunk
+	}
+	add := remaining
+	if add > trust {
+		add = trust
+	}
+	newCap := have + add
+	if c := 2 * int64(cap(data)); newCap < c {
+		newCap = c
+	}
+	if newCap < readerMinArgCap {
+		newCap = readerMinArgCap
+	}
+	if last && newCap > have+remaining {
+		newCap = have + remaining // nothing follows this argument
+	}
+	grown := make([]byte, len(data), newCap)
+	copy(grown, data)
+	return grown
+}
+
+// readLine reads one line and returns its bytes before the '\n' (including
+// any '\r'). The result is valid until the next readLine call. If more than
+// MaxInline bytes arrive without a '\n' it fails with the ProtocolError
+// tooBig, as soon as those bytes are buffered.
+func (r *Reader) readLine(tooBig string) ([]byte, error) {
+	limit := r.lim.MaxInline
+	if cap(r.line) > readerMaxRetainedScratch {
+		r.line = nil
+	}
+	r.line = r.line[:0]
+	scanned := 0 // buffered bytes already known to hold no '\n'
+	for {
+		n := r.br.Buffered()
+		if n == 0 {
+			if _, err := r.br.Peek(1); err != nil {
+				return nil, readerUnexpected(err)
+			}
+			n = r.br.Buffered()
+			scanned = 0
+		}
+		buf, _ := r.br.Peek(n)
+		if i := bytes.IndexByte(buf[scanned:], '\n'); i >= 0 {
+			i += scanned
+			if len(r.line)+i > limit {
+				return nil, readerProtoErr(tooBig)
+			}
+			r.line = append(r.line, buf[:i]...)
+			if _, err := r.br.Discard(i + 1); err != nil {
+				return nil, readerUnexpected(err)
+			}
+			return r.line, nil
+		}
+		if len(r.line)+n > limit {
+			return nil, readerProtoErr(tooBig)
+		}
+		if n >= r.br.Size() {
+			// The line is longer than the buffer: move what we have aside.
+			r.line = append(r.line, buf...)
+			if _, err := r.br.Discard(n); err != nil {
+				return nil, readerUnexpected(err)
+			}
+			scanned = 0
+			continue
+		}
+		scanned = n
+		// Wait for at least one more byte (bufio slides the data to the
+		// front of its buffer if needed; n+1 <= Size here).
+		if _, err := r.br.Peek(n + 1); err != nil {
+			return nil, readerUnexpected(err)
+		}
+	}
+}
+
+// readerUnexpected maps io.EOF inside a request to io.ErrUnexpectedEOF.
+func readerUnexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// readerParseHeader parses a "*<n>\r" or "$<len>\r" line (its '\n' already
+// stripped): the first byte is skipped and the line must end in '\r'.
+func readerParseHeader(line []byte) (int64, bool) {
+	if len(line) < 2 || line[len(line)-1] != '\r' {
+		return 0, false
+	}
+	return readerParseInt(line[1 : len(line)-1])
+}
+
+// readerParseInt parses a decimal int64 exactly like Redis's string2ll: an
+// optional '-', then "0" or digits without a leading zero, with overflow
+// detection. "+1", "01", "-0", " 1" and "" are all invalid.
+func readerParseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 { // len("-9223372036854775808") == 20
+		return 0, false
+	}
+	if len(b) == 1 && b[0] == '0' {
+		return 0, true
+	}
+	neg := false
+	if b[0] == '-' {
+		neg = true
+		b = b[1:]
+		if len(b) == 0 {
+			return 0, false
+		}
+	}
+	if b[0] < '1' || b[0] > '9' {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	if neg {
+		if v > 1<<63 {
+			return 0, false
+		}
+		return int64(-v), true // wraps correctly for v == 1<<63
+	}
+	if v > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(v), true
+}
+
+// readerIsSpace is C's isspace in the "C" locale.
+func readerIsSpace(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\v', '\f', '\r':
+		return true
+	}
+	return false
+}
+
+func readerIsHex(c byte) bool {
+	return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')
+}
+
+func readerHexVal(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
+}
+
+// readerSplitArgs splits an inline request like Redis's sdssplitargs:
+// arguments are separated by whitespace; "double quotes" support \n \r \t \b
+// \a \xHH and \<any char> escapes; 'single quotes' support only \'; a closing
+// quote must be followed by whitespace or the end of the line. As
+// sdssplitargs works on a C string, the line ends at its first NUL byte. An
+// unterminated quote or a closing quote followed by another character gives
+// "unbalanced quotes in request". A blank line gives no arguments.
+func readerSplitArgs(line []byte) ([][]byte, error) {
+	if i := bytes.IndexByte(line, 0); i >= 0 {
+		line = line[:i]
+	}
+	n := len(line)
+	at := func(i int) byte { // NUL past the end, like the C string
+		if i < n {
+			return line[i]
+		}
+		return 0
+	}
+	var args [][]byte
+	var out []byte // the decoded output is never longer than the line
+	p := 0
+	for {
+		for p < n && readerIsSpace(line[p]) {
+			p++
+		}
+		if p >= n {
+			return args, nil
+		}
+		if out == nil {
+			out = make([]byte, 0, n)
+		}
+		start := len(out)
+		inq, insq, done := false, false, false
+		for !done {
+			c := at(p)
+			switch {
+			case inq:
+				switch {
+				case c == '\\' && at(p+1) == 'x' && readerIsHex(at(p+2)) && readerIsHex(at(p+3)):
+					out = append(out, readerHexVal(at(p+2))<<4|readerHexVal(at(p+3)))
+					p += 3
+				case c == '\\' && at(p+1) != 0:
+					p++
+					e := line[p]
+					switch e {
+					case 'n':
+						e = '\n'
+					case 'r':
+						e = '\r'
+					case 't':
+						e = '\t'
+					case 'b':
+						e = '\b'
+					case 'a':
+						e = '\a'
+					}
+					out = append(out, e)
+				case c == '"':
+					if nx := at(p + 1); nx != 0 && !readerIsSpace(nx) {
+						return nil, readerProtoErr(readerErrUnbalanced)
+					}
+					done = true
+				case c == 0:
+					return nil, readerProtoErr(readerErrUnbalanced)
+				default:
+					out = append(out, c)
+				}
+			case insq:
+				switch {
+				case c == '\\' && at(p+1) == '\'':
+					p++
+					out = append(out, '\'')
+				case c == '\'':
+					if nx := at(p + 1); nx != 0 && !readerIsSpace(nx) {
+						return nil, readerProtoErr(readerErrUnbalanced)
+					}
+					done = true
+				case c == 0:
+					return nil, readerProtoErr(readerErrUnbalanced)
+				default:
+					out = append(out, c)
+				}
+			default:
+				switch c {
+				case ' ', '\n', '\r', '\t', 0:
+					done = true
+				case '"':
+					inq = true
+				case '\'':
+					insq = true
+				default:
+					out = append(out, c)
+				}
+			}
+			if at(p) != 0 {
+				p++
+			}
+		}
+		end := len(out)
+		args = append(args, out[start:end:end])
+	}
+}

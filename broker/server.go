@@ -1,0 +1,236 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+// Options configures a Server. The zero value runs a development server on
+// 127.0.0.1:6380 with data in ./data and an embedded NATS server.
+type Options struct {
+	// Addr is the TCP listen address. The default is "127.0.0.1:6380".
+	Addr string
+	// Dir is the data directory. The default is "./data".
+	Dir string
+	// InMemory keeps all data in memory (tests); Dir is ignored.
+	InMemory bool
+	// NATSURL is the NATS server to use for wake-ups. Empty starts an
+	// embedded, in-process NATS server.
+	NATSURL string
+	// AppendFsync is the durability policy (Redis's appendfsync). The
+	// default is everysec.
+	AppendFsync materialize.SyncPolicy
+	// Databases is the number of SELECT-able databases, 1..256. The default is 16.
+	Databases int
+	// Logger receives lifecycle (Info), internal-error (Warn) and
+	// per-command (Debug) logs. The default discards.
+	Logger *slog.Logger
+	// Limits bounds each client's requests; zero fields take Redis's defaults.
+	Limits Limits
+	// Now is the clock; the default is time.Now. Tests inject one.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:6380"
+	}
+	if o.Dir == "" {
+		o.Dir = "./data"
+	}
+	if o.Databases == 0 {
+		o.Databases = 16
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	o.Limits = o.Limits.withDefaults()
+	return o
+}
+
+// Validate reports an invalid option.
+func (o Options) Validate() error {
+	if o.Databases < 1 || o.Databases > 256 {
+		return fmt.Errorf("broker: databases must be 1..256, got %d", o.Databases)
+	}
+	return nil
+}
+
+// Server is a Sediment server. Create it with New, run it with Serve or
+// ListenAndServe, stop it with Close.
+type Server struct {
+	opts  Options
+	store *materialize.Store
+	wake  *waker
+	start time.Time
+
+	ctx    context.Context // cancelled by Close: ends blocking waits
+	cancel context.CancelFunc
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[*conn]struct{}
+	wg    sync.WaitGroup // connection goroutines and background loops
+
+	nextClientID atomic.Int64
+	stats        stats
+	closed       atomic.Bool
+}
+
+type stats struct {
+	connsReceived atomic.Int64
+	commands      atomic.Int64
+	rejected      atomic.Int64
+	blocked       atomic.Int64
+}
+
+// New opens the store, connects to (or starts) NATS and returns a Server
+// ready to Serve.
+func New(opts Options) (*Server, error) {
+	o := opts.withDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	store, err := materialize.Open(materialize.Options{
+		Dir:      o.Dir,
+		InMemory: o.InMemory,
+		Sync:     o.AppendFsync,
+		Logger:   o.Logger,
+		Now:      o.Now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: o, store: store, conns: map[*conn]struct{}{}, start: o.Now()}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if s.wake, err = newWaker(o.NATSURL, o.Logger); err != nil {
+		store.Close()
+		return nil, err
+	}
+	s.wg.Add(1)
+	go s.activeExpiry()
+	return s, nil
+}
+
+// ListenAndServe listens on Options.Addr and serves until Close.
+func (s *Server) ListenAndServe() error {
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ln)
+}
+
+// Serve accepts connections on ln until Close; it returns nil after Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.ln = ln
+	s.mu.Unlock()
+	s.opts.Logger.Info("listening", "addr", ln.Addr().String(), "appendfsync", s.store.Policy().String())
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.closed.Load() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		s.stats.connsReceived.Add(1)
+		c := newConn(s, nc)
+		s.mu.Lock()
+		if s.closed.Load() {
+			s.mu.Unlock()
+			nc.Close()
+			continue
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Addr returns the listener's address, or nil before Serve.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Close stops accepting, ends blocking waits (they reply as on timeout),
+// lets each connection finish the commands it has read, closes connections,
+// then closes NATS and the store. It is safe to call more than once.
+func (s *Server) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.mu.Lock()
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for c := range s.conns {
+		c.shutdown()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	s.wake.close()
+	err := s.store.Close()
+	s.opts.Logger.Info("stopped")
+	return err
+}
+
+// activeExpiry deletes keys whose TTL passed, ten times a second, as Redis's
+// active expire cycle does (hz 10).
+func (s *Server) activeExpiry() {
+	defer s.wg.Done()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			keys, err := s.store.ExpireCycle(200)
+			if err != nil {
+				if !errors.Is(err, materialize.ErrClosed) {
+					s.opts.Logger.Warn("active expiry failed", "err", err)
+				}
+				continue
+			}
+			for _, k := range keys {
+				s.wake.publishKey(k.DB, k.Key)
+			}
+		}
+	}
+}

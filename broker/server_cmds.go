@@ -1,0 +1,268 @@
+package broker
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Version is the Redis version Sediment reports in INFO (redis_version), so
+// clients enable the features it implements; sediment_version is its own.
+const Version = "7.0.0"
+
+// SedimentVersion is set by the build (-ldflags -X).
+var SedimentVersion = "dev"
+
+func init() {
+	register(
+		&command{name: "ping", arity: -1, flags: flagFast, group: "connection", since: "1.0.0", summary: "Returns the server's liveliness response.", run: runPing},
+		&command{name: "echo", arity: 2, flags: flagFast, group: "connection", since: "1.0.0", summary: "Returns the given string.", run: runEcho},
+		&command{name: "quit", arity: -1, flags: flagFast, group: "connection", since: "1.0.0", summary: "Closes the connection.", run: runQuit},
+		&command{name: "select", arity: 2, flags: flagFast, group: "connection", since: "1.0.0", summary: "Changes the selected database.", run: runSelect},
+		&command{name: "client", arity: -2, flags: 0, group: "connection", since: "2.4.0", summary: "A container for client connection commands.", run: runClient},
+		&command{name: "command", arity: -1, flags: 0, group: "server", since: "2.8.13", summary: "Returns detailed information about all commands.", run: runCommand},
+		&command{name: "info", arity: -1, flags: 0, group: "server", since: "1.0.0", summary: "Returns information and statistics about the server.", run: runInfo},
+		&command{name: "time", arity: 1, flags: flagFast, group: "server", since: "2.6.0", summary: "Returns the server time.", run: runTime},
+		&command{name: "config", arity: -2, flags: flagAdmin, group: "server", since: "2.0.0", summary: "A container for server configuration commands.", run: runConfig},
+	)
+}
+
+// PING [message]. Reply: PONG, or the message as a bulk string.
+func runPing(x *exec) error {
+	switch len(x.args) {
+	case 1:
+		x.w().WriteString("PONG")
+	case 2:
+		x.w().WriteBulk(x.args[1])
+	default:
+		return errWrongArgs("ping")
+	}
+	return nil
+}
+
+// ECHO message.
+func runEcho(x *exec) error { x.w().WriteBulk(x.args[1]); return nil }
+
+// QUIT: replies OK, then closes the connection after flushing.
+func runQuit(x *exec) error {
+	x.w().WriteString("OK")
+	x.c.closeAfter = true
+	return nil
+}
+
+// SELECT index: 0 <= index < Options.Databases.
+func runSelect(x *exec) error {
+	n, ok := parseInt(x.args[1])
+	if !ok {
+		return errNotInteger
+	}
+	if n < 0 || n >= int64(x.c.s.opts.Databases) {
+		return errDBIndex
+	}
+	x.c.db = uint8(n)
+	x.w().WriteString("OK")
+	return nil
+}
+
+// CLIENT ID | GETNAME | SETNAME name | SETINFO attr value | INFO | LIST
+func runClient(x *exec) error {
+	sub, n := x.args[1], len(x.args)
+	c := x.c
+	switch {
+	case equalFold(sub, "ID") && n == 2:
+		x.w().WriteInt64(c.id)
+	case equalFold(sub, "GETNAME") && n == 2:
+		c.mu.Lock()
+		name := c.name
+		c.mu.Unlock()
+		if name == "" {
+			x.w().WriteNull()
+		} else {
+			x.w().WriteBulkString(name)
+		}
+	case equalFold(sub, "SETNAME") && n == 3:
+		for _, ch := range x.args[2] {
+			if ch < '!' || ch > '~' {
+				return errBadClientName
+			}
+		}
+		c.mu.Lock()
+		c.name = string(x.args[2])
+		c.mu.Unlock()
+		x.w().WriteString("OK")
+	case equalFold(sub, "SETINFO") && n == 4:
+		x.w().WriteString("OK")
+	case equalFold(sub, "INFO") && n == 2:
+		x.w().WriteBulkString(c.info() + "\n")
+	case equalFold(sub, "LIST") && n == 2:
+		var b strings.Builder
+		c.s.mu.Lock()
+		conns := make([]*conn, 0, len(c.s.conns))
+		for o := range c.s.conns {
+			conns = append(conns, o)
+		}
+		c.s.mu.Unlock()
+		sort.Slice(conns, func(i, j int) bool { return conns[i].id < conns[j].id })
+		for _, o := range conns {
+			b.WriteString(o.info())
+			b.WriteByte('\n')
+		}
+		x.w().WriteBulkString(b.String())
+	case equalFold(sub, "ID"), equalFold(sub, "GETNAME"), equalFold(sub, "SETNAME"), equalFold(sub, "SETINFO"),
+		equalFold(sub, "INFO"), equalFold(sub, "LIST"):
+		return errWrongArgsSub("client", sub)
+	default:
+		return errUnknownSubcommand(sub, "client")
+	}
+	return nil
+}
+
+// info is the connection's CLIENT LIST line (the fields Sediment tracks).
+func (c *conn) info() string {
+	c.mu.Lock()
+	name := c.name
+	c.mu.Unlock()
+	age := int64(c.s.opts.Now().Sub(c.born) / time.Second)
+	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d db=%d", c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, age, c.db)
+}
+
+// TIME. Reply: [unix seconds, microseconds] as bulk strings.
+func runTime(x *exec) error {
+	now := x.c.s.opts.Now()
+	x.w().WriteArray(2)
+	x.w().WriteBulkString(strconv.FormatInt(now.Unix(), 10))
+	x.w().WriteBulkString(strconv.FormatInt(int64(now.Nanosecond()/1000), 10))
+	return nil
+}
+
+// CONFIG GET pattern [pattern ...]: the few parameters Sediment has, so that
+// tools such as redis-benchmark can read them. CONFIG SET/RESETSTAT are not
+// supported.
+func runConfig(x *exec) error {
+	sub := x.args[1]
+	if !equalFold(sub, "GET") {
+		return errUnknownSubcommand(sub, "config")
+	}
+	if len(x.args) < 3 {
+		return errWrongArgsSub("config", sub)
+	}
+	s := x.c.s
+	params := [][2]string{
+		{"appendonly", "yes"},
+		{"appendfsync", s.store.Policy().String()},
+		{"save", ""},
+		{"databases", strconv.Itoa(s.opts.Databases)},
+		{"dir", s.opts.Dir},
+		{"proto-max-bulk-len", strconv.FormatInt(s.opts.Limits.MaxBulkLen, 10)},
+		{"client-query-buffer-limit", strconv.FormatInt(s.opts.Limits.MaxQueryBuffer, 10)},
+	}
+	var out []string
+	for _, p := range params {
+		for _, pat := range x.args[2:] {
+			if match([]byte(strings.ToLower(string(pat))), []byte(p[0])) {
+				out = append(out, p[0], p[1])
+				break
+			}
+		}
+	}
+	x.w().WriteArray(len(out))
+	for _, o := range out {
+		x.w().WriteBulkString(o)
+	}
+	return nil
+}
+
+// INFO [section ...]: server, clients, persistence, stats, keyspace
+// ("default", "all" and "everything" select them all).
+func runInfo(x *exec) error {
+	want := map[string]bool{}
+	for _, a := range x.args[1:] {
+		want[strings.ToLower(string(a))] = true
+	}
+	all := len(want) == 0 || want["all"] || want["default"] || want["everything"]
+	s := x.c.s
+	var b strings.Builder
+	section := func(name string, body func()) {
+		if all || want[name] {
+			if b.Len() > 0 {
+				b.WriteString("\r\n")
+			}
+			fmt.Fprintf(&b, "# %s\r\n", strings.ToUpper(name[:1])+name[1:])
+			body()
+		}
+	}
+	kv := func(k string, v any) { fmt.Fprintf(&b, "%s:%v\r\n", k, v) }
+	now := s.opts.Now()
+	section("server", func() {
+		kv("redis_version", Version)
+		kv("sediment_version", SedimentVersion)
+		kv("redis_mode", "standalone")
+		kv("os", runtime.GOOS+" "+runtime.GOARCH)
+		kv("arch_bits", strconv.IntSize)
+		kv("go_version", runtime.Version())
+		kv("process_id", os.Getpid())
+		kv("tcp_port", portOf(s))
+		kv("uptime_in_seconds", int64(now.Sub(s.start)/time.Second))
+		kv("uptime_in_days", int64(now.Sub(s.start)/(24*time.Hour)))
+		kv("executable", executable())
+	})
+	section("clients", func() {
+		s.mu.Lock()
+		n := len(s.conns)
+		s.mu.Unlock()
+		kv("connected_clients", n)
+		kv("blocked_clients", s.stats.blocked.Load())
+		kv("maxclients", 10000)
+	})
+	section("persistence", func() {
+		kv("loading", 0)
+		kv("aof_enabled", 1)
+		kv("appendfsync", s.store.Policy().String())
+		kv("changelog_last_seq", s.store.LastSeq())
+	})
+	section("stats", func() {
+		kv("total_connections_received", s.stats.connsReceived.Load())
+		kv("total_commands_processed", s.stats.commands.Load())
+		kv("rejected_calls", s.stats.rejected.Load())
+	})
+	var err error
+	section("keyspace", func() {
+		v := s.store.View()
+		for db := 0; db < s.opts.Databases; db++ {
+			n, expires, e := dbSize(v, uint8(db))
+			if e != nil {
+				err = e
+				return
+			}
+			if n > 0 {
+				fmt.Fprintf(&b, "db%d:keys=%d,expires=%d,avg_ttl=0\r\n", db, n, expires)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	x.w().WriteBulkString(b.String())
+	return nil
+}
+
+func portOf(s *Server) string {
+	if a := s.Addr(); a != nil {
+		if i := strings.LastIndexByte(a.String(), ':'); i >= 0 {
+			return a.String()[i+1:]
+		}
+	}
+	return ""
+}
+
+func executable() string {
+	p, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return p
+}

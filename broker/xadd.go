@@ -1,0 +1,181 @@
+package broker
+
+import (
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
+)
+
+func init() {
+	register(
+		&command{name: "xadd", arity: -5, flags: flagWrite | flagDenyOOM | flagFast, first: 1, last: 1, step: 1,
+			group: "stream", since: "5.0.0", summary: "Appends a new message to a stream. Creates the key if it doesn't exist.", run: runXAdd},
+		&command{name: "xtrim", arity: -4, flags: flagWrite, first: 1, last: 1, step: 1,
+			group: "stream", since: "5.0.0", summary: "Deletes messages from the beginning of a stream.", run: runXTrim},
+	)
+}
+
+// xadd is a parsed XADD.
+// XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value [field value ...]
+// Reply: the new entry's ID (bulk string), or nil with NOMKSTREAM and no stream.
+// https://redis.io/docs/latest/commands/xadd/
+type xadd struct {
+	key  []byte
+	args streams.AddArgs
+	fv   [][]byte
+}
+
+// parseTrimOptions parses the options XADD and XTRIM share, starting at
+// args[i], and returns the index of the first argument it did not consume.
+// For XADD (isAdd) it also accepts NOMKSTREAM and stops at the ID. This
+// mirrors Redis's streamParseAddOrTrimArgsOrReply, including its checks'
+// order.
+func parseTrimOptions(args [][]byte, i int, isAdd bool, add *streams.AddArgs) (*streams.Trim, int, error) {
+	var (
+		t        streams.Trim
+		limitSet bool
+	)
+	for ; i < len(args); i++ {
+		a := args[i]
+		more := len(args) - 1 - i
+		switch {
+		case isAdd && len(a) == 1 && a[0] == '*':
+			goto done
+		case isAdd && equalFold(a, "NOMKSTREAM"):
+			add.NoMkStream = true
+		case (equalFold(a, "MAXLEN") || equalFold(a, "MINID")) && more >= 1:
+			strategy := streams.TrimMaxLen
+			if equalFold(a, "MINID") {
+				strategy = streams.TrimMinID
+			}
+			if t.Strategy != 0 && t.Strategy != strategy {
+				return nil, 0, errMaxLenAndMinID
+			}
+			t.Strategy = strategy
+			next := args[i+1]
+			if more >= 2 && len(next) == 1 && (next[0] == '~' || next[0] == '=') {
+				t.Approx = next[0] == '~'
+				i++
+			}
+			i++
+			if strategy == streams.TrimMaxLen {
+				n, err := intArg(args[i])
+				if err != nil {
+					return nil, 0, err
+				}
+				if n < 0 {
+					return nil, 0, errMaxLenNeg
+				}
+				t.MaxLen = uint64(n)
+			} else {
+				id, err := streamID(args[i], 0)
+				if err != nil {
+					return nil, 0, err
+				}
+				t.MinID = id
+			}
+		case equalFold(a, "LIMIT") && more >= 1:
+			n, err := intArg(args[i+1])
+			if err != nil {
+				return nil, 0, err
+			}
+			if n < 0 {
+				return nil, 0, errLimitNeg
+			}
+			t.Limit, limitSet = n, true
+			i++
+		default:
+			if isAdd {
+				goto done
+			}
+			return nil, 0, errSyntax
+		}
+	}
+done:
+	if limitSet && !t.Approx {
+		return nil, 0, errLimitNoApprox
+	}
+	if t.Strategy == 0 {
+		return nil, i, nil
+	}
+	if t.Approx && !limitSet {
+		t.Limit = streams.DefaultApproxLimit
+	}
+	return &t, i, nil
+}
+
+func parseXAdd(args [][]byte) (xadd, error) {
+	c := xadd{key: args[1]}
+	trim, i, err := parseTrimOptions(args, 2, true, &c.args)
+	if err != nil {
+		return c, err
+	}
+	c.args.Trim = trim
+	if n := len(args) - i - 1; n < 2 || n%2 != 0 {
+		return c, errWrongArgs("xadd")
+	}
+	idArg := args[i]
+	if len(idArg) == 1 && idArg[0] == '*' {
+		c.args.ID.Auto = true
+	} else {
+		id, seqGiven, seqStar, err := codec.ParseID(idArg, 0, true)
+		if err != nil {
+			return c, errInvalidStreamID
+		}
+		if seqGiven && id.IsZero() {
+			return c, errXAddIDZero
+		}
+		c.args.ID = streams.IDSpec{SeqAuto: seqStar, ID: id}
+	}
+	c.fv = args[i+1:]
+	return c, nil
+}
+
+func runXAdd(x *exec) error {
+	c, err := parseXAdd(x.args)
+	if err != nil {
+		return err
+	}
+	var (
+		id    codec.ID
+		added bool
+	)
+	err = x.write(func(v *materialize.View) ([]codec.Event, error) {
+		var evs []codec.Event
+		id, added, evs, err = streams.Add(v, x.db(), c.key, c.fv, c.args)
+		return evs, err
+	})
+	if err != nil {
+		return err
+	}
+	if !added {
+		x.w().WriteNull()
+		return nil
+	}
+	writeID(x.w(), id)
+	return nil
+}
+
+// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
+// Reply: integer, the number of entries deleted.
+// https://redis.io/docs/latest/commands/xtrim/
+func runXTrim(x *exec) error {
+	t, _, err := parseTrimOptions(x.args, 2, false, nil)
+	if err != nil {
+		return err
+	}
+	if t == nil {
+		return errSyntax
+	}
+	var n uint64
+	err = x.write(func(v *materialize.View) ([]codec.Event, error) {
+		var evs []codec.Event
+		n, evs, err = streams.TrimStream(v, x.db(), x.args[1], *t)
+		return evs, err
+	})
+	if err != nil {
+		return err
+	}
+	x.w().WriteInt64(int64(n))
+	return nil
+}

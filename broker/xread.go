@@ -1,0 +1,289 @@
+package broker
+
+import (
+	"errors"
+	"time"
+
+	"github.com/tidwall/redcon"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/groups"
+	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
+)
+
+func init() {
+	register(
+		&command{name: "xread", arity: -4, flags: flagReadonly | flagBlocking, first: 0, last: 0, step: 1,
+			group: "stream", since: "5.0.0", summary: "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.", run: runXRead},
+		&command{name: "xreadgroup", arity: -7, flags: flagWrite | flagBlocking, first: 0, last: 0, step: 1,
+			group: "stream", since: "5.0.0", summary: "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.", run: runXReadGroup},
+	)
+}
+
+// xread is a parsed XREAD or XREADGROUP.
+// XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]
+// XREADGROUP GROUP group consumer [COUNT count] [BLOCK milliseconds] [NOACK] STREAMS key [key ...] id [id ...]
+// Parsing follows Redis's xreadCommand, including the order of its checks.
+type xread struct {
+	group, consumer []byte
+	count           int // 0: no limit
+	block           bool
+	timeout         time.Duration // with block; 0 waits forever
+	noAck           bool
+	keys, ids       [][]byte
+}
+
+func parseXRead(args [][]byte, isGroup bool) (xread, error) {
+	var c xread
+	streamsAt := 0
+	for i := 1; i < len(args) && streamsAt == 0; i++ {
+		a, more := args[i], len(args)-i-1
+		switch {
+		case equalFold(a, "BLOCK") && more > 0:
+			i++
+			ms, ok := parseInt(args[i])
+			if !ok {
+				return c, errTimeoutNotInt
+			}
+			if ms < 0 {
+				return c, errTimeoutNeg
+			}
+			c.block, c.timeout = true, time.Duration(ms)*time.Millisecond
+		case equalFold(a, "COUNT") && more > 0:
+			i++
+			n, err := intArg(args[i])
+			if err != nil {
+				return c, err
+			}
+			if n > 0 && n < int64(^uint(0)>>1) {
+				c.count = int(n)
+			}
+		case equalFold(a, "STREAMS") && more > 0:
+			streamsAt = i + 1
+			if (len(args)-streamsAt)%2 != 0 {
+				return c, errUnbalancedXRead
+			}
+		case equalFold(a, "GROUP") && more >= 2:
+			if !isGroup {
+				return c, errGroupOnXRead
+			}
+			c.group, c.consumer = args[i+1], args[i+2]
+			i += 2
+		case equalFold(a, "NOACK"):
+			if !isGroup {
+				return c, errNoAckOnXRead
+			}
+			c.noAck = true
+		default:
+			return c, errSyntax
+		}
+	}
+	if streamsAt == 0 {
+		return c, errSyntax
+	}
+	if isGroup && c.group == nil {
+		return c, errMissingGroup
+	}
+	n := (len(args) - streamsAt) / 2
+	c.keys, c.ids = args[streamsAt:streamsAt+n], args[streamsAt+n:]
+	return c, nil
+}
+
+func isGT(b []byte) bool     { return len(b) == 1 && b[0] == '>' }
+func isDollar(b []byte) bool { return len(b) == 1 && b[0] == '$' }
+
+// waitKeys returns the registry keys of c's streams.
+func (x *exec) waitKeys(keys [][]byte) []waitKey {
+	out := make([]waitKey, len(keys))
+	for i, k := range keys {
+		out[i] = waitKey{x.db(), string(k)}
+	}
+	return out
+}
+
+// blockOn flushes the replies already buffered (a blocked command must not
+// hold back the replies of earlier pipelined commands), then waits in the
+// registry and writes the result, or the null array on timeout.
+func (x *exec) blockOn(keys [][]byte, timeout time.Duration, try attempt) error {
+	if err := x.c.flush(); err != nil {
+		return err
+	}
+	x.c.s.stats.blocked.Add(1)
+	res, ok := x.c.s.wake.reg.block(x.c.ctx, x.waitKeys(keys), timeout, try)
+	x.c.s.stats.blocked.Add(-1)
+	if !ok {
+		writeNullArray(x.w())
+		return nil
+	}
+	if res.seq > x.c.pendingSeq {
+		x.c.pendingSeq = res.seq
+	}
+	res.reply(x.w())
+	return nil
+}
+
+// XREAD: https://redis.io/docs/latest/commands/xread/
+// Reply: [[key, entries], ...] for the streams with entries after their ID,
+// or the null array (also on BLOCK timeout).
+func runXRead(x *exec) error {
+	c, err := parseXRead(x.args, false)
+	if err != nil {
+		return err
+	}
+	v := x.view()
+	after := make([]codec.ID, len(c.keys))
+	for i, key := range c.keys {
+		if _, _, err := streams.Meta(v, x.db(), key); err != nil {
+			return err
+		}
+		switch {
+		case isDollar(c.ids[i]):
+			m, _, err := streams.Meta(v, x.db(), key)
+			if err != nil {
+				return err
+			}
+			after[i] = m.Stream.LastID
+		case isGT(c.ids[i]):
+			return errXReadGT
+		default:
+			if after[i], err = streamID(c.ids[i], 0); err != nil {
+				return err
+			}
+		}
+	}
+	read := func() ([]streamReply, error) {
+		var out []streamReply
+		v := x.view()
+		for i, key := range c.keys {
+			entries, err := streams.After(v, x.db(), key, after[i], c.count)
+			if err != nil && !errors.Is(err, materialize.ErrWrongType) {
+				return nil, err
+			}
+			if len(entries) > 0 {
+				out = append(out, streamReply{key, entries})
+			}
+		}
+		return out, nil
+	}
+	rs, err := read()
+	if err != nil {
+		return err
+	}
+	if len(rs) > 0 || !c.block {
+		writeStreamReplies(x.w(), rs)
+		return nil
+	}
+	return x.blockOn(c.keys, c.timeout, func() (func(*redcon.Writer), uint64, bool) {
+		rs, err := read()
+		if err != nil || len(rs) == 0 {
+			return nil, 0, false
+		}
+		return func(w *redcon.Writer) { writeStreamReplies(w, rs) }, 0, true
+	})
+}
+
+// XREADGROUP: https://redis.io/docs/latest/commands/xreadgroup/
+// Reply: [[key, entries], ...]: streams read with '>' appear when they
+// delivered something, streams read by ID (the consumer's history) always;
+// the null array when nothing appears (also on BLOCK timeout). Blocking
+// applies only when every ID is '>'. A blocked reader whose stream is
+// deleted gets UNBLOCKED, whose group is destroyed gets NOGROUP.
+func runXReadGroup(x *exec) error {
+	c, err := parseXRead(x.args, true)
+	if err != nil {
+		return err
+	}
+	after := make([]codec.ID, len(c.keys))
+	for i, id := range c.ids {
+		switch {
+		case isGT(id):
+		case isDollar(id):
+			return errXReadGroupDollar
+		default:
+			if after[i], err = streamID(id, 0); err != nil {
+				return err
+			}
+		}
+	}
+	args := groups.ReadArgs{Group: c.group, Consumer: c.consumer, Count: c.count, NoAck: c.noAck}
+	// deliver is the whole decision: reads every stream, records the
+	// deliveries. blocked: called from a wake, where a missing key or group
+	// ends the wait with an error and an empty read writes nothing.
+	deliver := func(v *materialize.View, blocked bool) ([]streamReply, []codec.Event, error) {
+		var (
+			out    []streamReply
+			events []codec.Event
+		)
+		for i, key := range c.keys {
+			var (
+				entries []streams.Entry
+				evs     []codec.Event
+				err     error
+			)
+			if isGT(c.ids[i]) {
+				entries, evs, err = groups.ReadNew(v, x.db(), key, args)
+			} else {
+				entries, evs, err = groups.ReadHistory(v, x.db(), key, args, after[i])
+			}
+			if errors.Is(err, groups.ErrNoGroup) {
+				if !blocked {
+					return nil, nil, errNoGroupRead(key, c.group)
+				}
+				if _, ok, _ := streams.Meta(v, x.db(), key); !ok {
+					return nil, nil, errUnblockedNoKey
+				}
+				return nil, nil, errUnblockedGroup
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			events = append(events, evs...)
+			if len(entries) > 0 || !isGT(c.ids[i]) {
+				out = append(out, streamReply{key, entries})
+			}
+		}
+		if blocked && len(out) == 0 {
+			return nil, nil, nil
+		}
+		return out, events, nil
+	}
+	var rs []streamReply
+	err = x.write(func(v *materialize.View) ([]codec.Event, error) {
+		var evs []codec.Event
+		var err error
+		rs, evs, err = deliver(v, false)
+		return evs, err
+	})
+	if err != nil {
+		return err
+	}
+	if len(rs) > 0 || !c.block {
+		writeStreamReplies(x.w(), rs)
+		return nil
+	}
+	return x.blockOn(c.keys, c.timeout, func() (func(*redcon.Writer), uint64, bool) {
+		if x.c.ctx.Err() != nil {
+			return nil, 0, false // the client left: deliver nothing to it
+		}
+		var rs []streamReply
+		var derr error
+		seq, err := x.c.s.store.Write(func(v *materialize.View) ([]codec.Event, error) {
+			var evs []codec.Event
+			rs, evs, derr = deliver(v, true)
+			return evs, nil
+		})
+		if err != nil {
+			x.c.s.opts.Logger.Warn("blocked XREADGROUP failed", "client", x.c.id, "err", err)
+			return func(w *redcon.Writer) { w.WriteError(string(errInternal)) }, 0, true
+		}
+		if derr != nil {
+			msg, _ := toWire(derr)
+			return func(w *redcon.Writer) { w.WriteError(msg) }, 0, true
+		}
+		if len(rs) == 0 {
+			return nil, 0, false
+		}
+		return func(w *redcon.Writer) { writeStreamReplies(w, rs) }, seq, true
+	})
+}

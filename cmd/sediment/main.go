@@ -1,0 +1,127 @@
+// Command sediment runs the Sediment server: a Redis-protocol (RESP),
+// stream-first broker storing its data in Pebble and waking blocked readers
+// through NATS.
+//
+//	sediment [serve] [--bind 127.0.0.1] [--port 6380] [--dir ./data]
+//	         [--nats-url URL] [--appendfsync always|everysec|no]
+//	         [--databases 16] [--log-level info]
+//
+// Every flag can also be set by an environment variable SEDIMENT_<FLAG>, with
+// dashes as underscores (SEDIMENT_NATS_URL); a flag on the command line wins.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/sediment-dev/sediment/broker"
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+var version = "dev"
+
+func main() {
+	if err := run(os.Args[1:], os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "sediment:", err)
+		os.Exit(1)
+	}
+}
+
+// config is the parsed command line.
+type config struct {
+	bind, dir, natsURL, appendfsync, logLevel string
+	port, databases                           int
+}
+
+// parse fills config from args, then from SEDIMENT_* variables for every
+// flag not given on the command line.
+func parse(args []string, getenv func(string) string) (config, error) {
+	if len(args) > 0 && args[0] == "serve" {
+		args = args[1:]
+	}
+	var c config
+	fs := flag.NewFlagSet("sediment", flag.ContinueOnError)
+	fs.StringVar(&c.bind, "bind", "127.0.0.1", "address to listen on")
+	fs.IntVar(&c.port, "port", 6380, "TCP port to listen on")
+	fs.StringVar(&c.dir, "dir", "./data", "data directory (Pebble)")
+	fs.StringVar(&c.natsURL, "nats-url", "", "NATS server URL; empty starts an embedded NATS server")
+	fs.StringVar(&c.appendfsync, "appendfsync", "everysec", "fsync policy: always, everysec or no")
+	fs.IntVar(&c.databases, "databases", 16, "number of databases (SELECT 0..N-1)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *showVersion {
+		fmt.Println("sediment", version)
+		os.Exit(0)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "SEDIMENT_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(env); v != "" && !set[f.Name] && err == nil {
+			if e := f.Value.Set(v); e != nil {
+				err = fmt.Errorf("%s=%q: %w", env, v, e)
+			}
+		}
+	})
+	return c, err
+}
+
+func run(args []string, getenv func(string) string) error {
+	c, err := parse(args, getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	policy, err := materialize.ParseSyncPolicy(c.appendfsync)
+	if err != nil {
+		return err
+	}
+	broker.SedimentVersion = version
+	srv, err := broker.New(broker.Options{
+		Addr:        net.JoinHostPort(c.bind, strconv.Itoa(c.port)),
+		Dir:         c.dir,
+		NATSURL:     c.natsURL,
+		AppendFsync: policy,
+		Databases:   c.databases,
+		Logger:      log,
+	})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err = <-errc:
+	}
+	if cerr := srv.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

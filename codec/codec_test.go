@@ -1,0 +1,1379 @@
+package codec
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// newRand returns a deterministic source so failures reproduce.
+func newRand() *rand.Rand { return rand.New(rand.NewPCG(0x5ed1, 0x3e47)) }
+
+func sign(x int) int { return cmp.Compare(x, 0) }
+
+// binaryNames are user keys, group and consumer names that exercise binary
+// safety: NUL, the 0x1F unit separator, hash-tag braces, 0xFF and lengths
+// that need more than one length byte.
+var binaryNames = [][]byte{
+	{},
+	[]byte("k"),
+	{0},
+	{0, 0},
+	[]byte("a\x00b"),
+	{0x1f},
+	[]byte("a\x1fb\x1f"),
+	[]byte("{"),
+	[]byte("}"),
+	[]byte("{}"),
+	[]byte("{a}\x00"),
+	[]byte("{\x00}x"),
+	[]byte("{user1000}.following"),
+	{0xff, 0xff},
+	[]byte("\xff{\x00\x1f}\xfe"),
+	bytes.Repeat([]byte{0, 0x1f, '{'}, 100),
+}
+
+// ---------------------------------------------------------------- CRC16 / Slot
+
+// crc16Bitwise is an independent bit-at-a-time CRC16-XMODEM.
+func crc16Bitwise(b []byte) uint16 {
+	var crc uint16
+	for _, c := range b {
+		crc ^= uint16(c) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+func TestCRC16(t *testing.T) {
+	if got := CRC16([]byte("123456789")); got != 0x31C3 {
+		t.Errorf("CRC16(123456789) = %#04x, want 0x31c3", got)
+	}
+	if got := CRC16(nil); got != 0 {
+		t.Errorf("CRC16(nil) = %#04x, want 0", got)
+	}
+	r := newRand()
+	for range 1000 {
+		b := make([]byte, r.IntN(64))
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		if got, want := CRC16(b), crc16Bitwise(b); got != want {
+			t.Fatalf("CRC16(%x) = %#04x, bitwise reference %#04x", b, got, want)
+		}
+	}
+}
+
+func slotOf(s string) uint16 { return Slot([]byte(s)) }
+
+func TestSlotKnownValues(t *testing.T) {
+	for _, tc := range []struct {
+		key  string
+		want uint16
+	}{
+		{"foo", 12182},
+		{"bar", 5061},
+		{"", 0},
+		{"123456789", 0x31C3 & (NumSlots - 1)},
+	} {
+		if got := slotOf(tc.key); got != tc.want {
+			t.Errorf("Slot(%q) = %d, want %d", tc.key, got, tc.want)
+		}
+	}
+}
+
+func TestSlotHashTags(t *testing.T) {
+	same := func(a, b string) {
+		t.Helper()
+		if sa, sb := slotOf(a), slotOf(b); sa != sb {
+			t.Errorf("Slot(%q) = %d, Slot(%q) = %d; want equal", a, sa, b, sb)
+		}
+	}
+	whole := func(k string) {
+		t.Helper()
+		if got, want := slotOf(k), CRC16([]byte(k))&(NumSlots-1); got != want {
+			t.Errorf("Slot(%q) = %d, want whole-key hash %d", k, got, want)
+		}
+	}
+	same("{user1000}.following", "{user1000}.followers")
+	same("{user1000}.following", "user1000")
+	same("foo{bar}{zap}", "bar")
+	same("foo{{bar}}zap", "{bar")
+	same("{a}", "a")
+	same("x{a}y{b}", "a")
+	same("{a}{", "a")
+	same("}{a}", "a")
+	same("{\x00}", "\x00")
+
+	whole("foo{}{bar}") // empty first tag: whole key, not "bar"
+	if slotOf("foo{}{bar}") == slotOf("bar") {
+		t.Errorf("Slot(foo{}{bar}) hashed the second tag")
+	}
+	whole("{}")
+	whole("{")
+	whole("}")
+	whole("}{")
+	whole("foo{bar")
+	whole("foo}bar{")
+	whole("plain")
+}
+
+func TestSlotRangeAndPurity(t *testing.T) {
+	r := newRand()
+	for range 2000 {
+		b := make([]byte, r.IntN(24))
+		for i := range b {
+			b[i] = "ab{}\x00\xff"[r.IntN(6)]
+		}
+		orig := bytes.Clone(b)
+		if s := Slot(b); s >= NumSlots {
+			t.Fatalf("Slot(%q) = %d out of range", b, s)
+		}
+		if !bytes.Equal(b, orig) {
+			t.Fatalf("Slot modified its input")
+		}
+	}
+}
+
+// ---------------------------------------------------------------- ID
+
+func TestParseID(t *testing.T) {
+	const max = math.MaxUint64
+	ok := []struct {
+		in         string
+		missingSeq uint64
+		allowStar  bool
+		want       ID
+		seqGiven   bool
+		seqStar    bool
+	}{
+		{"1-2", 0, false, ID{1, 2}, true, false},
+		{"0-0", 0, false, ID{}, true, false},
+		{"5", 0, false, ID{5, 0}, false, false},
+		{"5", max, false, ID{5, max}, false, false},
+		{"5", 7, true, ID{5, 7}, false, false},
+		{"5-*", 0, true, ID{5, 0}, false, true},
+		{"5-*", max, true, ID{5, 0}, false, true},
+		{"1-2", 0, true, ID{1, 2}, true, false},
+		{"007-01", 0, false, ID{7, 1}, true, false},
+		{"18446744073709551615-18446744073709551615", 0, false, MaxID, true, false},
+		{"18446744073709551615", 0, false, ID{max, 0}, false, false},
+		{"1700000000000-0", 0, false, ID{1700000000000, 0}, true, false},
+	}
+	for _, tc := range ok {
+		id, given, star, err := ParseID([]byte(tc.in), tc.missingSeq, tc.allowStar)
+		if err != nil || id != tc.want || given != tc.seqGiven || star != tc.seqStar {
+			t.Errorf("ParseID(%q, %d, %v) = %v, %v, %v, %v; want %v, %v, %v, nil",
+				tc.in, tc.missingSeq, tc.allowStar, id, given, star, err, tc.want, tc.seqGiven, tc.seqStar)
+		}
+	}
+	bad := []string{
+		"", "-", "1-", "-1", "a-1", "1-a", "1-2-3", "1--2",
+		"18446744073709551616-0", "0-18446744073709551616", "18446744073709551616",
+		"99999999999999999999", "184467440737095516150-0",
+		"+1-1", "1-+1", " 1-1", "1-1 ", "1 -1", "0x1-0", "1.0-0", "1e3-0",
+		"*", "*-1", "1-**", "1-*1", "\x00", "1\x00-1", "١-1",
+	}
+	for _, in := range bad {
+		for _, star := range []bool{false, true} {
+			id, given, isStar, err := ParseID([]byte(in), 0, star)
+			if !errors.Is(err, ErrInvalidID) {
+				t.Errorf("ParseID(%q, allowStar=%v) err = %v, want ErrInvalidID", in, star, err)
+			}
+			if id != (ID{}) || given || isStar {
+				t.Errorf("ParseID(%q) failed but returned %v, %v, %v", in, id, given, isStar)
+			}
+		}
+	}
+	// "ms-*" is only accepted with allowStar.
+	if _, _, _, err := ParseID([]byte("5-*"), 0, false); !errors.Is(err, ErrInvalidID) {
+		t.Errorf("ParseID(5-*, allowStar=false) err = %v, want ErrInvalidID", err)
+	}
+}
+
+func TestIDNextPrev(t *testing.T) {
+	const max = math.MaxUint64
+	next := []struct {
+		in, want ID
+		ok       bool
+	}{
+		{ID{0, 0}, ID{0, 1}, true},
+		{ID{1, 2}, ID{1, 3}, true},
+		{ID{1, max}, ID{2, 0}, true},
+		{ID{max, 5}, ID{max, 6}, true},
+		{ID{max, max - 1}, MaxID, true},
+		{MaxID, MaxID, false},
+	}
+	for _, tc := range next {
+		if got, ok := tc.in.Next(); got != tc.want || ok != tc.ok {
+			t.Errorf("%v.Next() = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+	prev := []struct {
+		in, want ID
+		ok       bool
+	}{
+		{ID{0, 0}, ID{0, 0}, false},
+		{ID{0, 1}, ID{0, 0}, true},
+		{ID{1, 3}, ID{1, 2}, true},
+		{ID{2, 0}, ID{1, max}, true},
+		{ID{max, 0}, ID{max - 1, max}, true},
+		{MaxID, ID{max, max - 1}, true},
+	}
+	for _, tc := range prev {
+		if got, ok := tc.in.Prev(); got != tc.want || ok != tc.ok {
+			t.Errorf("%v.Prev() = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+	r := newRand()
+	for range 5000 {
+		id := randID(r)
+		if n, ok := id.Next(); ok {
+			if !id.Less(n) {
+				t.Fatalf("%v.Next() = %v, not greater", id, n)
+			}
+			if p, ok := n.Prev(); !ok || p != id {
+				t.Fatalf("%v.Next().Prev() = %v, %v", id, p, ok)
+			}
+		}
+		if p, ok := id.Prev(); ok {
+			if !p.Less(id) {
+				t.Fatalf("%v.Prev() = %v, not smaller", id, p)
+			}
+			if n, ok := p.Next(); !ok || n != id {
+				t.Fatalf("%v.Prev().Next() = %v, %v", id, n, ok)
+			}
+		}
+	}
+}
+
+func TestIDCompare(t *testing.T) {
+	ids := []ID{{0, 0}, {0, 1}, {0, math.MaxUint64}, {1, 0}, {1, 1}, {math.MaxUint64, 0}, MaxID}
+	for i, a := range ids {
+		for j, b := range ids {
+			want := cmp.Compare(i, j)
+			if got := a.Compare(b); got != want {
+				t.Errorf("%v.Compare(%v) = %d, want %d", a, b, got, want)
+			}
+			if got := a.Less(b); got != (want < 0) {
+				t.Errorf("%v.Less(%v) = %v", a, b, got)
+			}
+		}
+	}
+	if !(ID{}).IsZero() || (ID{0, 1}).IsZero() || (ID{1, 0}).IsZero() {
+		t.Errorf("IsZero wrong")
+	}
+}
+
+func TestIDText(t *testing.T) {
+	for _, tc := range []struct {
+		id   ID
+		want string
+	}{
+		{ID{}, "0-0"},
+		{ID{1, 2}, "1-2"},
+		{ID{1700000000000, 0}, "1700000000000-0"},
+		{MaxID, "18446744073709551615-18446744073709551615"},
+	} {
+		if got := tc.id.String(); got != tc.want {
+			t.Errorf("String() = %q, want %q", got, tc.want)
+		}
+		if got := string(tc.id.AppendText([]byte("id:"))); got != "id:"+tc.want {
+			t.Errorf("AppendText = %q, want %q", got, "id:"+tc.want)
+		}
+		id, given, star, err := ParseID([]byte(tc.want), 0, false)
+		if err != nil || id != tc.id || !given || star {
+			t.Errorf("ParseID(%q) = %v, %v, %v, %v", tc.want, id, given, star, err)
+		}
+	}
+}
+
+func TestIDBinary(t *testing.T) {
+	b := AppendID([]byte("p"), ID{0x0102030405060708, 0x090a0b0c0d0e0f10})
+	want := []byte("p\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10")
+	if !bytes.Equal(b, want) {
+		t.Fatalf("AppendID = %x, want %x", b, want)
+	}
+	id, err := DecodeID(append(b[1:], 0xaa)) // extra bytes are ignored
+	if err != nil || id != (ID{0x0102030405060708, 0x090a0b0c0d0e0f10}) {
+		t.Errorf("DecodeID = %v, %v", id, err)
+	}
+	for n := range IDLen {
+		if _, err := DecodeID(b[1 : 1+n]); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("DecodeID(%d bytes) err = %v, want ErrCorrupt", n, err)
+		}
+	}
+	if got := IDArg(MaxID); len(got) != IDLen || cap(got) != IDLen {
+		t.Errorf("IDArg len/cap = %d/%d", len(got), cap(got))
+	}
+}
+
+// ---------------------------------------------------------------- ordering
+
+var edgeUints = []uint64{0, 1, 2, math.MaxUint32, math.MaxUint32 + 1, math.MaxInt64, math.MaxInt64 + 1, math.MaxUint64 - 1, math.MaxUint64}
+
+func randUint(r *rand.Rand) uint64 {
+	switch r.IntN(4) {
+	case 0:
+		return edgeUints[r.IntN(len(edgeUints))]
+	case 1:
+		return r.Uint64N(4)
+	case 2:
+		return 1700000000000 + r.Uint64N(4)
+	default:
+		return r.Uint64()
+	}
+}
+
+func randID(r *rand.Rand) ID { return ID{randUint(r), randUint(r)} }
+
+func TestIDByteOrderMatchesIDOrder(t *testing.T) {
+	r := newRand()
+	for range 20000 {
+		a, b := randID(r), randID(r)
+		if r.IntN(4) == 0 {
+			b.Ms = a.Ms // exercise the Seq half
+		}
+		ea, eb := AppendID(nil, a), AppendID(nil, b)
+		if got, want := sign(bytes.Compare(ea, eb)), a.Compare(b); got != want {
+			t.Fatalf("byte order of %v vs %v = %d, ID order %d", a, b, got, want)
+		}
+	}
+}
+
+func TestSubKeyOrderIsIDOrder(t *testing.T) {
+	r := newRand()
+	key, group, consumer := []byte("s\x00{t}"), []byte("g\xff"), []byte("c\x1f")
+	builders := map[string]func(ID) []byte{
+		"StreamEntryKey": func(id ID) []byte { return StreamEntryKey(3, key, id) },
+		"PELKey":         func(id ID) []byte { return PELKey(3, key, group, id) },
+		"ConsumerPELKey": func(id ID) []byte { return ConsumerPELKey(3, key, group, consumer, id) },
+	}
+	for name, build := range builders {
+		for range 5000 {
+			a, b := randID(r), randID(r)
+			if got, want := sign(bytes.Compare(build(a), build(b))), a.Compare(b); got != want {
+				t.Fatalf("%s: byte order of %v vs %v = %d, ID order %d", name, a, b, got, want)
+			}
+		}
+	}
+}
+
+func TestTTLKeyOrderIsDeadlineOrder(t *testing.T) {
+	r := newRand()
+	// Keys sharing a hash tag share a slot; db and key must not affect the
+	// order when deadlines differ.
+	randKey := func() []byte { return fmt.Appendf(nil, "{tag}%x", r.Uint64()) }
+	slot := slotOf("tag")
+	deadlines := []int64{0, 1, 255, 256, 1700000000000, math.MaxInt64 - 1, math.MaxInt64}
+	randDeadline := func() int64 {
+		if r.IntN(3) == 0 {
+			return deadlines[r.IntN(len(deadlines))]
+		}
+		return r.Int64()
+	}
+	for range 10000 {
+		ka, kb := randKey(), randKey()
+		da, db := randDeadline(), randDeadline()
+		a := TTLKey(uint8(r.Uint32()), ka, da)
+		b := TTLKey(uint8(r.Uint32()), kb, db)
+		if !bytes.HasPrefix(a, SlotPrefix(TagTTL, slot)) || !bytes.HasPrefix(b, SlotPrefix(TagTTL, slot)) {
+			t.Fatalf("TTL keys lack slot prefix")
+		}
+		if da == db {
+			continue
+		}
+		if got, want := sign(bytes.Compare(a, b)), cmp.Compare(da, db); got != want {
+			t.Fatalf("TTL byte order of deadlines %d vs %d = %d", da, db, got)
+		}
+	}
+}
+
+func TestChangeLogKeyOrderIsSeqOrder(t *testing.T) {
+	r := newRand()
+	for range 10000 {
+		a, b := randUint(r), randUint(r)
+		if got, want := sign(bytes.Compare(ChangeLogKey(a), ChangeLogKey(b))), cmp.Compare(a, b); got != want {
+			t.Fatalf("change-log byte order of %d vs %d = %d", a, b, got)
+		}
+	}
+}
+
+// ---------------------------------------------------------------- values
+
+func TestMetaStringRoundTrip(t *testing.T) {
+	values := [][]byte{nil, []byte("hello"), {0}, []byte("a\x00b\xff\x1f"), bytes.Repeat([]byte{0, 0xff}, 5000)}
+	expires := []int64{0, 1, 1700000060000, -1, math.MaxInt64, math.MinInt64}
+	for _, v := range values {
+		for _, exp := range expires {
+			m := Meta{Type: TypeString, ExpireAtMs: exp, Value: v}
+			enc := AppendMeta(nil, m)
+			if len(enc) != 10+len(v) || enc[0] != metaVersion || enc[1] != 's' ||
+				int64(binary.BigEndian.Uint64(enc[2:])) != exp || !bytes.Equal(enc[10:], v) {
+				t.Fatalf("AppendMeta(%+v) = %x: unexpected layout", m, enc)
+			}
+			got, err := DecodeMeta(enc)
+			if err != nil {
+				t.Fatalf("DecodeMeta: %v", err)
+			}
+			if got.Type != TypeString || got.ExpireAtMs != exp || !bytes.Equal(got.Value, v) || got.Stream != (StreamMeta{}) {
+				t.Fatalf("DecodeMeta(AppendMeta(%+v)) = %+v", m, got)
+			}
+		}
+	}
+}
+
+func TestMetaStreamRoundTrip(t *testing.T) {
+	metas := []Meta{
+		{Type: TypeStream},
+		{Type: TypeStream, ExpireAtMs: 1700000060000, Stream: StreamMeta{
+			Length:       0x0102030405060708,
+			LastID:       ID{0x1112131415161718, 0x191a1b1c1d1e1f20},
+			FirstID:      ID{0x2122232425262728, 0x292a2b2c2d2e2f30},
+			MaxDeletedID: ID{0x3132333435363738, 0x393a3b3c3d3e3f40},
+			EntriesAdded: 0x4142434445464748,
+		}},
+		{Type: TypeStream, ExpireAtMs: -1, Stream: StreamMeta{math.MaxUint64, MaxID, MaxID, MaxID, math.MaxUint64}},
+	}
+	for _, m := range metas {
+		enc := AppendMeta([]byte("prefix"), m)
+		if !bytes.HasPrefix(enc, []byte("prefix")) {
+			t.Fatalf("AppendMeta dropped the prefix")
+		}
+		enc = enc[len("prefix"):]
+		// ver(1) type(1) expire(8) length(8) last(16) first(16) maxdel(16) added(8)
+		if len(enc) != 74 || streamMetaLen != 64 {
+			t.Fatalf("stream meta is %d bytes (streamMetaLen %d), want 74 (64)", len(enc), streamMetaLen)
+		}
+		s := m.Stream
+		want := []byte{metaVersion, 'x'}
+		want = binary.BigEndian.AppendUint64(want, uint64(m.ExpireAtMs))
+		want = binary.BigEndian.AppendUint64(want, s.Length)
+		want = AppendID(want, s.LastID)
+		want = AppendID(want, s.FirstID)
+		want = AppendID(want, s.MaxDeletedID)
+		want = binary.BigEndian.AppendUint64(want, s.EntriesAdded)
+		if !bytes.Equal(enc, want) {
+			t.Fatalf("AppendMeta = %x, want %x", enc, want)
+		}
+		got, err := DecodeMeta(enc)
+		if err != nil || got.Type != TypeStream || got.ExpireAtMs != m.ExpireAtMs || got.Stream != m.Stream || got.Value != nil {
+			t.Fatalf("DecodeMeta(AppendMeta(%+v)) = %+v, %v", m, got, err)
+		}
+	}
+}
+
+func TestTypeString(t *testing.T) {
+	for ty, want := range map[Type]string{TypeString: "string", TypeStream: "stream", TypeNone: "none", 'z': "none"} {
+		if got := ty.String(); got != want {
+			t.Errorf("Type(%q).String() = %q, want %q", byte(ty), got, want)
+		}
+	}
+}
+
+func TestGroupRoundTrip(t *testing.T) {
+	for _, g := range []Group{
+		{},
+		{ID{1, 2}, -1},
+		{ID{1700000000000, 5}, 42},
+		{MaxID, math.MaxInt64},
+		{ID{0, 1}, math.MinInt64},
+	} {
+		enc := AppendGroup(nil, g)
+		if len(enc) != 24 {
+			t.Fatalf("AppendGroup is %d bytes, want 24", len(enc))
+		}
+		if got, err := DecodeGroup(enc); err != nil || got != g {
+			t.Errorf("DecodeGroup(AppendGroup(%+v)) = %+v, %v", g, got, err)
+		}
+	}
+	if enc := AppendGroup(nil, Group{EntriesRead: -1}); !bytes.Equal(enc[16:], bytes.Repeat([]byte{0xff}, 8)) {
+		t.Errorf("EntriesRead -1 encoded as %x", enc[16:])
+	}
+}
+
+func TestConsumerRoundTrip(t *testing.T) {
+	for _, c := range []Consumer{{}, {1700000000500, -1}, {math.MinInt64, math.MaxInt64}, {-1, 0}} {
+		enc := AppendConsumer(nil, c)
+		if len(enc) != 16 {
+			t.Fatalf("AppendConsumer is %d bytes", len(enc))
+		}
+		if got, err := DecodeConsumer(enc); err != nil || got != c {
+			t.Errorf("DecodeConsumer(AppendConsumer(%+v)) = %+v, %v", c, got, err)
+		}
+	}
+}
+
+func TestPELEntryRoundTrip(t *testing.T) {
+	for _, name := range binaryNames {
+		for _, e := range []PELEntry{
+			{0, 0, name},
+			{1700000000500, 1, name},
+			{-1, math.MaxUint64, name},
+			{math.MaxInt64, 7, name},
+		} {
+			enc := AppendPELEntry(nil, e)
+			if len(enc) != 20+len(name) {
+				t.Fatalf("AppendPELEntry is %d bytes, want %d", len(enc), 20+len(name))
+			}
+			got, err := DecodePELEntry(enc)
+			if err != nil || got.DeliveryTimeMs != e.DeliveryTimeMs || got.DeliveryCount != e.DeliveryCount || !bytes.Equal(got.Consumer, e.Consumer) {
+				t.Fatalf("DecodePELEntry(AppendPELEntry(%+v)) = %+v, %v", e, got, err)
+			}
+		}
+	}
+}
+
+func TestFieldsRoundTrip(t *testing.T) {
+	many := make([][]byte, 1000)
+	for i := range many {
+		many[i] = fmt.Appendf(nil, "f\x00%d", i)
+	}
+	cases := [][][]byte{
+		nil,
+		{},
+		{{}},
+		{{}, {}},
+		{[]byte("item"), []byte("book")},
+		binaryNames,
+		many,
+	}
+	for _, fv := range cases {
+		enc := AppendFields(nil, fv)
+		size := 4
+		for _, f := range fv {
+			size += 4 + len(f)
+		}
+		if len(enc) != size || binary.BigEndian.Uint32(enc) != uint32(len(fv)) {
+			t.Fatalf("AppendFields(%d items) = %d bytes, want %d", len(fv), len(enc), size)
+		}
+		got, err := DecodeFields(enc)
+		if err != nil {
+			t.Fatalf("DecodeFields: %v", err)
+		}
+		if len(got) != len(fv) {
+			t.Fatalf("DecodeFields returned %d items, want %d", len(got), len(fv))
+		}
+		for i := range fv {
+			if !bytes.Equal(got[i], fv[i]) {
+				t.Fatalf("item %d = %q, want %q", i, got[i], fv[i])
+			}
+		}
+		if re := AppendFields(nil, got); !bytes.Equal(re, enc) {
+			t.Fatalf("re-encoding differs")
+		}
+	}
+}
+
+func TestSplitName(t *testing.T) {
+	for _, name := range binaryNames {
+		enc := AppendName(nil, name)
+		enc = append(enc, "rest"...)
+		got, rest, err := SplitName(enc)
+		if err != nil || !bytes.Equal(got, name) || string(rest) != "rest" {
+			t.Fatalf("SplitName(%x) = %q, %q, %v", enc, got, rest, err)
+		}
+	}
+}
+
+// ---------------------------------------------------------------- events
+
+func eventsEqual(a, b Event) bool {
+	if a.Op != b.Op || a.DB != b.DB || !bytes.Equal(a.Key, b.Key) || len(a.Args) != len(b.Args) {
+		return false
+	}
+	for i := range a.Args {
+		if !bytes.Equal(a.Args[i], b.Args[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func recordsEqual(a, b Record) bool {
+	if a.Seq != b.Seq || a.ULID != b.ULID || a.TimeMs != b.TimeMs || len(a.Events) != len(b.Events) {
+		return false
+	}
+	for i := range a.Events {
+		if !eventsEqual(a.Events[i], b.Events[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func manyArgs(n int) [][]byte {
+	args := make([][]byte, n)
+	for i := range args {
+		args[i] = bytes.Repeat([]byte{byte(i)}, i%300)
+	}
+	return args
+}
+
+func sampleEvents() []Event {
+	return []Event{
+		{Op: OpXAdd, DB: 0, Key: []byte("orders"), Args: [][]byte{IDArg(ID{1700000000000, 0}), []byte("item"), []byte("book")}},
+		{Op: OpDelKey, DB: 255, Key: []byte("\x00k\x1f{x}\xff"), Args: [][]byte{{byte(TypeStream)}, Int64Arg(0)}},
+		{Op: OpFlushAll},
+		{Op: OpFlushAll, Args: [][]byte{}},
+		{Op: OpXDel, DB: 1, Key: bytes.Repeat([]byte{0}, 200), Args: [][]byte{{}, {}, {0}}},
+		{Op: OpPELSet, DB: 2, Key: []byte("s"), Args: manyArgs(400)},
+		{Op: Op(0xff), DB: 9, Key: []byte{}, Args: [][]byte{bytes.Repeat([]byte("x"), 20000)}},
+	}
+}
+
+func TestEventRoundTrip(t *testing.T) {
+	for _, e := range sampleEvents() {
+		enc := AppendEvent([]byte("pre"), e)
+		if !bytes.HasPrefix(enc, []byte("pre")) {
+			t.Fatalf("AppendEvent dropped the prefix")
+		}
+		enc = enc[3:]
+		if enc[0] != byte(e.Op) || enc[1] != e.DB {
+			t.Fatalf("event header %x", enc[:2])
+		}
+		got, rest, err := DecodeEvent(append(enc, "tail"...))
+		if err != nil || !eventsEqual(got, e) || string(rest) != "tail" {
+			t.Fatalf("DecodeEvent(AppendEvent(%v)) = %v, %q, %v", e.Op, got, rest, err)
+		}
+		if re := AppendEvent(nil, got); !bytes.Equal(re, enc) {
+			t.Fatalf("re-encoding differs")
+		}
+	}
+}
+
+func TestEventArgHelpers(t *testing.T) {
+	for _, v := range []int64{0, -1, 1700000000000, math.MinInt64, math.MaxInt64} {
+		a := Int64Arg(v)
+		if got, err := DecodeInt64Arg(a); err != nil || got != v || len(a) != 8 {
+			t.Errorf("Int64Arg round trip of %d = %d, %v", v, got, err)
+		}
+	}
+	for _, id := range []ID{{}, {1, 2}, MaxID} {
+		if got, err := DecodeIDArg(IDArg(id)); err != nil || got != id {
+			t.Errorf("IDArg round trip of %v = %v, %v", id, got, err)
+		}
+	}
+	for _, n := range []int{0, 7, 9, 16} {
+		if _, err := DecodeInt64Arg(make([]byte, n)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("DecodeInt64Arg(%d bytes) err = %v", n, err)
+		}
+	}
+	for _, n := range []int{0, 8, 15, 17} {
+		if _, err := DecodeIDArg(make([]byte, n)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("DecodeIDArg(%d bytes) err = %v", n, err)
+		}
+	}
+}
+
+// opEvents builds one event of every op with its documented arguments.
+func opEvents() []Event {
+	key := []byte("orders")
+	group, consumer := []byte("g1"), []byte("alice")
+	id := ID{1700000000000, 0}
+	return []Event{
+		{OpSetMeta, 0, key, [][]byte{AppendMeta(nil, Meta{Type: TypeString, ExpireAtMs: 5, Value: []byte("v")}), Int64Arg(0)}},
+		{OpDelKey, 0, key, [][]byte{{byte(TypeStream)}, Int64Arg(1700000060000)}},
+		{OpXAdd, 0, key, [][]byte{IDArg(id), []byte("item"), []byte("book")}},
+		{OpXDel, 0, key, [][]byte{IDArg(id), IDArg(ID{1700000000000, 1})}},
+		{OpXTrim, 0, key, [][]byte{IDArg(id)}},
+		{OpGroupSet, 0, key, [][]byte{group, AppendGroup(nil, Group{id, -1})}},
+		{OpGroupDel, 0, key, [][]byte{group}},
+		{OpConsumerSet, 0, key, [][]byte{group, consumer, AppendConsumer(nil, Consumer{1, -1})}},
+		{OpPELSet, 0, key, [][]byte{group, IDArg(id), AppendPELEntry(nil, PELEntry{1, 1, consumer}), {}}},
+		{OpPELDel, 0, key, [][]byte{group, IDArg(id), consumer}},
+		{OpTTLDel, 0, key, [][]byte{Int64Arg(1700000060000)}},
+		{OpFlushDB, 3, nil, [][]byte{{0x00, 0x69, 0x3f, 0xff}}},
+		{OpFlushAll, 0, nil, nil},
+	}
+}
+
+// TestEventConstructors checks that ops.go builds exactly the documented
+// arguments of each op.
+func TestEventConstructors(t *testing.T) {
+	key, group, consumer := []byte("orders\x00"), []byte("g\x1f"), []byte("{c}")
+	id := ID{1700000000000, 3}
+	m := Meta{Type: TypeString, ExpireAtMs: 9, Value: []byte("v")}
+	g := Group{id, -1}
+	c := Consumer{5, -1}
+	pe := PELEntry{7, 2, consumer}
+	b := func(s ...[]byte) [][]byte { return s }
+	for _, tc := range []struct {
+		got, want Event
+	}{
+		{SetMetaEvent(1, key, m, 4), Event{OpSetMeta, 1, key, b(AppendMeta(nil, m), Int64Arg(4))}},
+		{DelKeyEvent(1, key, TypeStream, 0), Event{OpDelKey, 1, key, b([]byte{'x'}, Int64Arg(0))}},
+		{XAddEvent(1, key, id, b([]byte("f"), []byte("v"))), Event{OpXAdd, 1, key, b(IDArg(id), []byte("f"), []byte("v"))}},
+		{XAddEvent(1, key, id, nil), Event{OpXAdd, 1, key, b(IDArg(id))}},
+		{XDelEvent(1, key, []ID{id, MaxID}), Event{OpXDel, 1, key, b(IDArg(id), IDArg(MaxID))}},
+		{XTrimEvent(1, key, id), Event{OpXTrim, 1, key, b(IDArg(id))}},
+		{GroupSetEvent(1, key, group, g), Event{OpGroupSet, 1, key, b(group, AppendGroup(nil, g))}},
+		{GroupDelEvent(1, key, group), Event{OpGroupDel, 1, key, b(group)}},
+		{ConsumerSetEvent(1, key, group, consumer, c), Event{OpConsumerSet, 1, key, b(group, consumer, AppendConsumer(nil, c))}},
+		{PELSetEvent(1, key, group, id, pe, nil), Event{OpPELSet, 1, key, b(group, IDArg(id), AppendPELEntry(nil, pe), nil)}},
+		{PELDelEvent(1, key, group, id, consumer), Event{OpPELDel, 1, key, b(group, IDArg(id), consumer)}},
+		{TTLDelEvent(1, key, 1700000060000), Event{OpTTLDel, 1, key, b(Int64Arg(1700000060000))}},
+		{FlushDBEvent(2, []uint16{0, 105, 16383}), Event{OpFlushDB, 2, nil, b([]byte{0, 0, 0, 0x69, 0x3f, 0xff})}},
+		{FlushDBEvent(2, nil), Event{OpFlushDB, 2, nil, b([]byte{})}},
+		{FlushAllEvent(), Event{Op: OpFlushAll}},
+	} {
+		if !eventsEqual(tc.got, tc.want) {
+			t.Errorf("op %q: built %+v, want %+v", byte(tc.want.Op), tc.got, tc.want)
+		}
+		got, rest, err := DecodeEvent(AppendEvent(nil, tc.got))
+		if err != nil || len(rest) != 0 || !eventsEqual(got, tc.want) {
+			t.Errorf("op %q: round trip %+v, %v", byte(tc.want.Op), got, err)
+		}
+	}
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	var ulid [16]byte
+	for i := range ulid {
+		ulid[i] = byte(0xf0 + i)
+	}
+	records := []Record{
+		{Seq: 0},
+		{Seq: 1, ULID: ulid, TimeMs: 1700000000000, Events: opEvents()},
+		{Seq: math.MaxUint64, ULID: ulid, TimeMs: -1, Events: sampleEvents()},
+		{Seq: 42, TimeMs: math.MaxInt64, Events: []Event{{Op: OpFlushAll}}},
+	}
+	for _, r := range records {
+		enc := AppendRecord([]byte("pre"), r)
+		enc = enc[3:]
+		if enc[0] != recordVersion || !bytes.Equal(enc[1:17], r.ULID[:]) || int64(binary.BigEndian.Uint64(enc[17:])) != r.TimeMs {
+			t.Fatalf("record header %x", enc[:25])
+		}
+		got, err := DecodeRecord(r.Seq, enc)
+		if err != nil || !recordsEqual(got, r) {
+			t.Fatalf("DecodeRecord(AppendRecord(seq %d)) = %+v, %v", r.Seq, got, err)
+		}
+		if re := AppendRecord(nil, got); !bytes.Equal(re, enc) {
+			t.Fatalf("re-encoding differs")
+		}
+	}
+}
+
+func TestOpArgsDecode(t *testing.T) {
+	// The args documented per op decode with the package's own decoders.
+	for _, e := range opEvents() {
+		e2, _, err := DecodeEvent(AppendEvent(nil, e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := e2.Args
+		switch e2.Op {
+		case OpSetMeta:
+			_, err = DecodeMeta(a[0])
+			if err == nil {
+				_, err = DecodeInt64Arg(a[1])
+			}
+		case OpDelKey:
+			if len(a[0]) != 1 || Type(a[0][0]) != TypeStream {
+				err = fmt.Errorf("type arg %x", a[0])
+			} else {
+				_, err = DecodeInt64Arg(a[1])
+			}
+		case OpXAdd, OpXDel, OpXTrim:
+			_, err = DecodeIDArg(a[0])
+		case OpGroupSet:
+			_, err = DecodeGroup(a[1])
+		case OpConsumerSet:
+			_, err = DecodeConsumer(a[2])
+		case OpPELSet:
+			if _, err = DecodeIDArg(a[1]); err == nil {
+				_, err = DecodePELEntry(a[2])
+			}
+		case OpPELDel:
+			_, err = DecodeIDArg(a[1])
+		case OpFlushDB:
+			// One argument packing every slot, 2 bytes each (FlushDBEvent).
+			if len(a) != 1 || len(a[0]) != 4 || binary.BigEndian.Uint16(a[0]) != 105 || binary.BigEndian.Uint16(a[0][2:]) != 16383 {
+				err = fmt.Errorf("slots arg %x", a)
+			}
+		case OpTTLDel:
+			_, err = DecodeInt64Arg(a[0])
+		}
+		if err != nil {
+			t.Errorf("op %q: %v", byte(e2.Op), err)
+		}
+	}
+}
+
+// ---------------------------------------------------------------- keys
+
+func TestKeyHeaderLayout(t *testing.T) {
+	k := StreamEntryKey(7, []byte("orders"), ID{1700000000000, 1})
+	want := []byte{'X'}
+	want = binary.BigEndian.AppendUint16(want, slotOf("orders"))
+	want = append(want, 7, 0, 0, 0, 6)
+	want = append(want, "orders"...)
+	want = append(want, 0, 0, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x00, 0, 0, 0, 0, 0, 0, 0, 1)
+	if !bytes.Equal(k, want) {
+		t.Fatalf("StreamEntryKey = % x\nwant             % x", k, want)
+	}
+	if !bytes.Equal(MetaKey(0, []byte("k")), KeyPrefix(TagMeta, 0, []byte("k"))) {
+		t.Errorf("MetaKey != KeyPrefix(TagMeta)")
+	}
+	if got := ChangeLogKey(0x0102030405060708); !bytes.Equal(got, []byte("L\x01\x02\x03\x04\x05\x06\x07\x08")) {
+		t.Errorf("ChangeLogKey = %x", got)
+	}
+	tk := TTLKey(9, []byte("ab"), 0x0102030405060708)
+	wantTTL := []byte{'E'}
+	wantTTL = binary.BigEndian.AppendUint16(wantTTL, slotOf("ab"))
+	wantTTL = append(wantTTL, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 2, 'a', 'b')
+	if !bytes.Equal(tk, wantTTL) {
+		t.Errorf("TTLKey = %x, want %x", tk, wantTTL)
+	}
+}
+
+// TestDocExamples pins the hex examples of docs/key-format.md.
+func TestDocExamples(t *testing.T) {
+	orders := []byte("orders")
+	id := ID{1700000000000, 0}
+	var ulid [16]byte
+	for i := range ulid {
+		ulid[i] = byte(i)
+	}
+	hex := func(b []byte) string { return fmt.Sprintf("% x", b) }
+	for _, tc := range []struct {
+		name string
+		got  []byte
+		want string
+	}{
+		{"stream entry key", StreamEntryKey(0, orders, id),
+			"58 00 69 00 00 00 00 06 6f 72 64 65 72 73 00 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00"},
+		{"group key", GroupKey(0, orders, []byte("g1")),
+			"47 00 69 00 00 00 00 06 6f 72 64 65 72 73 00 00 00 02 67 31"},
+		{"TTL key", TTLKey(0, orders, 1700000060000),
+			"45 00 69 00 00 01 8b cf e6 52 60 00 00 00 00 06 6f 72 64 65 72 73"},
+		{"string meta", AppendMeta(nil, Meta{Type: TypeString, ExpireAtMs: 1700000060000, Value: []byte("hi")}),
+			"01 73 00 00 01 8b cf e6 52 60 68 69"},
+		{"stream meta", AppendMeta(nil, Meta{Type: TypeStream, Stream: StreamMeta{Length: 1, LastID: id, FirstID: id, EntriesAdded: 1}}),
+			"01 78 00 00 00 00 00 00 00 00 " +
+				"00 00 00 00 00 00 00 01 " +
+				"00 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00 " +
+				"00 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00 " +
+				"00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 " +
+				"00 00 00 00 00 00 00 01"},
+		{"fields", AppendFields(nil, [][]byte{[]byte("item"), []byte("book")}),
+			"00 00 00 02 00 00 00 04 69 74 65 6d 00 00 00 04 62 6f 6f 6b"},
+		{"xadd event", AppendEvent(nil, XAddEvent(0, orders, id, [][]byte{[]byte("item"), []byte("book")})),
+			"61 00 06 6f 72 64 65 72 73 03 10 00 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00 04 69 74 65 6d 04 62 6f 6f 6b"},
+		{"flushdb slots", FlushDBEvent(0, []uint16{0, 105, 16383}).Args[0], "00 00 00 69 3f ff"},
+		{"record", AppendRecord(nil, Record{ULID: ulid, TimeMs: 1700000000000, Events: []Event{XTrimEvent(0, []byte("s"), ID{5, 0})}}),
+			"01 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 00 00 01 8b cf e5 68 00 01 16 " +
+				"74 00 01 73 01 10 00 00 00 00 00 00 00 05 00 00 00 00 00 00 00 00"},
+	} {
+		if got := hex(tc.got); got != tc.want {
+			t.Errorf("%s: docs/key-format.md example is stale\ngot  %s\nwant %s", tc.name, got, tc.want)
+		}
+	}
+	if CRC16(orders) != 0x0069 || Slot(orders) != 105 {
+		t.Errorf("CRC16/Slot of orders = %#04x/%d", CRC16(orders), Slot(orders))
+	}
+}
+
+func TestDecodeKeyRoundTrip(t *testing.T) {
+	ids := []ID{{}, {1700000000000, 0}, MaxID}
+	for _, db := range []uint8{0, 15, 255} {
+		for _, key := range binaryNames {
+			check := func(name string, k []byte, tag Tag) []byte {
+				t.Helper()
+				d, err := DecodeKey(k)
+				if err != nil {
+					t.Fatalf("%s: DecodeKey(%x): %v", name, k, err)
+				}
+				if d.Tag != tag || d.Slot != Slot(key) || d.DB != db || !bytes.Equal(d.Key, key) {
+					t.Fatalf("%s: DecodeKey = %+v", name, d)
+				}
+				for _, p := range [][]byte{SlotPrefix(tag, d.Slot), SlotDBPrefix(tag, d.Slot, db), KeyPrefix(tag, db, key)} {
+					if !bytes.HasPrefix(k, p) {
+						t.Fatalf("%s: %x lacks prefix %x", name, k, p)
+					}
+				}
+				return d.Suffix
+			}
+			if s := check("MetaKey", MetaKey(db, key), TagMeta); len(s) != 0 {
+				t.Fatalf("MetaKey suffix %x", s)
+			}
+			for _, id := range ids {
+				s := check("StreamEntryKey", StreamEntryKey(db, key, id), TagStreamEntry)
+				if got, err := DecodeIDArg(s); err != nil || got != id {
+					t.Fatalf("StreamEntryKey suffix %x", s)
+				}
+			}
+			for _, group := range binaryNames {
+				s := check("GroupKey", GroupKey(db, key, group), TagGroup)
+				if g, rest, err := SplitName(s); err != nil || !bytes.Equal(g, group) || len(rest) != 0 {
+					t.Fatalf("GroupKey suffix %x", s)
+				}
+				for _, id := range ids {
+					pk := PELKey(db, key, group, id)
+					if !bytes.HasPrefix(pk, GroupPrefix(TagPEL, db, key, group)) {
+						t.Fatalf("PELKey lacks GroupPrefix")
+					}
+					s := check("PELKey", pk, TagPEL)
+					g, rest, err := SplitName(s)
+					if err != nil || !bytes.Equal(g, group) {
+						t.Fatalf("PELKey suffix %x", s)
+					}
+					if got, err := DecodeIDArg(rest); err != nil || got != id {
+						t.Fatalf("PELKey ID %x", rest)
+					}
+				}
+				for _, consumer := range binaryNames[:8] {
+					ck := ConsumerKey(db, key, group, consumer)
+					if !bytes.HasPrefix(ck, GroupPrefix(TagConsumer, db, key, group)) {
+						t.Fatalf("ConsumerKey lacks GroupPrefix")
+					}
+					s := check("ConsumerKey", ck, TagConsumer)
+					g, rest, err := SplitName(s)
+					if err != nil || !bytes.Equal(g, group) {
+						t.Fatalf("ConsumerKey suffix %x", s)
+					}
+					c, rest, err := SplitName(rest)
+					if err != nil || !bytes.Equal(c, consumer) || len(rest) != 0 {
+						t.Fatalf("ConsumerKey consumer %x", rest)
+					}
+					for _, id := range ids {
+						qk := ConsumerPELKey(db, key, group, consumer, id)
+						if !bytes.HasPrefix(qk, ConsumerPELPrefix(db, key, group, consumer)) ||
+							!bytes.HasPrefix(qk, GroupPrefix(TagConsumerPEL, db, key, group)) {
+							t.Fatalf("ConsumerPELKey lacks its prefixes")
+						}
+						s := check("ConsumerPELKey", qk, TagConsumerPEL)
+						g, rest, err := SplitName(s)
+						if err != nil || !bytes.Equal(g, group) {
+							t.Fatalf("ConsumerPELKey group %x", s)
+						}
+						c, rest, err := SplitName(rest)
+						if err != nil || !bytes.Equal(c, consumer) {
+							t.Fatalf("ConsumerPELKey consumer %x", s)
+						}
+						if got, err := DecodeIDArg(rest); err != nil || got != id {
+							t.Fatalf("ConsumerPELKey ID %x", rest)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestDecodeTTLAndChangeLogKey(t *testing.T) {
+	for _, db := range []uint8{0, 255} {
+		for _, key := range binaryNames {
+			for _, dl := range []int64{0, 1, 1700000060000, math.MaxInt64, -1, math.MinInt64} {
+				k := TTLKey(db, key, dl)
+				slot, gotDL, gotDB, gotKey, err := DecodeTTLKey(k)
+				if err != nil || slot != Slot(key) || gotDL != dl || gotDB != db || !bytes.Equal(gotKey, key) {
+					t.Fatalf("DecodeTTLKey(TTLKey(%d, %q, %d)) = %d, %d, %d, %q, %v", db, key, dl, slot, gotDL, gotDB, gotKey, err)
+				}
+				if !bytes.HasPrefix(k, SlotPrefix(TagTTL, Slot(key))) {
+					t.Fatalf("TTLKey lacks its slot prefix")
+				}
+			}
+		}
+	}
+	for _, seq := range []uint64{0, 1, 1 << 32, math.MaxUint64} {
+		if got, err := DecodeChangeLogKey(ChangeLogKey(seq)); err != nil || got != seq {
+			t.Errorf("DecodeChangeLogKey(ChangeLogKey(%d)) = %d, %v", seq, got, err)
+		}
+	}
+}
+
+func TestDecodeKeyRejects(t *testing.T) {
+	good := StreamEntryKey(0, []byte("orders"), ID{1, 1})
+	badSlot := bytes.Clone(good)
+	badSlot[2] ^= 1
+	hugeLen := bytes.Clone(good)
+	copy(hugeLen[4:8], []byte{0xff, 0xff, 0xff, 0xff})
+	pastEnd := MetaKey(0, []byte("orders"))
+	pastEnd[7]++
+	for name, k := range map[string][]byte{
+		"nil":      nil,
+		"7 bytes":  good[:7],
+		"bad slot": badSlot,
+		"huge len": hugeLen,
+		"past end": pastEnd,
+	} {
+		if _, err := DecodeKey(k); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("DecodeKey(%s) err = %v, want ErrCorrupt", name, err)
+		}
+	}
+	ttl := TTLKey(0, []byte("k"), 5)
+	for name, k := range map[string][]byte{
+		"nil":       nil,
+		"15 bytes":  ttl[:15],
+		"wrong tag": append([]byte{'X'}, ttl[1:]...),
+		"short key": ttl[:len(ttl)-1],
+		"long key":  append(bytes.Clone(ttl), 'x'),
+	} {
+		if _, _, _, _, err := DecodeTTLKey(k); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("DecodeTTLKey(%s) err = %v, want ErrCorrupt", name, err)
+		}
+	}
+	cl := ChangeLogKey(7)
+	for name, k := range map[string][]byte{
+		"nil":       nil,
+		"8 bytes":   cl[:8],
+		"10 bytes":  append(bytes.Clone(cl), 0),
+		"wrong tag": append([]byte{'E'}, cl[1:]...),
+	} {
+		if _, err := DecodeChangeLogKey(k); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("DecodeChangeLogKey(%s) err = %v, want ErrCorrupt", name, err)
+		}
+	}
+}
+
+// ---------------------------------------------------------------- prefixes
+
+func TestKeyPrefixIsNotSharedByLongerKeys(t *testing.T) {
+	pairs := [][2]string{
+		{"a", "a\x00b"},
+		{"a", "ab"},
+		{"", "a"},
+		{"", "\x00"},
+		{"a\x00", "a\x00\x00"},
+		{"{x}", "{x}y"}, // same slot: only the length keeps them apart
+		{"{x}", "{x}\x00"},
+		{"o", "orders"},
+	}
+	id := ID{1700000000000, 0}
+	g, c := []byte("g"), []byte("c")
+	for _, p := range pairs {
+		short, long := []byte(p[0]), []byte(p[1])
+		for _, db := range []uint8{0, 1} {
+			subKeys := map[Tag]func(key []byte) []byte{
+				TagMeta:        func(k []byte) []byte { return MetaKey(db, k) },
+				TagStreamEntry: func(k []byte) []byte { return StreamEntryKey(db, k, id) },
+				TagGroup:       func(k []byte) []byte { return GroupKey(db, k, g) },
+				TagConsumer:    func(k []byte) []byte { return ConsumerKey(db, k, g, c) },
+				TagPEL:         func(k []byte) []byte { return PELKey(db, k, g, id) },
+				TagConsumerPEL: func(k []byte) []byte { return ConsumerPELKey(db, k, g, c, id) },
+			}
+			for tag, build := range subKeys {
+				prefix := KeyPrefix(tag, db, short)
+				end := PrefixEnd(prefix)
+				if bytes.HasPrefix(build(long), prefix) {
+					t.Errorf("%c key of %q has KeyPrefix of %q", tag, long, short)
+				}
+				if lk := build(long); bytes.Compare(lk, prefix) >= 0 && bytes.Compare(lk, end) < 0 {
+					t.Errorf("%c key of %q falls in the range of %q", tag, long, short)
+				}
+				if !bytes.HasPrefix(build(short), prefix) {
+					t.Errorf("%c key of %q lacks its own KeyPrefix", tag, short)
+				}
+				if bytes.HasPrefix(build(short), KeyPrefix(tag, db^1, short)) {
+					t.Errorf("%c key of db %d has the prefix of db %d", tag, db, db^1)
+				}
+			}
+			// The same holds one level down for group and consumer names.
+			key := []byte("s")
+			for _, tag := range []Tag{TagConsumer, TagPEL, TagConsumerPEL} {
+				gp := GroupPrefix(tag, db, key, short)
+				for _, k := range [][]byte{ConsumerKey(db, key, long, c), PELKey(db, key, long, id), ConsumerPELKey(db, key, long, c, id)} {
+					if bytes.HasPrefix(k, gp) {
+						t.Errorf("key %x of group %q has GroupPrefix of %q", k, long, short)
+					}
+				}
+			}
+			if bytes.HasPrefix(GroupKey(db, key, long), GroupKey(db, key, short)) {
+				t.Errorf("GroupKey(%q) is a prefix of GroupKey(%q)", short, long)
+			}
+			if bytes.HasPrefix(ConsumerPELKey(db, key, g, long, id), ConsumerPELPrefix(db, key, g, short)) {
+				t.Errorf("ConsumerPELKey of consumer %q has the prefix of %q", long, short)
+			}
+			if bytes.HasPrefix(ConsumerKey(db, key, g, long), ConsumerKey(db, key, g, short)) {
+				t.Errorf("ConsumerKey(%q) is a prefix of ConsumerKey(%q)", short, long)
+			}
+		}
+	}
+	if !bytes.HasPrefix(StreamEntryKey(0, []byte("a"), id), KeyPrefix(TagStreamEntry, 0, []byte("a"))) ||
+		bytes.HasPrefix(StreamEntryKey(0, []byte("ab"), id), KeyPrefix(TagStreamEntry, 0, []byte("a"))) {
+		t.Errorf("stream entry prefix property violated")
+	}
+}
+
+func TestPrefixEnd(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []byte
+	}{
+		{"ab", []byte("ac")},
+		{"a\xff", []byte("b")},
+		{"a\xff\xff", []byte("b")},
+		{"\x00", []byte("\x01")},
+		{"\xfe\xff", []byte("\xff")},
+		{"\xff\xff", nil},
+		{"\xff", nil},
+		{"", nil},
+	} {
+		in := []byte(tc.in)
+		got := PrefixEnd(in)
+		if !bytes.Equal(got, tc.want) || (got == nil) != (tc.want == nil) {
+			t.Errorf("PrefixEnd(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if string(in) != tc.in {
+			t.Errorf("PrefixEnd modified its input")
+		}
+	}
+}
+
+func TestPrefixEndBoundsEveryKeyWithPrefix(t *testing.T) {
+	r := newRand()
+	alphabet := []byte{0, 1, 'a', 0xfe, 0xff}
+	randBytes := func(max int) []byte {
+		b := make([]byte, r.IntN(max+1))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		return b
+	}
+	for range 20000 {
+		p := randBytes(4)
+		end := PrefixEnd(p)
+		k := append(bytes.Clone(p), randBytes(4)...)
+		if end != nil && bytes.Compare(k, end) >= 0 {
+			t.Fatalf("key %x with prefix %x is not below PrefixEnd %x", k, p, end)
+		}
+		if end != nil && bytes.HasPrefix(end, p) {
+			t.Fatalf("PrefixEnd(%x) = %x has the prefix", p, end)
+		}
+		// Minimality: every key in [p, end) has prefix p.
+		o := randBytes(6)
+		if bytes.Compare(o, p) >= 0 && (end == nil || bytes.Compare(o, end) < 0) && !bytes.HasPrefix(o, p) {
+			t.Fatalf("key %x lies in [%x, %x) without the prefix", o, p, end)
+		}
+	}
+	// Real key ranges: every sub-key of a user key lies in [KeyPrefix, PrefixEnd).
+	for _, key := range binaryNames {
+		prefix := KeyPrefix(TagStreamEntry, 0, key)
+		end := PrefixEnd(prefix)
+		for _, id := range []ID{{}, {1, 1}, MaxID} {
+			k := StreamEntryKey(0, key, id)
+			if bytes.Compare(k, prefix) < 0 || (end != nil && bytes.Compare(k, end) >= 0) {
+				t.Fatalf("stream key %x outside [%x, %x)", k, prefix, end)
+			}
+		}
+	}
+	// A key of only 0xff bytes carries into the length field: the range ends
+	// where keys one byte longer begin, so it stays exact.
+	short := []byte{0xff, 0xff, 0xff}
+	prefix := KeyPrefix(TagStreamEntry, 0, short)
+	end := PrefixEnd(prefix)
+	if len(end) != keyHeaderLen || end[keyHeaderLen-1] != 4 || !bytes.Equal(end[:keyHeaderLen-1], prefix[:keyHeaderLen-1]) {
+		t.Errorf("PrefixEnd(%x) = %x", prefix, end)
+	}
+	if k := StreamEntryKey(0, short, MaxID); bytes.Compare(k, end) >= 0 {
+		t.Errorf("own key %x not below %x", k, end)
+	}
+	// A 4-byte key in the same slot and db sorts at or after end.
+	long := append([]byte{byte(TagStreamEntry)}, prefix[1:4]...)
+	long = AppendName(long, []byte{0, 0, 0, 0})
+	if bytes.Compare(long, end) < 0 {
+		t.Errorf("longer key %x inside [%x, %x)", long, prefix, end)
+	}
+}
+
+// ---------------------------------------------------------------- corruption
+
+type decoder struct {
+	name string
+	fn   func([]byte) error
+	// valid inputs; strict means every strict prefix of one is invalid and
+	// so is any extension by one byte.
+	valid         [][]byte
+	strictPrefix  bool
+	strictTrailer bool
+}
+
+func decoders() []decoder {
+	var fieldsIn, pelIn, keysIn, ttlIn, eventsIn, recordsIn [][]byte
+	fieldsIn = append(fieldsIn, AppendFields(nil, nil), AppendFields(nil, binaryNames))
+	for _, name := range binaryNames[:6] {
+		pelIn = append(pelIn, AppendPELEntry(nil, PELEntry{1, 2, name}))
+		keysIn = append(keysIn, MetaKey(0, name), ConsumerPELKey(3, name, []byte("g"), []byte("c"), ID{1, 2}))
+		ttlIn = append(ttlIn, TTLKey(2, name, 1700000000000))
+	}
+	for _, e := range opEvents() {
+		eventsIn = append(eventsIn, AppendEvent(nil, e))
+	}
+	recordsIn = append(recordsIn,
+		AppendRecord(nil, Record{}),
+		AppendRecord(nil, Record{TimeMs: 5, Events: opEvents()}),
+		AppendRecord(nil, Record{Events: []Event{{Op: OpFlushAll}}}),
+	)
+	return []decoder{
+		{"DecodeKey", func(b []byte) error { _, err := DecodeKey(b); return err }, keysIn, false, false},
+		{"DecodeTTLKey", func(b []byte) error { _, _, _, _, err := DecodeTTLKey(b); return err }, ttlIn, true, true},
+		{"DecodeChangeLogKey", func(b []byte) error { _, err := DecodeChangeLogKey(b); return err }, [][]byte{ChangeLogKey(9)}, true, true},
+		{"DecodeID", func(b []byte) error { _, err := DecodeID(b); return err }, [][]byte{AppendID(nil, MaxID)}, true, false},
+		{"DecodeIDArg", func(b []byte) error { _, err := DecodeIDArg(b); return err }, [][]byte{IDArg(MaxID)}, true, true},
+		{"DecodeInt64Arg", func(b []byte) error { _, err := DecodeInt64Arg(b); return err }, [][]byte{Int64Arg(-1)}, true, true},
+		{"SplitName", func(b []byte) error { _, _, err := SplitName(b); return err }, [][]byte{AppendName(nil, []byte("name"))}, true, false},
+		{"DecodeMeta(string)", func(b []byte) error { _, err := DecodeMeta(b); return err },
+			[][]byte{AppendMeta(nil, Meta{Type: TypeString, Value: []byte("v\x00")})}, false, false},
+		{"DecodeMeta(stream)", func(b []byte) error { _, err := DecodeMeta(b); return err },
+			[][]byte{AppendMeta(nil, Meta{Type: TypeStream, ExpireAtMs: 9, Stream: StreamMeta{1, ID{2, 3}, ID{4, 5}, ID{6, 7}, 8}})}, true, true},
+		{"DecodeFields", func(b []byte) error { _, err := DecodeFields(b); return err }, fieldsIn, true, true},
+		{"DecodeGroup", func(b []byte) error { _, err := DecodeGroup(b); return err }, [][]byte{AppendGroup(nil, Group{ID{1, 2}, -1})}, true, true},
+		{"DecodeConsumer", func(b []byte) error { _, err := DecodeConsumer(b); return err }, [][]byte{AppendConsumer(nil, Consumer{1, -1})}, true, true},
+		{"DecodePELEntry", func(b []byte) error { _, err := DecodePELEntry(b); return err }, pelIn, true, true},
+		{"DecodeEvent", func(b []byte) error { _, _, err := DecodeEvent(b); return err }, eventsIn, true, false},
+		{"DecodeRecord", func(b []byte) error { _, err := DecodeRecord(1, b); return err }, recordsIn, true, true},
+	}
+}
+
+// call runs fn, turning a panic into a test failure.
+func call(t *testing.T, name string, fn func([]byte) error, b []byte) (err error) {
+	t.Helper()
+	defer func() {
+		if p := recover(); p != nil {
+			t.Fatalf("%s(%x) panicked: %v", name, b, p)
+		}
+	}()
+	err = fn(b)
+	if err != nil && !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("%s(%x) err = %v, not ErrCorrupt", name, b, err)
+	}
+	return err
+}
+
+func TestDecodersRejectTruncatedInput(t *testing.T) {
+	for _, d := range decoders() {
+		t.Run(d.name, func(t *testing.T) {
+			if err := call(t, d.name, d.fn, nil); err == nil {
+				t.Errorf("%s(nil) succeeded", d.name)
+			}
+			for _, v := range d.valid {
+				if err := call(t, d.name, d.fn, v); err != nil {
+					t.Fatalf("%s(valid %x): %v", d.name, v, err)
+				}
+				for n := range len(v) {
+					// Copy so a read past len would be caught by the race
+					// detector / bounds checks rather than hitting v's tail.
+					err := call(t, d.name, d.fn, bytes.Clone(v[:n]))
+					if d.strictPrefix && err == nil {
+						t.Errorf("%s accepted a %d-byte prefix of %x", d.name, n, v)
+					}
+				}
+				err := call(t, d.name, d.fn, append(bytes.Clone(v), 0))
+				if d.strictTrailer && err == nil {
+					t.Errorf("%s accepted %x with a trailing byte", d.name, v)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodersSurviveGarbledInput(t *testing.T) {
+	r := newRand()
+	for _, d := range decoders() {
+		for _, v := range d.valid {
+			for range 3000 {
+				b := bytes.Clone(v)
+				for range 1 + r.IntN(4) {
+					if len(b) == 0 {
+						break
+					}
+					switch r.IntN(4) {
+					case 0:
+						b[r.IntN(len(b))] = byte(r.Uint32())
+					case 1:
+						b[r.IntN(len(b))] ^= 1 << r.IntN(8)
+					case 2:
+						b[r.IntN(len(b))] = []byte{0, 0x7f, 0x80, 0xff}[r.IntN(4)]
+					default:
+						b = b[:r.IntN(len(b))]
+					}
+				}
+				call(t, d.name, d.fn, b)
+			}
+		}
+	}
+}
+
+func TestDecodersRejectHostileLengths(t *testing.T) {
+	maxVarint := binary.AppendUvarint(nil, math.MaxUint64)
+	overflowVarint := bytes.Repeat([]byte{0xff}, 11)
+	recHeader := AppendRecord(nil, Record{})[:25]
+	cases := []struct {
+		name string
+		fn   func([]byte) error
+		in   []byte
+	}{
+		{"SplitName huge", func(b []byte) error { _, _, err := SplitName(b); return err }, []byte{0xff, 0xff, 0xff, 0xff, 'x'}},
+		{"DecodeFields huge count", func(b []byte) error { _, err := DecodeFields(b); return err }, []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}},
+		{"DecodeFields item past end", func(b []byte) error { _, err := DecodeFields(b); return err }, []byte{0, 0, 0, 1, 0, 0, 0, 5, 'x'}},
+		{"DecodeFields 2 items 1 present", func(b []byte) error { _, err := DecodeFields(b); return err }, []byte{0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0}},
+		{"DecodeMeta version 0", func(b []byte) error { _, err := DecodeMeta(b); return err }, append([]byte{0, 's'}, make([]byte, 8)...)},
+		{"DecodeMeta version 2", func(b []byte) error { _, err := DecodeMeta(b); return err }, append([]byte{2, 's'}, make([]byte, 8)...)},
+		{"DecodeMeta type none", func(b []byte) error { _, err := DecodeMeta(b); return err }, AppendMeta(nil, Meta{})},
+		{"DecodeMeta type z", func(b []byte) error { _, err := DecodeMeta(b); return err }, append([]byte{1, 'z'}, make([]byte, 8)...)},
+		{"DecodeMeta stream 73", func(b []byte) error { _, err := DecodeMeta(b); return err }, append([]byte{1, 'x'}, make([]byte, 8+63)...)},
+		{"DecodePELEntry huge name", func(b []byte) error { _, err := DecodePELEntry(b); return err }, append(make([]byte, 16), 0xff, 0xff, 0xff, 0xff)},
+		{"DecodeEvent max key len", func(b []byte) error { _, _, err := DecodeEvent(b); return err }, append([]byte{'a', 0}, maxVarint...)},
+		{"DecodeEvent overflowing varint", func(b []byte) error { _, _, err := DecodeEvent(b); return err }, append([]byte{'a', 0}, overflowVarint...)},
+		{"DecodeEvent huge nargs", func(b []byte) error { _, _, err := DecodeEvent(b); return err }, append([]byte{'a', 0, 0}, maxVarint...)},
+		{"DecodeEvent nargs > bytes", func(b []byte) error { _, _, err := DecodeEvent(b); return err }, []byte{'a', 0, 0, 5, 0, 0}},
+		{"DecodeRecord version 0", func(b []byte) error { _, err := DecodeRecord(0, b); return err }, append([]byte{0}, make([]byte, 25)...)},
+		{"DecodeRecord huge count", func(b []byte) error { _, err := DecodeRecord(0, b); return err }, append(bytes.Clone(recHeader), maxVarint...)},
+		{"DecodeRecord overflowing count", func(b []byte) error { _, err := DecodeRecord(0, b); return err }, append(bytes.Clone(recHeader), overflowVarint...)},
+		{"DecodeRecord empty event", func(b []byte) error { _, err := DecodeRecord(0, b); return err }, append(bytes.Clone(recHeader), 1, 0)},
+		{"DecodeRecord event with slack", func(b []byte) error { _, err := DecodeRecord(0, b); return err },
+			append(append(bytes.Clone(recHeader), 1, 5), AppendEvent(nil, Event{Op: OpFlushAll})...)},
+		{"DecodeRecord event len past end", func(b []byte) error { _, err := DecodeRecord(0, b); return err }, append(bytes.Clone(recHeader), 1, 0x7f, 'F', 0, 0, 0)},
+		{"DecodeRecord trailing", func(b []byte) error { _, err := DecodeRecord(0, b); return err }, append(AppendRecord(nil, Record{}), 0)},
+	}
+	for _, tc := range cases {
+		if err := call(t, tc.name, tc.fn, tc.in); err == nil {
+			t.Errorf("%s: accepted %x", tc.name, tc.in)
+		}
+	}
+}
+
+// ---------------------------------------------------------------- benchmarks
+
+func BenchmarkStreamEntryKey(b *testing.B) {
+	b.ReportAllocs()
+	key := []byte("orders:{eu}:2024")
+	for i := 0; b.Loop(); i++ {
+		_ = StreamEntryKey(0, key, ID{1700000000000 + uint64(i), 0})
+	}
+}
+
+func BenchmarkAppendMeta(b *testing.B) {
+	b.ReportAllocs()
+	m := Meta{Type: TypeStream, ExpireAtMs: 1700000060000, Stream: StreamMeta{
+		Length: 10, LastID: ID{1700000000000, 9}, FirstID: ID{1700000000000, 0}, EntriesAdded: 10,
+	}}
+	buf := make([]byte, 0, 128)
+	for b.Loop() {
+		buf = AppendMeta(buf[:0], m)
+	}
+}
+
+func BenchmarkDecodeRecord(b *testing.B) {
+	b.ReportAllocs()
+	rec := Record{Seq: 1, TimeMs: 1700000000000, Events: opEvents()}
+	enc := AppendRecord(nil, rec)
+	b.SetBytes(int64(len(enc)))
+	for b.Loop() {
+		if _, err := DecodeRecord(1, enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
