@@ -1,0 +1,49 @@
+# Sediment — make targets. `make` alone prints this list.
+GO       ?= go
+VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+FUZZ     ?= FuzzDecodeKey
+FUZZTIME ?= 30s
+FUZZPKG  ?= ./codec
+
+.PHONY: all help run build test test-short fuzz bench lint clean
+
+all: help
+
+help:
+	@echo "make run         run the server on its defaults (127.0.0.1:6380, ./data, embedded NATS)"
+	@echo "make test        run every test with -race (differential tests need redis-server on PATH)"
+	@echo "make test-short  skip the slow tests"
+	@echo "make fuzz        FUZZ=FuzzID FUZZPKG=./codec FUZZTIME=30s"
+	@echo "make bench       redis-benchmark against Sediment and redis-server, side by side"
+	@echo "make build       build bin/sediment"
+	@echo "make lint        go vet + gofmt check"
+
+run:
+	@echo "> running sediment"
+	$(GO) run -trimpath -ldflags "$(LDFLAGS)" ./cmd/sediment
+
+build:
+	@echo "> building bin/sediment"
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/sediment ./cmd/sediment
+
+test:
+	@echo "> running tests (-race)"
+	$(GO) test -race -count=1 ./...
+
+test-short:
+	$(GO) test -race -short -count=1 ./...
+
+fuzz:
+	$(GO) test $(FUZZPKG) -run='^$$' -fuzz='^$(FUZZ)$$' -fuzztime=$(FUZZTIME)
+
+bench: build
+	@echo "> benchmarking against redis-server"
+	./scripts/bench.sh
+
+lint:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+
+clean:
+	rm -rf bin
