@@ -53,6 +53,23 @@ const (
 	errBadClientName    wireError = "ERR Client names cannot contain spaces, newlines or special characters."
 )
 
+// Protocol errors of the request reader (reader.go), replied before the
+// connection is closed.
+const (
+	readerErrMultibulkLen = "ERR Protocol error: invalid multibulk length"
+	readerErrBulkLen      = "ERR Protocol error: invalid bulk length"
+	readerErrTooBigMbulk  = "ERR Protocol error: too big mbulk count string"
+	readerErrTooBigBulk   = "ERR Protocol error: too big bulk count string"
+	readerErrTooBigInline = "ERR Protocol error: too big inline request"
+	readerErrUnbalanced   = "ERR Protocol error: unbalanced quotes in request"
+	// Not a Redis message: Redis blindly skips the two bytes after a bulk
+	// payload. Sediment insists that they are CR LF.
+	readerErrBulkCRLF = "ERR Protocol error: expected '\\r\\n' after bulk"
+	// Not a Redis message: Redis closes such a client silently (after
+	// logging it). Sediment replies this error and then closes.
+	readerErrQueryBuffer = "ERR Protocol error: query buffer limit exceeded"
+)
+
 // errWrongArgs is Redis's arity error: ERR wrong number of arguments for 'xadd' command.
 func errWrongArgs(name string) wireError {
 	return wireError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", strings.ToLower(name)))
@@ -92,9 +109,6 @@ func errNoGroupRead(key, group []byte) wireError {
 func errNoGroup(key, group []byte) wireError {
 	return wireError(fmt.Sprintf("NOGROUP No such key '%s' or consumer group '%s'", sanitize(key, 128), sanitize(group, 128)))
 }
-
-// errProtocol prefixes a protocol error text the way Redis does.
-func errProtocol(msg string) wireError { return wireError("ERR Protocol error: " + msg) }
 
 // sanitize makes b safe inside an error line: Redis replaces newlines and
 // other control characters with spaces and truncates long names.

@@ -30,22 +30,6 @@ const (
 	readerMaxRetainedScratch = 64 << 10
 )
 
-// Exact Redis wire texts (without the leading '-') of the protocol errors.
-const (
-	readerErrMultibulkLen = "ERR Protocol error: invalid multibulk length"
-	readerErrBulkLen      = "ERR Protocol error: invalid bulk length"
-	readerErrTooBigMbulk  = "ERR Protocol error: too big mbulk count string"
-	readerErrTooBigBulk   = "ERR Protocol error: too big bulk count string"
-	readerErrTooBigInline = "ERR Protocol error: too big inline request"
-	readerErrUnbalanced   = "ERR Protocol error: unbalanced quotes in request"
-	// Not a Redis message: Redis blindly skips the two bytes after a bulk
-	// payload. Sediment insists that they are CR LF.
-	readerErrBulkCRLF = "ERR Protocol error: expected '\\r\\n' after bulk"
-	// Not a Redis message: Redis closes such a client silently (after
-	// logging it). Sediment replies this error and then closes.
-	readerErrQueryBuffer = "ERR Protocol error: query buffer limit exceeded"
-)
-
 // Limits bounds what one client may send. Zero (or negative) fields take the
 // defaults documented on each field.
 type Limits struct {

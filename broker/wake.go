@@ -88,7 +88,11 @@ func newWaker(url string, log *slog.Logger) (*waker, error) {
 		w.close()
 		return nil, fmt.Errorf("broker: subscribe %s: %w", wakeFlush, err)
 	}
-	log.Info("NATS connected", "embedded", w.ns != nil, "url", nc.ConnectedUrlRedacted())
+	if w.ns != nil {
+		log.Info("NATS started", "embedded", true, "listen", "in-process only")
+	} else {
+		log.Info("NATS connected", "url", nc.ConnectedUrlRedacted())
+	}
 	return w, nil
 }
 
