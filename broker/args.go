@@ -82,6 +82,19 @@ func streamID(b []byte, missingSeq uint64) (codec.ID, error) {
 	return id, nil
 }
 
+// streamIDs parses explicit stream IDs (missing sequence 0), all or none.
+func streamIDs(args [][]byte) ([]codec.ID, error) {
+	ids := make([]codec.ID, len(args))
+	for i, a := range args {
+		id, err := streamID(a, 0)
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
 // rangeBound parses an XRANGE/XPENDING bound: "-", "+", an ID, or an
 // exclusive "(ID". start selects the missing-sequence default (0 for a
 // start, max for an end) and the direction an exclusive bound moves.

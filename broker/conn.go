@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/redcon"
@@ -31,14 +30,13 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// Executor state (touched only by the executor goroutine).
-	db          uint8
-	pendingSeq  uint64 // highest change-log seq whose reply is not yet flushed
-	closeAfter  bool   // QUIT or protocol error: flush, then close
-	lastCmd     string
-	shutdownReq atomic.Bool
+	// Executor state (touched only by the executor goroutine, except db,
+	// which is written under mu so that CLIENT LIST may read it).
+	db         uint8
+	pendingSeq uint64 // highest change-log seq whose reply is not yet flushed
+	closeAfter bool   // QUIT or protocol error: flush, then close
 
-	mu   sync.Mutex // guards name (CLIENT LIST may read it from another goroutine later)
+	mu   sync.Mutex // guards name, and db for readers other than the executor
 	name string
 }
 
@@ -62,7 +60,6 @@ func newConn(s *Server, nc net.Conn) *conn {
 
 // shutdown asks the connection to finish the commands it has read and close.
 func (c *conn) shutdown() {
-	c.shutdownReq.Store(true)
 	// Unblock the reader; the executor drains what was already read.
 	c.nc.SetReadDeadline(time.Now())
 }
@@ -168,7 +165,6 @@ func (c *conn) execute(args [][]byte) {
 		c.w.WriteError(string(errWrongArgs(cmd.name)))
 		return
 	}
-	c.lastCmd = cmd.name
 	x := &exec{c: c, cmd: cmd, args: args}
 	if err := cmd.run(x); err != nil {
 		msg, ok := toWire(err)

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -27,6 +28,8 @@ const (
 	errXAddIDSmall      wireError = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
 	errXAddIDZero       wireError = "ERR The ID specified in XADD must be greater than 0-0"
 	errStreamExhausted  wireError = "ERR The stream has exhausted the last possible ID, unable to add more items"
+	errElementsTooLarge wireError = "ERR Elements are too large to be stored"
+	errLimitNoStrategy  wireError = "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
 	errBusyGroup        wireError = "BUSYGROUP Consumer Group name already exists"
 	errXGroupNoKey      wireError = "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically."
 	errUnbalancedXRead  wireError = "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
@@ -77,16 +80,24 @@ func errWrongArgs(name string) wireError {
 
 // errUnknownCommand is Redis's reply to an unknown command: the name and up
 // to the first arguments, each quoted, as in server.c processCommand.
+// Like Redis's C formatting, each argument ends at its first NUL byte.
 func errUnknownCommand(args [][]byte) wireError {
-	var b strings.Builder
-	fmt.Fprintf(&b, "ERR unknown command '%s', with args beginning with: ", sanitize(args[0], 128))
+	var list strings.Builder
 	for _, a := range args[1:] {
-		if b.Len() >= 128 {
+		if list.Len() >= 128 {
 			break
 		}
-		fmt.Fprintf(&b, "'%s' ", sanitize(a, 128-b.Len()))
+		fmt.Fprintf(&list, "'%s' ", sanitize(cString(a), 128-list.Len()))
 	}
-	return wireError(b.String())
+	return wireError(fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", sanitize(cString(args[0]), 128), list.String()))
+}
+
+// cString cuts b at its first NUL byte, as C's %s does.
+func cString(b []byte) []byte {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i]
+	}
+	return b
 }
 
 // errUnknownSubcommand is Redis's reply to an unknown subcommand of cmd.
@@ -98,6 +109,12 @@ func errUnknownSubcommand(sub []byte, cmd string) wireError {
 // ERR wrong number of arguments for 'xgroup|create' command.
 func errWrongArgsSub(cmd string, sub []byte) wireError {
 	return wireError(fmt.Sprintf("ERR wrong number of arguments for '%s|%s' command", cmd, strings.ToLower(sanitize(sub, 64))))
+}
+
+// errSubcommandSyntax is Redis's addReplySubcommandSyntaxError: the
+// subcommand as the client typed it, the command in upper case.
+func errSubcommandSyntax(sub []byte, cmd string) wireError {
+	return wireError(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%s'. Try %s HELP.", sanitize(sub, 128), strings.ToUpper(cmd)))
 }
 
 // errNoGroupRead is XREADGROUP's NOGROUP error.
@@ -145,6 +162,8 @@ func toWire(err error) (msg string, ok bool) {
 		return string(errXAddIDZero), true
 	case errors.Is(err, streams.ErrExhausted):
 		return string(errStreamExhausted), true
+	case errors.Is(err, streams.ErrSeqOverflow):
+		return string(errElementsTooLarge), true
 	case errors.Is(err, groups.ErrGroupExists):
 		return string(errBusyGroup), true
 	case errors.Is(err, groups.ErrNoKey):

@@ -112,7 +112,7 @@ func scanKeys(v *materialize.View, db uint8, from uint16, fn func(key []byte, m 
 			if err != nil {
 				return false, err
 			}
-			if m.ExpireAtMs != 0 && m.ExpireAtMs <= v.NowMs() {
+			if v.Expired(m) {
 				return true, nil
 			}
 			if !fn(append([]byte(nil), d.Key...), m) {

@@ -63,7 +63,9 @@ func runSelect(x *exec) error {
 	if n < 0 || n >= int64(x.c.s.opts.Databases) {
 		return errDBIndex
 	}
-	x.c.db = uint8(n)
+	x.c.mu.Lock()
+	x.c.db = uint8(n) // under mu: CLIENT LIST on other connections reads it
+	x.c.mu.Unlock()
 	x.w().WriteString("OK")
 	return nil
 }
@@ -124,10 +126,10 @@ func runClient(x *exec) error {
 // info is the connection's CLIENT LIST line (the fields Sediment tracks).
 func (c *conn) info() string {
 	c.mu.Lock()
-	name := c.name
+	name, db := c.name, c.db
 	c.mu.Unlock()
 	age := int64(c.s.opts.Now().Sub(c.born) / time.Second)
-	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d db=%d", c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, age, c.db)
+	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d db=%d", c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, age, db)
 }
 
 // TIME. Reply: [unix seconds, microseconds] as bulk strings.

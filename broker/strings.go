@@ -46,7 +46,7 @@ type set struct {
 
 func parseSet(args [][]byte) (set, error) {
 	var c set
-	hasExpire := false
+	expireKind := "" // the expire option given; repeating the same one is allowed, as in Redis
 	for i := 3; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -56,10 +56,10 @@ func parseSet(args [][]byte) (set, error) {
 			c.xx = true
 		case equalFold(a, "GET"):
 			c.get = true
-		case equalFold(a, "KEEPTTL") && !hasExpire:
-			c.keepTTL = true
+		case equalFold(a, "KEEPTTL") && (expireKind == "" || expireKind == "KEEPTTL"):
+			c.keepTTL, expireKind = true, "KEEPTTL"
 		case (equalFold(a, "EX") || equalFold(a, "PX") || equalFold(a, "EXAT") || equalFold(a, "PXAT")) &&
-			!hasExpire && !c.keepTTL && i+1 < len(args):
+			(expireKind == "" || equalFold(a, expireKind)) && i+1 < len(args):
 			n, err := intArg(args[i+1])
 			if err != nil {
 				return c, err
@@ -71,12 +71,13 @@ func parseSet(args [][]byte) (set, error) {
 			if n <= 0 || n > math.MaxInt64/unit {
 				return c, errInvalidExpire
 			}
+			c.expireAtMs, c.relMs = 0, 0
 			if a[len(a)-1] == 't' || a[len(a)-1] == 'T' {
 				c.expireAtMs = n * unit
 			} else {
 				c.relMs = n * unit
 			}
-			hasExpire = true
+			expireKind = upper(string(a))
 			i++
 		default:
 			return c, errSyntax

@@ -48,7 +48,7 @@ func parseTrimOptions(args [][]byte, i int, isAdd bool, add *streams.AddArgs) (*
 			if equalFold(a, "MINID") {
 				strategy = streams.TrimMinID
 			}
-			if t.Strategy != 0 && t.Strategy != strategy {
+			if t.Strategy != 0 {
 				return nil, 0, errMaxLenAndMinID
 			}
 			t.Strategy = strategy
@@ -92,6 +92,9 @@ func parseTrimOptions(args [][]byte, i int, isAdd bool, add *streams.AddArgs) (*
 		}
 	}
 done:
+	if limitSet && t.Strategy == 0 {
+		return nil, 0, errLimitNoStrategy
+	}
 	if limitSet && !t.Approx {
 		return nil, 0, errLimitNoApprox
 	}

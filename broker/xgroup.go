@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"errors"
+
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/groups"
 	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
 )
 
 func init() {
@@ -52,17 +55,12 @@ func runXGroup(x *exec) error {
 	return errUnknownSubcommand(sub, "xgroup")
 }
 
+// runXGroupCreate checks in Redis's order: options, then the key, then the ID.
 func runXGroupCreate(x *exec) error {
 	key, group := x.args[2], x.args[3]
 	a := groups.CreateArgs{EntriesRead: groups.InvalidEntriesRead}
-	if isDollar(x.args[4]) {
-		a.Dollar = true
-	} else {
-		id, err := streamID(x.args[4], 0)
-		if err != nil {
-			return err
-		}
-		a.ID = id
+	if len(x.args) > 8 {
+		return errSubcommandSyntax(x.args[1], "xgroup")
 	}
 	for i := 5; i < len(x.args); i++ {
 		switch {
@@ -79,10 +77,24 @@ func runXGroupCreate(x *exec) error {
 			a.EntriesRead = n
 			i++
 		default:
-			return errSyntax
+			return errSubcommandSyntax(x.args[1], "xgroup")
 		}
 	}
 	err := x.write(func(v *materialize.View) ([]codec.Event, error) {
+		if _, ok, err := streams.Meta(v, x.db(), key); err != nil {
+			return nil, err
+		} else if !ok && !a.MkStream {
+			return nil, groups.ErrNoKey
+		}
+		if isDollar(x.args[4]) {
+			a.Dollar = true
+		} else {
+			id, err := streamID(x.args[4], 0)
+			if err != nil {
+				return nil, err
+			}
+			a.ID = id
+		}
 		return groups.Create(v, x.db(), key, group, a)
 	})
 	if err != nil {
@@ -117,20 +129,20 @@ func runXGroupDestroy(x *exec) error {
 // Reply: integer, the number of IDs that were pending and are now acknowledged.
 // https://redis.io/docs/latest/commands/xack/
 func runXAck(x *exec) error {
-	ids := make([]codec.ID, len(x.args)-3)
-	for i, a := range x.args[3:] {
-		id, err := streamID(a, 0)
-		if err != nil {
-			return err
-		}
-		ids[i] = id
-	}
 	var n int
 	err := x.write(func(v *materialize.View) ([]codec.Event, error) {
-		var (
-			evs []codec.Event
-			err error
-		)
+		// As in Redis: no key or group acknowledges nothing, before IDs are checked.
+		if _, _, err := groups.Lookup(v, x.db(), x.args[1], x.args[2]); err != nil {
+			if errors.Is(err, groups.ErrNoGroup) {
+				err = nil
+			}
+			return nil, err
+		}
+		ids, err := streamIDs(x.args[3:])
+		if err != nil {
+			return nil, err
+		}
+		var evs []codec.Event
 		n, evs, err = groups.Ack(v, x.db(), x.args[1], x.args[2], ids)
 		return evs, err
 	})

@@ -19,8 +19,11 @@ func init() {
 // https://redis.io/docs/latest/commands/xpending/
 func runXPending(x *exec) error {
 	key, group := x.args[1], x.args[2]
-	rest := x.args[3:]
-	if len(rest) == 0 {
+	n := len(x.args)
+	if n != 3 && (n < 6 || n > 9) {
+		return errSyntax
+	}
+	if n == 3 {
 		s, err := groups.PendingSummary(x.view(), x.db(), key, group)
 		if errors.Is(err, groups.ErrNoGroup) {
 			return errNoGroup(key, group)
@@ -47,33 +50,33 @@ func runXPending(x *exec) error {
 		}
 		return nil
 	}
+	// The extended form, parsed in Redis's order: IDLE, count, start, end;
+	// arguments after the consumer are ignored, as in Redis 7.0.
 	var a groups.RangeArgs
-	if equalFold(rest[0], "IDLE") {
-		if len(rest) < 2 {
+	at := 3
+	if equalFold(x.args[3], "IDLE") {
+		if n < 8 {
 			return errSyntax
 		}
-		n, err := intArg(rest[1])
+		idle, err := intArg(x.args[4])
 		if err != nil {
 			return err
 		}
-		a.MinIdleMs = n
-		rest = rest[2:]
-	}
-	if len(rest) < 3 || len(rest) > 4 {
-		return errSyntax
+		a.MinIdleMs = idle
+		at = 5
 	}
 	var err error
-	if a.Start, err = rangeBound(rest[0], true); err != nil {
+	if a.Count, err = intArg(x.args[at+2]); err != nil {
 		return err
 	}
-	if a.End, err = rangeBound(rest[1], false); err != nil {
+	if a.Start, err = rangeBound(x.args[at], true); err != nil {
 		return err
 	}
-	if a.Count, err = intArg(rest[2]); err != nil {
+	if a.End, err = rangeBound(x.args[at+1], false); err != nil {
 		return err
 	}
-	if len(rest) == 4 {
-		a.Consumer = rest[3]
+	if at+3 < n {
+		a.Consumer = x.args[at+3]
 	}
 	ps, err := groups.PendingRange(x.view(), x.db(), key, group, a)
 	if errors.Is(err, groups.ErrNoGroup) {

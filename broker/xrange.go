@@ -22,7 +22,8 @@ func init() {
 // makeXRange returns XRANGE (or XREVRANGE when reverse).
 // XRANGE key start end [COUNT count]; XREVRANGE key end start [COUNT count]
 // Bounds: "-", "+", an ID ("ms" alone means ms-0 as a start, ms-max as an
-// end) or an exclusive "(ID". COUNT <= 0 replies the null array, as Redis 7.0 does.
+// end) or an exclusive "(ID". As in Redis 7.0, a missing key replies an
+// empty array, COUNT <= 0 the null array, and the last COUNT wins.
 // https://redis.io/docs/latest/commands/xrange/
 func makeXRange(reverse bool) func(x *exec) error {
 	return func(x *exec) error {
@@ -38,24 +39,33 @@ func makeXRange(reverse bool) func(x *exec) error {
 		if err != nil {
 			return err
 		}
-		count := -1
-		switch rest := x.args[4:]; {
-		case len(rest) == 2 && equalFold(rest[0], "COUNT"):
-			n, err := intArg(rest[1])
-			if err != nil {
+		count := int64(-1)
+		for rest := x.args[4:]; len(rest) > 0; rest = rest[2:] {
+			if len(rest) < 2 || !equalFold(rest[0], "COUNT") {
+				return errSyntax
+			}
+			if count, err = intArg(rest[1]); err != nil {
 				return err
 			}
-			if n <= 0 {
-				writeNullArray(x.w())
-				return nil
+			if count < 0 {
+				count = 0
 			}
-			if n < int64(^uint(0)>>1) {
-				count = int(n)
-			}
-		case len(rest) != 0:
-			return errSyntax
 		}
-		entries, err := streams.Range(x.view(), x.db(), x.args[1], start, end, count, reverse)
+		v := x.view()
+		if _, ok, err := streams.Meta(v, x.db(), x.args[1]); err != nil || !ok {
+			if err == nil {
+				x.w().WriteArray(0)
+			}
+			return err
+		}
+		if count == 0 {
+			writeNullArray(x.w())
+			return nil
+		}
+		if count < 0 || count > int64(^uint(0)>>1) {
+			count = 0 // no limit
+		}
+		entries, err := streams.Range(v, x.db(), x.args[1], start, end, int(count), reverse)
 		if err != nil {
 			return err
 		}
@@ -79,20 +89,17 @@ func runXLen(x *exec) error {
 // are validated before anything is deleted.
 // https://redis.io/docs/latest/commands/xdel/
 func runXDel(x *exec) error {
-	ids := make([]codec.ID, len(x.args)-2)
-	for i, a := range x.args[2:] {
-		id, err := streamID(a, 0)
-		if err != nil {
-			return err
-		}
-		ids[i] = id
-	}
 	var n int
 	err := x.write(func(v *materialize.View) ([]codec.Event, error) {
-		var (
-			evs []codec.Event
-			err error
-		)
+		// As in Redis, a missing key deletes nothing before IDs are checked.
+		if _, ok, err := streams.Meta(v, x.db(), x.args[1]); err != nil || !ok {
+			return nil, err
+		}
+		ids, err := streamIDs(x.args[2:])
+		if err != nil {
+			return nil, err
+		}
+		var evs []codec.Event
 		n, evs, err = streams.Del(v, x.db(), x.args[1], ids)
 		return evs, err
 	})

@@ -90,6 +90,14 @@ func parseXRead(args [][]byte, isGroup bool) (xread, error) {
 	return c, nil
 }
 
+// historyID parses an XREADGROUP history ID ("$" is an error there).
+func historyID(b []byte) (codec.ID, error) {
+	if isDollar(b) {
+		return codec.ID{}, errXReadGroupDollar
+	}
+	return streamID(b, 0)
+}
+
 func isGT(b []byte) bool     { return len(b) == 1 && b[0] == '>' }
 func isDollar(b []byte) bool { return len(b) == 1 && b[0] == '$' }
 
@@ -194,18 +202,6 @@ func runXReadGroup(x *exec) error {
 	if err != nil {
 		return err
 	}
-	after := make([]codec.ID, len(c.keys))
-	for i, id := range c.ids {
-		switch {
-		case isGT(id):
-		case isDollar(id):
-			return errXReadGroupDollar
-		default:
-			if after[i], err = streamID(id, 0); err != nil {
-				return err
-			}
-		}
-	}
 	args := groups.ReadArgs{Group: c.group, Consumer: c.consumer, Count: c.count, NoAck: c.noAck}
 	// deliver is the whole decision: reads every stream, records the
 	// deliveries. blocked: called from a wake, where a missing key or group
@@ -223,8 +219,16 @@ func runXReadGroup(x *exec) error {
 			)
 			if isGT(c.ids[i]) {
 				entries, evs, err = groups.ReadNew(v, x.db(), key, args)
-			} else {
-				entries, evs, err = groups.ReadHistory(v, x.db(), key, args, after[i])
+			} else if _, _, err = groups.Lookup(v, x.db(), key, c.group); err == nil {
+				// Redis checks the key and group before the ID, stream by stream.
+				var after codec.ID
+				if after, err = historyID(c.ids[i]); err != nil {
+					return nil, nil, err
+				}
+				entries, evs, err = groups.ReadHistory(v, x.db(), key, args, after)
+			}
+			if blocked && errors.Is(err, materialize.ErrWrongType) {
+				return nil, nil, errUnblockedNoKey // the key is no longer a stream
 			}
 			if errors.Is(err, groups.ErrNoGroup) {
 				if !blocked {

@@ -3,9 +3,10 @@
 // (streams, groups) decide against, and Write, the single write path that
 // applies change events and their change-log record in one atomic batch.
 //
-// Writes are serialized by one writer lock: a write's decide function reads
-// the committed state, which includes every earlier write, and its events
-// commit before the next write decides. Commits go to the WAL without an
+// Writes go through one writer goroutine: a write's decide function reads a
+// View of an indexed batch over the committed state, so it sees every earlier
+// write, including those earlier in its own commit group; the writes queued
+// together commit in one Pebble batch (group commit). Commits go to the WAL without an
 // fsync; durability follows the SyncPolicy (Redis's appendfsync): Always
 // callers call WaitDurable before replying, which coalesces concurrent
 // callers into one fdatasync; EverySec syncs in the background once a

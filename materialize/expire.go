@@ -21,7 +21,7 @@ func (s *Store) ExpireCycle(limit int) ([]ExpiredKey, error) {
 	var out []ExpiredKey
 	_, err := s.Write(func(v *View) ([]codec.Event, error) {
 		out = out[:0]
-		it, err := s.db.NewIter(&pebble.IterOptions{
+		it, err := v.r.NewIter(&pebble.IterOptions{
 			LowerBound: []byte{byte(codec.TagTTL)},
 			UpperBound: []byte{byte(codec.TagTTL) + 1},
 		})
@@ -35,7 +35,7 @@ func (s *Store) ExpireCycle(limit int) ([]ExpiredKey, error) {
 			if err != nil {
 				return nil, err
 			}
-			if deadline > v.NowMs() {
+			if deadline >= v.NowMs() {
 				if slot == codec.NumSlots-1 {
 					break
 				}

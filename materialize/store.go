@@ -101,7 +101,11 @@ type Store struct {
 	db   *pebble.DB
 	opts Options
 
-	// mu is the writer lock: it serializes decide+commit and guards seq and entropy.
+	reqs       chan *writeReq // to the writer goroutine
+	writerDone chan struct{}  // closed when the writer goroutine exits
+
+	// mu guards seq and entropy (held by the writer goroutine while it
+	// commits a group) and closed.
 	mu      sync.Mutex
 	seq     uint64 // last committed change-log sequence
 	entropy io.Reader
@@ -140,6 +144,9 @@ func Open(opts Options) (*Store, error) {
 		opts:    o,
 		entropy: ulid.Monotonic(rand.Reader, 0),
 		stop:    make(chan struct{}),
+		reqs:    make(chan *writeReq, maxGroup),
+
+		writerDone: make(chan struct{}),
 	}
 	if s.seq, err = s.lastSeq(); err != nil {
 		db.Close()
@@ -147,6 +154,8 @@ func Open(opts Options) (*Store, error) {
 	}
 	s.committed.Store(s.seq)
 	s.synced.Store(s.seq)
+	s.wg.Add(1)
+	go s.writer()
 	if o.Sync == SyncEverySec {
 		s.wg.Add(1)
 		go s.syncEverySec()
@@ -202,58 +211,144 @@ func (s *Store) View() *View {
 	return &View{r: s.db, nowMs: s.opts.Now().UnixMilli()}
 }
 
-// Write is the write path. It takes the writer lock, calls decide with a
-// View of the committed state (which includes every earlier write) and, if
-// decide returns events, applies them together with their change-log record
-// in one atomic batch. It returns the record's sequence number, or 0 when
-// decide returned no events or an error (then nothing is written and decide's
-// error is returned unchanged).
+// writeReq is one Write call waiting for the writer goroutine.
+type writeReq struct {
+	decide func(v *View) ([]codec.Event, error)
+	seq    uint64
+	err    error
+	done   chan struct{}
+}
+
+// maxGroup bounds how many queued writes commit in one batch.
+const maxGroup = 256
+
+// Write is the write path. It hands decide to the writer goroutine, which
+// calls it with a View of the state as of every earlier write (committed, or
+// earlier in the same commit group) and, if decide returns events, applies
+// them together with their change-log record. Writes queued at the same time
+// commit as a group in one atomic Pebble batch; each write's events are
+// applied only if its own decide succeeded, so a command's events commit
+// atomically or not at all.
+//
+// It returns the record's sequence number, or 0 when decide returned no
+// events or an error (then nothing of it is written and decide's error is
+// returned unchanged). decide runs on the writer goroutine: it must not call
+// Write and should not block.
 //
 // The batch is committed without fsync; see WaitDurable.
 func (s *Store) Write(decide func(v *View) ([]codec.Event, error)) (uint64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	req := &writeReq{decide: decide, done: make(chan struct{})}
+	select {
+	case s.reqs <- req:
+	case <-s.stop:
 		return 0, ErrClosed
 	}
-	now := s.opts.Now()
-	v := &View{r: s.db, nowMs: now.UnixMilli()}
-	events, err := decide(v)
-	if err != nil || len(events) == 0 {
-		return 0, err
+	select {
+	case <-req.done:
+	case <-s.writerDone:
+		select {
+		case <-req.done:
+		default:
+			return 0, ErrClosed // queued after the writer stopped
+		}
 	}
-	return s.commitLocked(now, events)
+	return req.seq, req.err
 }
 
-// commitLocked applies events and their record in one batch. s.mu must be held.
-func (s *Store) commitLocked(now time.Time, events []codec.Event) (uint64, error) {
-	b := s.db.NewBatch()
+// writer is the single writer goroutine: it takes the queued writes, decides
+// each against an indexed batch (so later writes see earlier ones) and
+// commits the group with one Pebble commit.
+func (s *Store) writer() {
+	defer s.wg.Done()
+	defer close(s.writerDone)
+	group := make([]*writeReq, 0, maxGroup)
+	for {
+		select {
+		case <-s.stop:
+			return
+		case req := <-s.reqs:
+			group = append(group[:0], req)
+		}
+	drain:
+		for len(group) < maxGroup {
+			select {
+			case req := <-s.reqs:
+				group = append(group, req)
+			default:
+				break drain
+			}
+		}
+		s.commitGroup(group)
+		for _, r := range group {
+			close(r.done)
+		}
+	}
+}
+
+// commitGroup decides and commits one group of writes.
+func (s *Store) commitGroup(group []*writeReq) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.db.NewIndexedBatch()
 	defer b.Close()
-	for _, e := range events {
-		if err := applyEvent(b, e); err != nil {
-			return 0, err
+	seq := s.seq
+	var rec []byte
+	for _, r := range group {
+		now := s.opts.Now()
+		events, err := r.decide(&View{r: b, nowMs: now.UnixMilli()})
+		if err != nil || len(events) == 0 {
+			r.err = err
+			continue
 		}
-	}
-	seq := s.seq + 1
-	id, err := ulid.New(ulid.Timestamp(now), s.entropy)
-	if err != nil {
-		return 0, fmt.Errorf("materialize: ulid: %w", err)
-	}
-	rec := codec.AppendRecord(nil, codec.Record{ULID: id, TimeMs: now.UnixMilli(), Events: events})
-	if err := b.Set(codec.ChangeLogKey(seq), rec, nil); err != nil {
-		return 0, err
-	}
-	if r := s.opts.ChangeLogRetention; seq > r && seq%1024 == 0 {
-		if err := b.DeleteRange(codec.ChangeLogKey(0), codec.ChangeLogKey(seq-r), nil); err != nil {
-			return 0, err
+		seq++
+		if rec, err = s.stage(b, rec[:0], seq, now, events); err != nil {
+			// Only corrupt events fail here: a programming error. Nothing of
+			// the group is committed.
+			s.failGroup(group, err)
+			return
 		}
+		r.seq = seq
+	}
+	if seq == s.seq {
+		return
 	}
 	if err := s.db.Apply(b, pebble.NoSync); err != nil {
-		return 0, fmt.Errorf("materialize: commit: %w", err)
+		s.failGroup(group, fmt.Errorf("materialize: commit: %w", err))
+		return
 	}
 	s.seq = seq
 	s.committed.Store(seq)
-	return seq, nil
+}
+
+func (s *Store) failGroup(group []*writeReq, err error) {
+	s.opts.Logger.Warn("write group failed", "err", err, "writes", len(group))
+	for _, r := range group {
+		r.seq, r.err = 0, err
+	}
+}
+
+// stage adds events and their change-log record (sequence seq) to b. rec is
+// scratch space for the record's encoding; the grown slice is returned.
+func (s *Store) stage(b *pebble.Batch, rec []byte, seq uint64, now time.Time, events []codec.Event) ([]byte, error) {
+	for _, e := range events {
+		if err := applyEvent(b, e); err != nil {
+			return rec, err
+		}
+	}
+	id, err := ulid.New(ulid.Timestamp(now), s.entropy)
+	if err != nil {
+		return rec, fmt.Errorf("materialize: ulid: %w", err)
+	}
+	rec = codec.AppendRecord(rec, codec.Record{ULID: id, TimeMs: now.UnixMilli(), Events: events})
+	if err := b.Set(codec.ChangeLogKey(seq), rec, nil); err != nil {
+		return rec, err
+	}
+	if r := s.opts.ChangeLogRetention; seq > r && seq%1024 == 0 {
+		if err := b.DeleteRange(codec.ChangeLogKey(0), codec.ChangeLogKey(seq-r), nil); err != nil {
+			return rec, err
+		}
+	}
+	return rec, nil
 }
 
 // WaitDurable returns once the change-log record seq (and every record

@@ -57,6 +57,12 @@ func (v *View) rawMeta(db uint8, key []byte) (codec.Meta, bool, error) {
 	return m, err == nil, err
 }
 
+// Expired reports whether m's TTL has passed at the decision time: as in
+// Redis, a key expires once the time is past its deadline, not at it.
+func (v *View) Expired(m codec.Meta) bool { return v.expired(m) }
+
+func (v *View) expired(m codec.Meta) bool { return m.ExpireAtMs != 0 && m.ExpireAtMs < v.nowMs }
+
 // Meta returns key's metadata, and false if the key does not exist or its
 // TTL has passed (lazy expiry: an expired key reads as absent).
 func (v *View) Meta(db uint8, key []byte) (codec.Meta, bool, error) {
@@ -64,7 +70,7 @@ func (v *View) Meta(db uint8, key []byte) (codec.Meta, bool, error) {
 	if !ok || err != nil {
 		return m, false, err
 	}
-	if m.ExpireAtMs != 0 && m.ExpireAtMs <= v.nowMs {
+	if v.expired(m) {
 		return codec.Meta{}, false, nil
 	}
 	return m, true, nil
@@ -78,7 +84,7 @@ func (v *View) MetaForWrite(db uint8, key []byte) (codec.Meta, bool, []codec.Eve
 	if !ok || err != nil {
 		return m, false, nil, err
 	}
-	if m.ExpireAtMs != 0 && m.ExpireAtMs <= v.nowMs {
+	if v.expired(m) {
 		return codec.Meta{}, false, []codec.Event{codec.DelKeyEvent(db, key, m.Type, m.ExpireAtMs)}, nil
 	}
 	return m, true, nil, nil

@@ -41,8 +41,10 @@ func nextID(spec IDSpec, last codec.ID, nowMs int64) (codec.ID, error) {
 		switch {
 		case ms > last.Ms:
 			return codec.ID{Ms: ms}, nil
-		case ms < last.Ms || last.Seq == math.MaxUint64:
+		case ms < last.Ms:
 			return codec.ID{}, ErrIDTooSmall
+		case last.Seq == math.MaxUint64:
+			return codec.ID{}, ErrSeqOverflow
 		}
 		id := codec.ID{Ms: ms, Seq: last.Seq + 1}
 		if id.IsZero() {
@@ -62,7 +64,8 @@ func nextID(spec IDSpec, last codec.ID, nowMs int64) (codec.ID, error) {
 // Add appends an entry with fields fv (field, value, ...) to key (XADD),
 // creating the stream unless NoMkStream, then trims it. It returns the new
 // entry's ID and false (and no events) when NoMkStream found no stream.
-// Errors: ErrIDZero, ErrIDTooSmall, ErrExhausted, materialize.ErrWrongType.
+// Errors: ErrIDZero, ErrIDTooSmall, ErrExhausted, ErrSeqOverflow,
+// materialize.ErrWrongType.
 // https://redis.io/docs/latest/commands/xadd/
 func Add(v *materialize.View, db uint8, key []byte, fv [][]byte, a AddArgs) (codec.ID, bool, []codec.Event, error) {
 	m, ok, events, err := metaForWrite(v, db, key)
@@ -74,6 +77,9 @@ func Add(v *materialize.View, db uint8, key []byte, fv [][]byte, a AddArgs) (cod
 			return codec.ID{}, false, nil, nil
 		}
 		m = NewStreamMeta()
+	}
+	if m.Stream.LastID == codec.MaxID {
+		return codec.ID{}, false, nil, ErrExhausted
 	}
 	id, err := nextID(a.ID, m.Stream.LastID, v.NowMs())
 	if err != nil {

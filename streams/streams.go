@@ -16,6 +16,9 @@ var (
 	ErrIDZero = errors.New("streams: ID must be greater than 0-0")
 	// ErrExhausted: the stream's last ID is the maximum ID.
 	ErrExhausted = errors.New("streams: last possible ID exhausted")
+	// ErrSeqOverflow: "ms-*" with ms equal to the top item's, whose
+	// sequence is already the maximum (Redis replies EDOM's text).
+	ErrSeqOverflow = errors.New("streams: sequence overflow")
 )
 
 // NodeMaxEntries is Redis's stream-node-max-entries default. Sediment has no
@@ -268,16 +271,26 @@ func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending [
 		n, last = n+1, id
 		return true, nil
 	})
-	if err != nil || stopped {
+	if err == nil && !stopped {
+		first = codec.ID{}
+		for _, id := range pending {
+			if n == max || keep(id) {
+				first = id
+				break
+			}
+			n, last = n+1, id
+		}
+	}
+	if err != nil || !t.Approx || n%NodeMaxEntries == 0 {
 		return n, last, first, err
 	}
-	for _, id := range pending {
-		if n == max || keep(id) {
-			return n, last, id, nil
-		}
-		n, last = n+1, id
+	// MINID ~ stopped inside a block: remove whole blocks only, as Redis
+	// removes whole nodes.
+	whole := n - n%NodeMaxEntries
+	if whole == 0 {
+		return 0, codec.ID{}, codec.ID{}, nil
 	}
-	return n, last, codec.ID{}, nil
+	return planTrim(v, db, key, m, pending, Trim{Strategy: TrimMaxLen, Approx: true, MaxLen: length - whole})
 }
 
 // applyTrim updates m for a trim of n entries and returns the trim event.
