@@ -137,38 +137,73 @@ func ReadNew(v *materialize.View, db uint8, key []byte, a ReadArgs) ([]streams.E
 		events = append(events, codec.PELSetEvent(db, key, a.Group, e.ID,
 			codec.PELEntry{DeliveryTimeMs: now, DeliveryCount: 1, Consumer: a.Consumer}, prev))
 	}
-	last := entries[len(entries)-1].ID
-	g.EntriesRead = entriesReadAfter(m.Stream, g, last, len(entries))
-	g.LastDeliveredID = last
+	for _, e := range entries {
+		advance(m.Stream, &g, e.ID)
+	}
 	events = append(events, codec.GroupSetEvent(db, key, a.Group, g))
 	return entries, events, nil
 }
 
-// entriesReadAfter follows Redis's streamReplyWithRange bookkeeping: the
-// counter advances by the number delivered while it is known and no deletion
-// happened past the old position; the last entry of the stream has been read
-// exactly when entries-added entries have. Otherwise it becomes unknown.
-func entriesReadAfter(s codec.StreamMeta, g codec.Group, last codec.ID, n int) int64 {
-	switch {
-	case last == s.LastID:
-		return int64(s.EntriesAdded)
-	case g.EntriesRead != InvalidEntriesRead && noTombstonesAfter(s, g.LastDeliveredID):
-		return g.EntriesRead + int64(n)
+// advance moves the group's last-delivered-id to id, delivered just now,
+// and keeps entries-read as Redis's streamReplyWithRange does: counted while
+// it is known and no deletion lies ahead, otherwise re-estimated with
+// streamEstimateDistanceFromFirstEverEntry.
+func advance(s codec.StreamMeta, g *codec.Group, id codec.ID) {
+	if !g.LastDeliveredID.Less(id) {
+		return
 	}
-	return InvalidEntriesRead
+	switch {
+	case g.EntriesRead != InvalidEntriesRead && !hasTombstones(s, id):
+		g.EntriesRead++
+	case s.EntriesAdded != 0:
+		g.EntriesRead = estimateEntriesRead(s, id)
+	}
+	g.LastDeliveredID = id
 }
 
-// noTombstonesAfter reports whether no entry after id has been deleted, as
-// Redis's streamRangeHasTombstones judges it from max-deleted-entry-id.
-func noTombstonesAfter(s codec.StreamMeta, id codec.ID) bool {
+// hasTombstones reports whether an entry in [start, last-id] was deleted, as
+// far as max-deleted-entry-id tells (Redis's streamRangeHasTombstones).
+func hasTombstones(s codec.StreamMeta, start codec.ID) bool {
 	d := s.MaxDeletedID
-	return d.IsZero() || d.Less(id) || d.Less(s.FirstID)
+	if s.Length == 0 || d.IsZero() {
+		return false
+	}
+	return !d.Less(start) && !s.LastID.Less(d)
+}
+
+// estimateEntriesRead is Redis's streamEstimateDistanceFromFirstEverEntry:
+// the number of entries added up to and including id, or
+// InvalidEntriesRead when deletions make it unknowable.
+func estimateEntriesRead(s codec.StreamMeta, id codec.ID) int64 {
+	if s.EntriesAdded == 0 {
+		return 0
+	}
+	added := int64(s.EntriesAdded)
+	if s.Length == 0 && !s.LastID.Less(id) {
+		return added
+	}
+	switch c := id.Compare(s.LastID); {
+	case c == 0:
+		return added
+	case c > 0:
+		return InvalidEntriesRead
+	}
+	if s.MaxDeletedID.IsZero() || s.MaxDeletedID.Less(s.FirstID) {
+		switch id.Compare(s.FirstID) {
+		case -1:
+			return added - int64(s.Length)
+		case 0:
+			return added - int64(s.Length) + 1
+		}
+	}
+	return InvalidEntriesRead
 }
 
 // ReadHistory returns the consumer's own pending entries with ID > after, up
 // to Count (XREADGROUP with an explicit ID). Each returned entry's delivery
 // count is incremented and its delivery time set to now, as Redis does;
-// entries deleted from the stream come back with nil Fields.
+// entries deleted from the stream come back with nil Fields and keep their
+// delivery count and time.
 func ReadHistory(v *materialize.View, db uint8, key []byte, a ReadArgs, after codec.ID) ([]streams.Entry, []codec.Event, error) {
 	if _, _, err := Lookup(v, db, key, a.Group); err != nil {
 		return nil, nil, err
@@ -202,7 +237,10 @@ func ReadHistory(v *materialize.View, db uint8, key []byte, a ReadArgs, after co
 			return nil, nil, err
 		}
 		if !found {
-			e = streams.Entry{ID: id}
+			// Deleted since delivery: reported with nil fields and, as in
+			// Redis, not counted as delivered again.
+			out = append(out, streams.Entry{ID: id})
+			continue
 		}
 		out = append(out, e)
 		pe, ok, err := pelEntry(v, db, key, a.Group, id)

@@ -109,6 +109,7 @@ type Store struct {
 	mu      sync.Mutex
 	seq     uint64 // last committed change-log sequence
 	entropy io.Reader
+	ulidMs  uint64 // timestamp of the last ULID
 	closed  bool
 
 	committed atomic.Uint64 // == seq, readable without mu
@@ -335,7 +336,13 @@ func (s *Store) stage(b *pebble.Batch, rec []byte, seq uint64, now time.Time, ev
 			return rec, err
 		}
 	}
-	id, err := ulid.New(ulid.Timestamp(now), s.entropy)
+	// ULIDs must increase even if the clock steps back.
+	ms := ulid.Timestamp(now)
+	if ms < s.ulidMs {
+		ms = s.ulidMs
+	}
+	s.ulidMs = ms
+	id, err := ulid.New(ms, s.entropy)
 	if err != nil {
 		return rec, fmt.Errorf("materialize: ulid: %w", err)
 	}

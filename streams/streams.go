@@ -248,7 +248,9 @@ func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending [
 		return 0, last, first, fmt.Errorf("streams: bad trim strategy %d", t.Strategy)
 	}
 	if t.Approx {
-		max -= max % NodeMaxEntries
+		if max < length { // removing everything takes the partial tail block too
+			max -= max % NodeMaxEntries
+		}
 		if t.Limit > 0 && uint64(t.Limit) < max {
 			max = uint64(t.Limit) - uint64(t.Limit)%NodeMaxEntries
 		}
@@ -281,7 +283,7 @@ func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending [
 			n, last = n+1, id
 		}
 	}
-	if err != nil || !t.Approx || n%NodeMaxEntries == 0 {
+	if err != nil || !t.Approx || n%NodeMaxEntries == 0 || n == length {
 		return n, last, first, err
 	}
 	// MINID ~ stopped inside a block: remove whole blocks only, as Redis
