@@ -53,7 +53,7 @@ type StreamMeta struct {
 	Length       uint64 // XLEN
 	LastID       ID     // top item ever added (0-0 for a new stream)
 	FirstID      ID     // first live entry (0-0 when empty)
-	MaxDeletedID ID     // largest ID removed by XDEL or trimming
+	MaxDeletedID ID     // largest ID removed by XDEL (trimming leaves it, as in Redis)
 	EntriesAdded uint64 // entries ever added
 }
 
