@@ -102,6 +102,7 @@ type Store struct {
 	opts Options
 
 	reqs       chan *writeReq // to the writer goroutine
+	cache      *metaCache     // owned by the writer goroutine
 	writerDone chan struct{}  // closed when the writer goroutine exits
 
 	// mu guards seq and entropy (held by the writer goroutine while it
@@ -148,6 +149,7 @@ func Open(opts Options) (*Store, error) {
 		reqs:    make(chan *writeReq, maxGroup),
 
 		writerDone: make(chan struct{}),
+		cache:      newMetaCache(),
 	}
 	if s.seq, err = s.lastSeq(); err != nil {
 		db.Close()
@@ -296,7 +298,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 	var rec []byte
 	for _, r := range group {
 		now := s.opts.Now()
-		events, err := r.decide(&View{r: b, nowMs: now.UnixMilli()})
+		events, err := r.decide(&View{r: b, nowMs: now.UnixMilli(), cache: s.cache})
 		if err != nil || len(events) == 0 {
 			r.err = err
 			continue
@@ -307,6 +309,9 @@ func (s *Store) commitGroup(group []*writeReq) {
 			// the group is committed.
 			s.failGroup(group, err)
 			return
+		}
+		for _, e := range events {
+			s.cache.observe(e)
 		}
 		r.seq = seq
 	}
@@ -323,6 +328,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 
 func (s *Store) failGroup(group []*writeReq, err error) {
 	s.opts.Logger.Warn("write group failed", "err", err, "writes", len(group))
+	s.cache.clear() // it reflects the discarded batch
 	for _, r := range group {
 		r.seq, r.err = 0, err
 	}

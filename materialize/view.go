@@ -15,6 +15,7 @@ import (
 type View struct {
 	r     pebble.Reader
 	nowMs int64
+	cache *metaCache // the writer's metadata cache; nil outside Write
 }
 
 // NowMs returns the decision time in Unix milliseconds.
@@ -49,12 +50,25 @@ func (v *View) Has(k []byte) (bool, error) {
 
 // rawMeta returns the stored metadata of key, expired or not.
 func (v *View) rawMeta(db uint8, key []byte) (codec.Meta, bool, error) {
+	if v.cache != nil {
+		if e, ok := v.cache.get(db, key); ok {
+			return e.meta, e.exists, nil
+		}
+	}
 	b, ok, err := v.Get(codec.MetaKey(db, key))
-	if err != nil || !ok {
+	if err != nil {
 		return codec.Meta{}, false, err
 	}
-	m, err := codec.DecodeMeta(b)
-	return m, err == nil, err
+	var m codec.Meta
+	if ok {
+		if m, err = codec.DecodeMeta(b); err != nil {
+			return codec.Meta{}, false, err
+		}
+	}
+	if v.cache != nil {
+		v.cache.put(db, key, m, ok)
+	}
+	return m, ok, nil
 }
 
 // Expired reports whether m's TTL has passed at the decision time: as in
