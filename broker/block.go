@@ -138,6 +138,20 @@ func (r *registry) subscribe(k waitKey, ks *keySub) {
 	}
 }
 
+// waiting reports whether a waiter is registered on k.
+func (r *registry) waiting(k waitKey) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.byKey[k]) > 0
+}
+
+// any reports whether any waiter is registered.
+func (r *registry) any() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.byKey) > 0
+}
+
 // cancel removes w. If it was served meanwhile, it returns that result.
 func (r *registry) cancel(w *waiter) (waitResult, bool) {
 	r.mu.Lock()

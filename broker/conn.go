@@ -3,9 +3,9 @@ package broker
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tidwall/redcon"
@@ -36,13 +36,9 @@ type conn struct {
 	pendingSeq uint64 // highest change-log seq whose reply is not yet flushed
 	closeAfter bool   // QUIT or protocol error: flush, then close
 
-	mu   sync.Mutex // guards name, and db for readers other than the executor
-	name string
-}
-
-type batch struct {
-	cmds [][][]byte
-	err  error // read error after cmds: protocol error or EOF
+	mu      sync.Mutex // guards name, closing and read deadlines; db for readers other than the executor
+	name    string
+	closing bool // shutdown was requested: the read deadline stays in the past
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -58,84 +54,82 @@ func newConn(s *Server, nc net.Conn) *conn {
 	return c
 }
 
-// shutdown asks the connection to finish the commands it has read and close.
+// shutdown asks the connection to finish the command it is running and
+// close: its next read fails at once.
 func (c *conn) shutdown() {
-	// Unblock the reader; the executor drains what was already read.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closing = true
 	c.nc.SetReadDeadline(time.Now())
 }
 
-// serve runs the connection until it closes.
+// serve runs the connection until it closes. One goroutine reads, executes
+// and replies: every request already buffered runs before the replies are
+// flushed together, so a pipeline costs one write (and, under appendfsync
+// always, one fsync).
 func (c *conn) serve() {
 	defer c.nc.Close()
 	defer c.cancel()
-	batches := make(chan batch, 1)
-	go c.readLoop(batches)
-	for b := range batches {
-		for _, args := range b.cmds {
-			c.execute(args)
-			if c.closeAfter {
-				break
-			}
-		}
-		if b.err != nil && !c.closeAfter {
+	for n := 1; ; n++ {
+		args, err := c.rd.ReadCommand()
+		if err != nil {
 			var pe *ProtocolError
-			if errors.As(b.err, &pe) {
+			if errors.As(err, &pe) {
 				c.w.WriteError(pe.Msg)
 				c.s.opts.Logger.Debug("protocol error", "client", c.id, "err", pe.Msg)
 			}
-			c.closeAfter = true
-		}
-		if err := c.flush(); err != nil || c.closeAfter {
-			c.cancel()
-			c.nc.Close()
-			for range batches { // let readLoop exit
-			}
+			c.flush() // replies to the requests before the error
 			return
 		}
-	}
-}
-
-// readLoop parses requests and hands them to the executor in batches: all
-// requests already buffered form one batch, so a pipeline's replies are
-// flushed together. It ends after the first read error.
-func (c *conn) readLoop(out chan<- batch) {
-	defer close(out)
-	for {
-		var b batch
-		for len(b.cmds) < maxBatch {
-			args, err := c.rd.ReadCommand()
-			if err != nil {
-				if !errors.Is(err, io.EOF) && !isProtocolError(err) {
-					err = io.EOF // network error or shutdown: just close
-				}
-				b.err = err
-				break
-			}
-			b.cmds = append(b.cmds, args)
-			if c.rd.Buffered() == 0 {
-				break
-			}
-		}
-		if b.err != nil {
-			c.cancel() // wakes a blocked command at once; a dead client consumes nothing
-		}
-		select {
-		case out <- b:
-		case <-c.ctx.Done():
-			if b.err == nil {
+		c.execute(args)
+		if c.closeAfter || c.rd.Buffered() == 0 || n%maxBatch == 0 {
+			if err := c.flush(); err != nil || c.closeAfter {
 				return
 			}
-			out <- b // the executor drains until close
-		}
-		if b.err != nil {
-			return
 		}
 	}
 }
 
-func isProtocolError(err error) bool {
-	var pe *ProtocolError
-	return errors.As(err, &pe)
+// watchClose watches the connection while a command blocks, without
+// consuming input: it cancels c.ctx when the client closes its end, so a
+// client that left is unblocked at once and consumes nothing. The returned
+// func stops watching. When requests are already buffered behind the
+// blocking one (a pipeline), or the connection cannot be polled, it does not
+// watch; the client's departure is then noticed at the next read.
+func (c *conn) watchClose() (stop func()) {
+	sc, ok := c.nc.(syscall.Conn)
+	if !ok || c.rd.Buffered() > 0 {
+		return func() {}
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var b [1]byte
+		rc.Read(func(fd uintptr) bool {
+			n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+			switch {
+			case err == syscall.EAGAIN || err == syscall.EINTR:
+				return false // nothing yet: wait for readiness
+			case n > 0:
+				return true // more requests arrived: the client is alive
+			}
+			c.cancel() // EOF or a socket error: the client is gone
+			return true
+		})
+	}()
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.nc.SetReadDeadline(time.Now()) // ends rc.Read's wait
+		<-done
+		if !c.closing {
+			c.nc.SetReadDeadline(time.Time{})
+		}
+	}
 }
 
 // flush makes every write whose reply is buffered durable (appendfsync

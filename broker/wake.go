@@ -14,14 +14,14 @@ import (
 	"github.com/sediment-dev/sediment/codec"
 )
 
-// Wake-up subjects (docs/blocking.md):
+// Wake-up subjects:
 //
 //	sediment.wake.<db>.<hex(key)>   a key that may unblock readers changed
 //	sediment.wake.<db>.h<sha256>    the same, for keys longer than 64 bytes
 //	sediment.wake.flush             FLUSHDB/FLUSHALL: every waiter re-checks
 //
-// The payload is the change-log sequence number in decimal. A wake is only
-// a hint: the woken waiter re-reads Pebble.
+// The payload is empty. A wake is only a hint: the woken waiter re-reads
+// Pebble. docs/architecture.md describes the protocol.
 const (
 	wakePrefix   = "sediment.wake."
 	wakeFlush    = "sediment.wake.flush"
@@ -107,8 +107,15 @@ func (w *waker) close() {
 	}
 }
 
-// publishKey publishes a wake for (db, key).
+// publishKey publishes a wake for (db, key). With the embedded NATS server,
+// which accepts no other process, only this process's registry can have
+// subscribed, so the wake is published only when it holds a waiter for the
+// key: a registered waiter is in the registry before it re-checks Pebble, so
+// a write committed after that check finds it here.
 func (w *waker) publishKey(db uint8, key []byte) {
+	if w.ns != nil && !w.reg.waiting(waitKey{db, string(key)}) {
+		return
+	}
 	if err := w.nc.Publish(wakeSubject(db, key), nil); err != nil {
 		w.log.Warn("wake publish failed", "err", err)
 	}
@@ -125,6 +132,9 @@ func (w *waker) publishEvents(events []codec.Event) {
 		switch e.Op {
 		case codec.OpXAdd, codec.OpDelKey, codec.OpGroupDel:
 		case codec.OpFlushDB, codec.OpFlushAll:
+			if w.ns != nil && !w.reg.any() {
+				continue
+			}
 			if err := w.nc.Publish(wakeFlush, nil); err != nil {
 				w.log.Warn("wake publish failed", "err", err)
 			}

@@ -117,9 +117,11 @@ func (x *exec) blockOn(keys [][]byte, timeout time.Duration, try attempt) error 
 	if err := x.c.flush(); err != nil {
 		return err
 	}
+	stop := x.c.watchClose()
 	x.c.s.stats.blocked.Add(1)
 	res, ok := x.c.s.wake.reg.block(x.c.ctx, x.waitKeys(keys), timeout, try)
 	x.c.s.stats.blocked.Add(-1)
+	stop()
 	if !ok {
 		writeNullArray(x.w())
 		return nil

@@ -1,18 +1,32 @@
 package materialize
 
 import (
+	"hash/maphash"
+	"sync"
+
 	"github.com/sediment-dev/sediment/codec"
 )
 
-// metaCache is the writer's in-memory index of key metadata: a cache over
-// the T keys, so that a write's decision usually finds its key's type, TTL
-// and stream metadata without a Pebble lookup. Only the writer goroutine
-// touches it: it is filled by decisions' reads and updated from every staged
-// OpSetMeta/OpDelKey event, so it always reflects the state decisions see
-// (including earlier writes of the same commit group). FLUSHDB/FLUSHALL and
-// a failed group commit clear it; a restart starts it empty.
+// metaCache is an in-memory index of key metadata over the T keys: a
+// cache of each key's type, TTL, stream metadata and (small) string value,
+// so that commands usually find them without a Pebble lookup.
+//
+// It holds committed state only. The writer goroutine is its only writer:
+// after each group commit it records the metadata the group's events set or
+// deleted, and it fills misses from its own Pebble reads (no commit can race
+// with those, as the writer makes every commit). Readers never fill it, so a
+// reader that read Pebble before a commit cannot put a stale value back.
+// FLUSHDB/FLUSHALL clear it; a restart starts it empty.
+//
+// Cached Meta.Value slices are shared and must not be modified.
 type metaCache struct {
-	m map[string]cachedMeta
+	seed   maphash.Seed
+	shards [metaCacheShards]metaShard
+}
+
+type metaShard struct {
+	mu sync.RWMutex
+	m  map[string]cachedMeta
 }
 
 type cachedMeta struct {
@@ -21,14 +35,21 @@ type cachedMeta struct {
 }
 
 const (
-	// metaCacheMax bounds the number of cached keys; past it the cache is
-	// dropped and refills from Pebble.
-	metaCacheMax = 1 << 16
+	metaCacheShards = 64
+	// metaCacheShardMax bounds each shard (about 100 bytes an entry, 2^18
+	// entries in all); past it random entries are evicted.
+	metaCacheShardMax = (1 << 18) / metaCacheShards
 	// metaCacheMaxValue is the largest string value cached with its metadata.
 	metaCacheMaxValue = 256
 )
 
-func newMetaCache() *metaCache { return &metaCache{m: make(map[string]cachedMeta)} }
+func newMetaCache() *metaCache {
+	c := &metaCache{seed: maphash.MakeSeed()}
+	for i := range c.shards {
+		c.shards[i].m = make(map[string]cachedMeta)
+	}
+	return c
+}
 
 func cacheKey(db uint8, key []byte) string {
 	b := make([]byte, 0, 1+len(key))
@@ -36,43 +57,105 @@ func cacheKey(db uint8, key []byte) string {
 	return string(append(b, key...))
 }
 
+func (c *metaCache) shard(db uint8, key []byte) *metaShard {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.WriteByte(db)
+	h.Write(key)
+	return &c.shards[h.Sum64()%metaCacheShards]
+}
+
 // get returns the cached metadata of (db, key), if cached.
 func (c *metaCache) get(db uint8, key []byte) (cachedMeta, bool) {
 	var buf [64]byte
 	k := append(append(buf[:0], db), key...)
-	e, ok := c.m[string(k)]
+	s := c.shard(db, key)
+	s.mu.RLock()
+	e, ok := s.m[string(k)]
+	s.mu.RUnlock()
 	return e, ok
 }
 
-// put caches m (exists false: the key is absent). m.Value must not alias
-// memory that changes later.
+// put caches m (exists false: the key is absent). Only the writer calls it.
+// m.Value must not alias memory that changes later.
 func (c *metaCache) put(db uint8, key []byte, m codec.Meta, exists bool) {
+	s := c.shard(db, key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if exists && len(m.Value) > metaCacheMaxValue {
-		delete(c.m, cacheKey(db, key))
+		delete(s.m, cacheKey(db, key))
 		return
 	}
-	if len(c.m) >= metaCacheMax {
-		c.clear()
+	if len(s.m) >= metaCacheShardMax {
+		n := 0
+		for k := range s.m { // map order is random: random eviction
+			delete(s.m, k)
+			if n++; n == metaCacheShardMax/16 {
+				break
+			}
+		}
 	}
-	c.m[cacheKey(db, key)] = cachedMeta{m, exists}
+	s.m[cacheKey(db, key)] = cachedMeta{m, exists}
 }
 
-func (c *metaCache) clear() { c.m = make(map[string]cachedMeta) }
+func (c *metaCache) clear() {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		s.m = make(map[string]cachedMeta)
+		s.mu.Unlock()
+	}
+}
 
-// observe updates the cache from a staged event.
-func (c *metaCache) observe(e codec.Event) {
+// metaEffect returns the metadata an event leaves for its key, and false
+// for events that do not change metadata.
+func metaEffect(e codec.Event) (cachedMeta, bool) {
 	switch e.Op {
 	case codec.OpSetMeta:
 		m, err := codec.DecodeMeta(e.Args[0])
 		if err != nil {
-			delete(c.m, cacheKey(e.DB, e.Key))
-			return
+			return cachedMeta{}, false
 		}
 		m.Value = append([]byte(nil), m.Value...)
-		c.put(e.DB, e.Key, m, true)
+		return cachedMeta{m, true}, true
 	case codec.OpDelKey:
-		c.put(e.DB, e.Key, codec.Meta{}, false)
+		return cachedMeta{}, true
+	}
+	return cachedMeta{}, false
+}
+
+// observe records a committed event's effect.
+func (c *metaCache) observe(e codec.Event) {
+	switch e.Op {
 	case codec.OpFlushDB, codec.OpFlushAll:
 		c.clear()
+		return
+	}
+	if cm, ok := metaEffect(e); ok {
+		c.put(e.DB, e.Key, cm.meta, cm.exists)
+	}
+}
+
+// overlay is the metadata staged by the current commit group, seen by the
+// group's later decisions before the group commits. Only the writer uses it.
+type overlay struct {
+	m       map[string]cachedMeta
+	flushed bool // a FLUSHDB/FLUSHALL is staged: the committed cache is stale
+}
+
+func (o *overlay) reset() {
+	clear(o.m)
+	o.flushed = false
+}
+
+func (o *overlay) observe(e codec.Event) {
+	switch e.Op {
+	case codec.OpFlushDB, codec.OpFlushAll:
+		clear(o.m)
+		o.flushed = true
+		return
+	}
+	if cm, ok := metaEffect(e); ok {
+		o.m[cacheKey(e.DB, e.Key)] = cm
 	}
 }

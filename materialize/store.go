@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/oklog/ulid/v2"
 
@@ -101,9 +102,11 @@ type Store struct {
 	db   *pebble.DB
 	opts Options
 
-	reqs       chan *writeReq // to the writer goroutine
-	cache      *metaCache     // owned by the writer goroutine
-	writerDone chan struct{}  // closed when the writer goroutine exits
+	reqs        chan *writeReq // to the writer goroutine
+	cache       *metaCache     // committed metadata; filled by the writer goroutine only
+	staged      overlay        // the current group's metadata; writer goroutine only
+	groupEvents []codec.Event  // scratch: the current group's events
+	writerDone  chan struct{}  // closed when the writer goroutine exits
 
 	// mu guards seq and entropy (held by the writer goroutine while it
 	// commits a group) and closed.
@@ -132,6 +135,11 @@ func Open(opts Options) (*Store, error) {
 		MemTableSize:       o.MemTableSize,
 		Logger:             pebbleLogger{o.Logger},
 	}
+	// Bloom filters spare point lookups of absent keys (a new key's
+	// metadata, an entry not in the PEL) a read of every level.
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
 	dir := o.Dir
 	if o.InMemory {
 		po.FS = vfs.NewMem()
@@ -150,6 +158,7 @@ func Open(opts Options) (*Store, error) {
 
 		writerDone: make(chan struct{}),
 		cache:      newMetaCache(),
+		staged:     overlay{m: map[string]cachedMeta{}},
 	}
 	if s.seq, err = s.lastSeq(); err != nil {
 		db.Close()
@@ -211,7 +220,7 @@ func (s *Store) LastSeq() uint64 { return s.committed.Load() }
 
 // View returns a View of the latest committed state at the current time.
 func (s *Store) View() *View {
-	return &View{r: s.db, nowMs: s.opts.Now().UnixMilli()}
+	return &View{r: s.db, nowMs: s.opts.Now().UnixMilli(), cache: s.cache}
 }
 
 // writeReq is one Write call waiting for the writer goroutine.
@@ -296,9 +305,11 @@ func (s *Store) commitGroup(group []*writeReq) {
 	defer b.Close()
 	seq := s.seq
 	var rec []byte
+	s.staged.reset()
+	committed := s.groupEvents[:0]
 	for _, r := range group {
 		now := s.opts.Now()
-		events, err := r.decide(&View{r: b, nowMs: now.UnixMilli(), cache: s.cache})
+		events, err := r.decide(&View{r: b, nowMs: now.UnixMilli(), cache: s.cache, staged: &s.staged})
 		if err != nil || len(events) == 0 {
 			r.err = err
 			continue
@@ -311,8 +322,9 @@ func (s *Store) commitGroup(group []*writeReq) {
 			return
 		}
 		for _, e := range events {
-			s.cache.observe(e)
+			s.staged.observe(e)
 		}
+		committed = append(committed, events...)
 		r.seq = seq
 	}
 	if seq == s.seq {
@@ -324,11 +336,15 @@ func (s *Store) commitGroup(group []*writeReq) {
 	}
 	s.seq = seq
 	s.committed.Store(seq)
+	for _, e := range committed {
+		s.cache.observe(e)
+	}
+	clear(committed) // drop references to the group's events
+	s.groupEvents = committed[:0]
 }
 
 func (s *Store) failGroup(group []*writeReq, err error) {
 	s.opts.Logger.Warn("write group failed", "err", err, "writes", len(group))
-	s.cache.clear() // it reflects the discarded batch
 	for _, r := range group {
 		r.seq, r.err = 0, err
 	}

@@ -13,9 +13,10 @@ import (
 // the latest state. A View carries the time of its decision, used for lazy
 // expiry. A View must not be retained after the call that produced it.
 type View struct {
-	r     pebble.Reader
-	nowMs int64
-	cache *metaCache // the writer's metadata cache; nil outside Write
+	r      pebble.Reader
+	nowMs  int64
+	cache  *metaCache // committed metadata cache; nil: read Pebble only
+	staged *overlay   // the commit group's staged metadata; nil outside Write
 }
 
 // NowMs returns the decision time in Unix milliseconds.
@@ -50,7 +51,14 @@ func (v *View) Has(k []byte) (bool, error) {
 
 // rawMeta returns the stored metadata of key, expired or not.
 func (v *View) rawMeta(db uint8, key []byte) (codec.Meta, bool, error) {
-	if v.cache != nil {
+	useCache := v.cache != nil
+	if v.staged != nil {
+		if e, ok := v.staged.m[string(append([]byte{db}, key...))]; ok {
+			return e.meta, e.exists, nil
+		}
+		useCache = useCache && !v.staged.flushed
+	}
+	if useCache {
 		if e, ok := v.cache.get(db, key); ok {
 			return e.meta, e.exists, nil
 		}
@@ -65,7 +73,8 @@ func (v *View) rawMeta(db uint8, key []byte) (codec.Meta, bool, error) {
 			return codec.Meta{}, false, err
 		}
 	}
-	if v.cache != nil {
+	if useCache && v.staged != nil {
+		// Only the writer fills the cache: no commit can race with its read.
 		v.cache.put(db, key, m, ok)
 	}
 	return m, ok, nil
