@@ -30,13 +30,13 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// Executor state (touched only by the executor goroutine, except db,
+	// Connection state (touched only by the connection goroutine, except db,
 	// which is written under mu so that CLIENT LIST may read it).
 	db         uint8
 	pendingSeq uint64 // highest change-log seq whose reply is not yet flushed
 	closeAfter bool   // QUIT or protocol error: flush, then close
 
-	mu      sync.Mutex // guards name, closing and read deadlines; db for readers other than the executor
+	mu      sync.Mutex // guards name, closing and read deadlines; db for readers other than the connection goroutine
 	name    string
 	closing bool // shutdown was requested: the read deadline stays in the past
 }

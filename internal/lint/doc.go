@@ -1,0 +1,13 @@
+// Package lint holds no code: its tests enforce Sediment's package
+// dependency rules with `go list`, so that a forbidden import fails
+// `go test ./...` like any other regression.
+//
+// The rules (docs/architecture.md):
+//
+//   - only materialize imports Pebble (github.com/cockroachdb/pebble/v2);
+//     every other package of ours reaches it, if at all, through materialize;
+//   - only broker and cmd/sediment import github.com/tidwall/redcon;
+//   - codec imports only the standard library;
+//   - streams and groups import neither broker, redcon nor NATS;
+//   - materialize imports none of broker, streams and groups.
+package lint
