@@ -65,7 +65,7 @@ type Options struct {
 	Logger *slog.Logger
 	// CacheSize is Pebble's block cache in bytes. The default is 64 MiB.
 	CacheSize int64
-	// MemTableSize is Pebble's memtable size in bytes. The default is 32 MiB.
+	// MemTableSize is Pebble's memtable size in bytes. The default is 16 MiB: smaller memtables keep point lookups of absent keys (every new key) cheaper; 16 MiB measured best of 8, 16 and 32 in make bench.
 	MemTableSize uint64
 	// ChangeLogRetention is how many change-log records are kept. The
 	// default is 1<<20; older records are range-deleted as new ones commit.
@@ -83,7 +83,7 @@ func (o *Options) withDefaults() Options {
 		c.CacheSize = 64 << 20
 	}
 	if c.MemTableSize == 0 {
-		c.MemTableSize = 32 << 20
+		c.MemTableSize = 16 << 20
 	}
 	if c.ChangeLogRetention == 0 {
 		c.ChangeLogRetention = 1 << 20
