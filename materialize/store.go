@@ -65,7 +65,10 @@ type Options struct {
 	Logger *slog.Logger
 	// CacheSize is Pebble's block cache in bytes. The default is 64 MiB.
 	CacheSize int64
-	// MemTableSize is Pebble's memtable size in bytes. The default is 16 MiB: smaller memtables keep point lookups of absent keys (every new key) cheaper; 16 MiB measured best of 8, 16 and 32 in make bench.
+	// MemTableSize is Pebble's memtable size in bytes. The default is 16 MiB:
+	// smaller memtables make point lookups of absent keys (every new key)
+	// cheaper; in make bench, SET went from 0.38 (32 MiB) to 0.48 (16 MiB)
+	// of redis-server's rate, XADD stayed the same.
 	MemTableSize uint64
 	// ChangeLogRetention is how many change-log records are kept. The
 	// default is 1<<20; older records are range-deleted as new ones commit.
