@@ -8,43 +8,9 @@ import (
 )
 
 // parseInt parses a signed 64-bit decimal the way Redis's string2ll does:
-// no spaces, no '+', no leading zeros, no overflow.
-func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	neg := b[0] == '-'
-	d := b
-	if neg {
-		d = b[1:]
-	}
-	if len(d) == 0 || d[0] < '1' || d[0] > '9' {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range d {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if n > (math.MaxUint64-uint64(c-'0'))/10 {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	if neg {
-		if n > 1<<63 {
-			return 0, false
-		}
-		return -int64(n), true
-	}
-	if n > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(n), true
-}
+// no spaces, no '+', no leading zeros, no overflow. It is the reader's
+// parser, shared so that arguments and protocol headers agree.
+func parseInt(b []byte) (int64, bool) { return readerParseInt(b) }
 
 // intArg parses an integer argument or returns Redis's not-an-integer error.
 func intArg(b []byte) (int64, error) {
