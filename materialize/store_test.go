@@ -7,47 +7,19 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/oklog/ulid/v2"
 
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/internal/testclock"
 	"github.com/sediment-dev/sediment/materialize"
 )
 
 // ---------------------------------------------------------------- helpers
 
-// testClock is a controllable clock for Options.Now.
-type testClock struct {
-	mu sync.Mutex
-	ms int64
-}
+type testClock = testclock.Clock
 
-func newClock(ms int64) *testClock { return &testClock{ms: ms} }
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.UnixMilli(c.ms)
-}
-
-func (c *testClock) Set(ms int64) {
-	c.mu.Lock()
-	c.ms = ms
-	c.mu.Unlock()
-}
-
-func (c *testClock) Advance(ms int64) {
-	c.mu.Lock()
-	c.ms += ms
-	c.mu.Unlock()
-}
-
-func (c *testClock) Ms() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ms
-}
+func newClock(ms int64) *testClock { return testclock.New(ms) }
 
 const t0 = int64(1700000000000)
 

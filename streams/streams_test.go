@@ -6,39 +6,23 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/internal/testclock"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/streams"
 )
 
 // ---------------------------------------------------------------- helpers
 
-type testClock struct {
-	mu sync.Mutex
-	ms int64
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.UnixMilli(c.ms)
-}
-
-func (c *testClock) Set(ms int64) {
-	c.mu.Lock()
-	c.ms = ms
-	c.mu.Unlock()
-}
+type testClock = testclock.Clock
 
 const t0 = int64(1700000000000)
 
 func open(t *testing.T) (*materialize.Store, *testClock) {
 	t.Helper()
-	c := &testClock{ms: t0}
+	c := testclock.New(t0)
 	s, err := materialize.Open(materialize.Options{InMemory: true, Now: c.Now})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
