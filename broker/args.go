@@ -2,7 +2,6 @@ package broker
 
 import (
 	"math"
-	"strconv"
 
 	"github.com/sediment-dev/sediment/codec"
 )
@@ -98,6 +97,3 @@ func rangeBound(b []byte, start bool) (codec.ID, error) {
 	}
 	return prev, nil
 }
-
-// formatInt is strconv.FormatInt, for replies built as strings.
-func formatInt(n int64) string { return strconv.FormatInt(n, 10) }
