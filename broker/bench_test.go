@@ -1,0 +1,119 @@
+package broker
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"strconv"
+	"testing"
+)
+
+// benchConn is a raw RESP connection that writes pipelines and counts replies.
+type benchConn struct {
+	nc  net.Conn
+	rd  *bufio.Reader
+	buf bytes.Buffer
+}
+
+func dialBench(b *testing.B, addr string) *benchConn {
+	b.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { nc.Close() })
+	return &benchConn{nc: nc, rd: bufio.NewReaderSize(nc, 64<<10)}
+}
+
+func (c *benchConn) queue(args ...string) {
+	fmt.Fprintf(&c.buf, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&c.buf, "$%d\r\n%s\r\n", len(a), a)
+	}
+}
+
+// flush sends the queued commands and reads n replies, failing on an error reply.
+func (c *benchConn) flush(b *testing.B, n int) {
+	if _, err := c.nc.Write(c.buf.Bytes()); err != nil {
+		b.Fatal(err)
+	}
+	c.buf.Reset()
+	for i := 0; i < n; i++ {
+		if err := c.skipReply(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// skipReply reads one reply of any shape.
+func (c *benchConn) skipReply() error {
+	line, err := c.rd.ReadSlice('\n')
+	if err != nil {
+		return err
+	}
+	switch line[0] {
+	case '-':
+		return fmt.Errorf("error reply: %s", bytes.TrimSpace(line))
+	case '$':
+		n, _ := strconv.Atoi(string(bytes.TrimSpace(line[1:])))
+		if n >= 0 {
+			_, err = c.rd.Discard(n + 2)
+		}
+		return err
+	case '*':
+		n, _ := strconv.Atoi(string(bytes.TrimSpace(line[1:])))
+		for i := 0; i < n; i++ {
+			if err := c.skipReply(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// BenchmarkXAddPipeline measures XADD through the whole server (RESP,
+// writer, Pebble on disk, appendfsync everysec) in pipelines of 100.
+func BenchmarkXAddPipeline(b *testing.B) {
+	ts := newTestServer(b)
+	c := dialBench(b, ts.addr)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; {
+		n := min(100, b.N-i)
+		for j := 0; j < n; j++ {
+			c.queue("XADD", "bench", "*", "field", "value-value-value")
+		}
+		c.flush(b, n)
+		i += n
+	}
+}
+
+// BenchmarkXReadGroupAck measures the consumer-group cycle of one entry:
+// XREADGROUP COUNT 1 '>' (delivery into the PEL) then XACK, pipelined by 50
+// entries, after the entries were added outside the timer.
+func BenchmarkXReadGroupAck(b *testing.B) {
+	ts := newTestServer(b)
+	c := dialBench(b, ts.addr)
+	c.queue("XGROUP", "CREATE", "bench", "g", "0", "MKSTREAM")
+	c.flush(b, 1)
+	for i := 0; i < b.N; {
+		n := min(1000, b.N-i)
+		for j := 0; j < n; j++ {
+			c.queue("XADD", "bench", strconv.Itoa(i+j+1)+"-1", "field", "value")
+		}
+		c.flush(b, n)
+		i += n
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; {
+		n := min(50, b.N-i)
+		for j := 0; j < n; j++ {
+			c.queue("XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "bench", ">")
+			c.queue("XACK", "bench", "g", strconv.Itoa(i+j+1)+"-1")
+		}
+		c.flush(b, 2*n)
+		i += n
+	}
+}
