@@ -1279,6 +1279,15 @@ var conformanceCases = []confCase{
 	{name: "unknown command with NUL in args", steps: []confStep{
 		cc("FOO", "a\x00b", "c"),
 	}},
+	// ---- pipelines mixing writes (submitted without waiting), errors and reads ----
+	{name: "pipelined writes, errors and reads keep request order", steps: []confStep{
+		ccRaw("XADD s 1-1 f v\r\nXADD s 1-1 f v\r\nXLEN s\r\nSET k v\r\nGET k\r\n"+
+			"XGROUP FOO\r\nXADD s 2-1 f v\r\nBOGUS x\r\nXLEN s\r\nXGROUP CREATE s g 0 FOO\r\n"+
+			"XGROUP CREATE s g 0\r\nXADD s\r\nXACK s g 1-1\r\nDEL k\r\nGET k\r\nSET k v2 GET\r\n"+
+			"XTRIM s MAXLEN = 1\r\nXRANGE s - +\r\nFLUSHALL\r\nXLEN s\r\n", 20),
+		// Parse errors of writes queued behind submitted writes.
+		ccRaw("SET a 1\r\nXTRIM a FOO 1\r\nSET a 2 NX\r\nXGROUP FOO\r\nSET a 3 XX GET\r\nSET b x\r\nXADD b * f v\r\nDEL a b\r\nEXISTS a b\r\n", 9),
+	}},
 	// ---- protocol ----
 	{name: "inline commands and pipelining", steps: []confStep{
 		ccRaw("PING\r\n", 1),

@@ -33,8 +33,9 @@ type conn struct {
 	// Connection state (touched only by the connection goroutine, except db,
 	// which is written under mu so that CLIENT LIST may read it).
 	db         uint8
-	pendingSeq uint64 // highest change-log seq whose reply is not yet flushed
-	closeAfter bool   // QUIT or protocol error: flush, then close
+	pendingSeq uint64          // highest change-log seq whose reply is not yet flushed
+	closeAfter bool            // QUIT or protocol error: flush, then close
+	pending    []*pendingReply // submitted writes (and errors behind them), in request order
 
 	mu      sync.Mutex // guards name, closing and read deadlines; db for readers other than the connection goroutine
 	name    string
@@ -132,9 +133,54 @@ func (c *conn) watchClose() (stop func()) {
 	}
 }
 
+// pendingReply is a request whose reply waits for a submitted write: the
+// write's handle and the reply to write once it committed, or an error to
+// reply in its place in the request order.
+type pendingReply struct {
+	cmd    string
+	p      *materialize.Pending
+	events []codec.Event // the write's events, set by its decision
+	reply  func()
+	err    error
+}
+
+// drain waits for every submitted write in request order, publishes their
+// wake-ups and writes their replies. Run before anything that must see
+// those writes or reply after them.
+func (c *conn) drain() {
+	for i, it := range c.pending {
+		c.pending[i] = nil
+		if it.p == nil {
+			c.writeErr(it.cmd, it.err)
+			continue
+		}
+		seq, err := it.p.Wait()
+		if err != nil {
+			c.writeErr(it.cmd, err)
+			continue
+		}
+		if seq != 0 {
+			c.pendingSeq = seq
+			c.s.wake.publishEvents(it.events)
+		}
+		it.reply()
+	}
+	c.pending = c.pending[:0]
+}
+
+// writeErr replies err in Redis's words (toWire); unmapped errors are logged.
+func (c *conn) writeErr(cmd string, err error) {
+	msg, ok := toWire(err)
+	if !ok {
+		c.s.opts.Logger.Warn("internal error", "cmd", cmd, "client", c.id, "err", err)
+	}
+	c.w.WriteError(msg)
+}
+
 // flush makes every write whose reply is buffered durable (appendfsync
 // always), then sends the buffered replies.
 func (c *conn) flush() error {
+	c.drain()
 	if c.pendingSeq != 0 {
 		if err := c.s.store.WaitDurable(c.pendingSeq); err != nil {
 			c.s.opts.Logger.Warn("WAL sync failed", "client", c.id, "err", err)
@@ -149,6 +195,11 @@ func (c *conn) flush() error {
 func (c *conn) execute(args [][]byte) {
 	c.s.stats.commands.Add(1)
 	cmd := lookup(args[0])
+	if cmd == nil || !cmd.arityOK(len(args)) || !cmd.pipelined() {
+		// Anything but a pipelinable write runs after, and sees, every
+		// write submitted before it.
+		c.drain()
+	}
 	if cmd == nil {
 		c.s.stats.rejected.Add(1)
 		c.w.WriteError(string(errUnknownCommand(args)))
@@ -161,11 +212,11 @@ func (c *conn) execute(args [][]byte) {
 	}
 	x := &exec{c: c, cmd: cmd, args: args}
 	if err := cmd.run(x); err != nil {
-		msg, ok := toWire(err)
-		if !ok {
-			c.s.opts.Logger.Warn("internal error", "cmd", cmd.name, "client", c.id, "err", err)
+		if len(c.pending) > 0 { // keep the request order behind submitted writes
+			c.pending = append(c.pending, &pendingReply{cmd: cmd.name, err: err})
+			return
 		}
-		c.w.WriteError(msg)
+		c.writeErr(cmd.name, err)
 	}
 }
 
@@ -184,6 +235,24 @@ func (x *exec) db() uint8 { return x.c.db }
 
 // view returns a read View of the latest committed state.
 func (x *exec) view() *materialize.View { return x.c.s.store.View() }
+
+// writeAsync submits decide on the write path (see materialize.Store.Submit)
+// and returns at once; reply writes the command's reply once the write has
+// committed, when the connection drains its submitted writes (before the
+// next command that is not a pipelinable write, and before every flush).
+// decide's error is replied in reply's place. Consecutive writes of a
+// pipeline thus share commit groups instead of waiting for one another.
+// The command must be pipelined() (a write that never blocks).
+func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error), reply func()) error {
+	it := &pendingReply{cmd: x.cmd.name, reply: reply}
+	it.p = x.c.s.store.Submit(func(v *materialize.View) ([]codec.Event, error) {
+		evs, err := decide(v)
+		it.events = evs
+		return evs, err
+	})
+	x.c.pending = append(x.c.pending, it)
+	return nil
+}
 
 // write runs decide on the write path (see materialize.Store.Write), marks
 // its record for durability before the reply is flushed, and publishes

@@ -35,7 +35,7 @@ func init() {
 // https://redis.io/docs/latest/commands/del/
 func runDel(x *exec) error {
 	var n int
-	err := x.write(func(v *materialize.View) ([]codec.Event, error) {
+	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
 		var events []codec.Event
 		seen := map[string]bool{}
 		n = 0
@@ -55,12 +55,9 @@ func runDel(x *exec) error {
 			}
 		}
 		return events, nil
+	}, func() {
+		x.w().WriteInt(n)
 	})
-	if err != nil {
-		return err
-	}
-	x.w().WriteInt(n)
-	return nil
 }
 
 // EXISTS key [key ...]. Reply: integer, how many of the keys exist
@@ -333,19 +330,16 @@ func runFlushDB(x *exec) error {
 	if err := flushMode(x); err != nil {
 		return err
 	}
-	err := x.write(func(v *materialize.View) ([]codec.Event, error) {
+	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
 		var slots []uint16
 		err := v.SeekSlots(codec.TagMeta, x.db(), 0, func(slot uint16) (bool, error) {
 			slots = append(slots, slot)
 			return true, nil
 		})
 		return []codec.Event{codec.FlushDBEvent(x.db(), slots)}, err
+	}, func() {
+		x.w().WriteString("OK")
 	})
-	if err != nil {
-		return err
-	}
-	x.w().WriteString("OK")
-	return nil
 }
 
 // FLUSHALL [ASYNC|SYNC]: one range deletion per tag.
@@ -353,12 +347,9 @@ func runFlushAll(x *exec) error {
 	if err := flushMode(x); err != nil {
 		return err
 	}
-	err := x.write(func(*materialize.View) ([]codec.Event, error) {
+	return x.writeAsync(func(*materialize.View) ([]codec.Event, error) {
 		return []codec.Event{codec.FlushAllEvent()}, nil
+	}, func() {
+		x.w().WriteString("OK")
 	})
-	if err != nil {
-		return err
-	}
-	x.w().WriteString("OK")
-	return nil
 }

@@ -97,7 +97,7 @@ func runSet(x *exec) error {
 		hadOld  bool
 		skipped bool
 	)
-	err = x.write(func(v *materialize.View) ([]codec.Event, error) {
+	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
 		m, ok, events, err := v.MetaForWrite(x.db(), key)
 		if err != nil {
 			return nil, err
@@ -130,17 +130,14 @@ func runSet(x *exec) error {
 			prevExpire = 0
 		}
 		return append(events, codec.SetMetaEvent(x.db(), key, nm, prevExpire)), nil
+	}, func() {
+		switch {
+		case c.get && hadOld:
+			x.w().WriteBulk(old)
+		case c.get, skipped:
+			x.w().WriteNull()
+		default:
+			x.w().WriteString("OK")
+		}
 	})
-	if err != nil {
-		return err
-	}
-	switch {
-	case c.get && hadOld:
-		x.w().WriteBulk(old)
-	case c.get, skipped:
-		x.w().WriteNull()
-	default:
-		x.w().WriteString("OK")
-	}
-	return nil
 }

@@ -88,6 +88,11 @@ func lookup(name []byte) *command {
 	return commandTable[string(lower)]
 }
 
+// pipelined reports whether the command is a write that never blocks: its
+// write is submitted without waiting (exec.writeAsync), so a pipeline's
+// consecutive writes commit together.
+func (c *command) pipelined() bool { return c.flags&flagWrite != 0 && c.flags&flagBlocking == 0 }
+
 // arityOK reports whether n arguments (name included) satisfy arity.
 func (c *command) arityOK(n int) bool {
 	if c.arity >= 0 {

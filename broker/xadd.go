@@ -143,20 +143,20 @@ func runXAdd(x *exec) error {
 		id    codec.ID
 		added bool
 	)
-	err = x.write(func(v *materialize.View) ([]codec.Event, error) {
-		var evs []codec.Event
+	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
+		var (
+			evs []codec.Event
+			err error
+		)
 		id, added, evs, err = streams.Add(v, x.db(), c.key, c.fv, c.args)
 		return evs, err
+	}, func() {
+		if !added {
+			x.w().WriteNull()
+			return
+		}
+		writeID(x.w(), id)
 	})
-	if err != nil {
-		return err
-	}
-	if !added {
-		x.w().WriteNull()
-		return nil
-	}
-	writeID(x.w(), id)
-	return nil
 }
 
 // XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
@@ -171,14 +171,14 @@ func runXTrim(x *exec) error {
 		return errSyntax
 	}
 	var n uint64
-	err = x.write(func(v *materialize.View) ([]codec.Event, error) {
-		var evs []codec.Event
+	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
+		var (
+			evs []codec.Event
+			err error
+		)
 		n, evs, err = streams.TrimStream(v, x.db(), x.args[1], *t)
 		return evs, err
+	}, func() {
+		x.w().WriteInt64(int64(n))
 	})
-	if err != nil {
-		return err
-	}
-	x.w().WriteInt64(int64(n))
-	return nil
 }

@@ -31,6 +31,7 @@ func runXGroup(x *exec) error {
 	case equalFold(sub, "DESTROY") && len(x.args) == 4:
 		return runXGroupDestroy(x)
 	case equalFold(sub, "HELP") && len(x.args) == 2:
+		x.c.drain() // XGROUP is a pipelined write: reply after earlier writes
 		lines := []string{
 			"XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"CREATE <key> <groupname> <id|$> [option]",
@@ -80,7 +81,7 @@ func runXGroupCreate(x *exec) error {
 			return errSubcommandSyntax(x.args[1], "xgroup")
 		}
 	}
-	err := x.write(func(v *materialize.View) ([]codec.Event, error) {
+	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
 		if _, ok, err := streams.Meta(v, x.db(), key); err != nil {
 			return nil, err
 		} else if !ok && !a.MkStream {
@@ -96,33 +97,27 @@ func runXGroupCreate(x *exec) error {
 			a.ID = id
 		}
 		return groups.Create(v, x.db(), key, group, a)
+	}, func() {
+		x.w().WriteString("OK")
 	})
-	if err != nil {
-		return err
-	}
-	x.w().WriteString("OK")
-	return nil
 }
 
 func runXGroupDestroy(x *exec) error {
 	var existed bool
-	err := x.write(func(v *materialize.View) ([]codec.Event, error) {
+	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
 		var (
 			evs []codec.Event
 			err error
 		)
 		existed, evs, err = groups.Destroy(v, x.db(), x.args[2], x.args[3])
 		return evs, err
+	}, func() {
+		if existed {
+			x.w().WriteInt(1)
+		} else {
+			x.w().WriteInt(0)
+		}
 	})
-	if err != nil {
-		return err
-	}
-	if existed {
-		x.w().WriteInt(1)
-	} else {
-		x.w().WriteInt(0)
-	}
-	return nil
 }
 
 // XACK key group id [id ...]
@@ -130,7 +125,7 @@ func runXGroupDestroy(x *exec) error {
 // https://redis.io/docs/latest/commands/xack/
 func runXAck(x *exec) error {
 	var n int
-	err := x.write(func(v *materialize.View) ([]codec.Event, error) {
+	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
 		// As in Redis: no key or group acknowledges nothing, before IDs are checked.
 		if _, _, err := groups.Lookup(v, x.db(), x.args[1], x.args[2]); err != nil {
 			if errors.Is(err, groups.ErrNoGroup) {
@@ -145,10 +140,7 @@ func runXAck(x *exec) error {
 		var evs []codec.Event
 		n, evs, err = groups.Ack(v, x.db(), x.args[1], x.args[2], ids)
 		return evs, err
+	}, func() {
+		x.w().WriteInt(n)
 	})
-	if err != nil {
-		return err
-	}
-	x.w().WriteInt(n)
-	return nil
 }

@@ -90,7 +90,7 @@ func runXLen(x *exec) error {
 // https://redis.io/docs/latest/commands/xdel/
 func runXDel(x *exec) error {
 	var n int
-	err := x.write(func(v *materialize.View) ([]codec.Event, error) {
+	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
 		// As in Redis, a missing key deletes nothing before IDs are checked.
 		if _, ok, err := streams.Meta(v, x.db(), x.args[1]); err != nil || !ok {
 			return nil, err
@@ -102,10 +102,7 @@ func runXDel(x *exec) error {
 		var evs []codec.Event
 		n, evs, err = streams.Del(v, x.db(), x.args[1], ids)
 		return evs, err
+	}, func() {
+		x.w().WriteInt64(int64(n))
 	})
-	if err != nil {
-		return err
-	}
-	x.w().WriteInt64(int64(n))
-	return nil
 }

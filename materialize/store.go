@@ -252,15 +252,38 @@ const maxGroup = 256
 //
 // The batch is committed without fsync; see WaitDurable.
 func (s *Store) Write(decide func(v *View) ([]codec.Event, error)) (uint64, error) {
+	return s.Submit(decide).Wait()
+}
+
+// Pending is a write submitted with Submit and not yet waited for.
+type Pending struct {
+	req *writeReq
+	s   *Store
+}
+
+// Submit queues decide for the writer goroutine like Write, but returns at
+// once. Writes submitted in sequence are decided and committed in that
+// order, so a connection can submit a pipeline's writes back to back and
+// have them share commit groups; it must Wait for each before relying on
+// its effects (or its decide's side effects).
+func (s *Store) Submit(decide func(v *View) ([]codec.Event, error)) *Pending {
 	req := &writeReq{decide: decide, done: make(chan struct{})}
 	select {
 	case s.reqs <- req:
 	case <-s.stop:
-		return 0, ErrClosed
+		req.err = ErrClosed
+		close(req.done)
 	}
+	return &Pending{req, s}
+}
+
+// Wait returns what Write would have: the record's sequence number (0 when
+// decide returned no events or an error) and decide's error, or ErrClosed.
+func (p *Pending) Wait() (uint64, error) {
+	req := p.req
 	select {
 	case <-req.done:
-	case <-s.writerDone:
+	case <-p.s.writerDone:
 		select {
 		case <-req.done:
 		default:
