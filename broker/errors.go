@@ -122,6 +122,12 @@ func errNoGroupRead(key, group []byte) wireError {
 	return wireError(fmt.Sprintf("NOGROUP No such key '%s' or consumer group '%s' in XREADGROUP with GROUP option", sanitize(key, 128), sanitize(group, 128)))
 }
 
+// errNoSuchGroup is XGROUP's NOGROUP error (SETID, CREATECONSUMER,
+// DELCONSUMER on a missing group).
+func errNoSuchGroup(key, group []byte) wireError {
+	return wireError(fmt.Sprintf("NOGROUP No such consumer group '%s' for key name '%s'", sanitize(group, 128), sanitize(key, 128)))
+}
+
 // errNoGroup is XPENDING's (and most group commands') NOGROUP error.
 func errNoGroup(key, group []byte) wireError {
 	return wireError(fmt.Sprintf("NOGROUP No such key '%s' or consumer group '%s'", sanitize(key, 128), sanitize(group, 128)))

@@ -18,106 +18,159 @@ func init() {
 	)
 }
 
+// xgroupSubcommands are XGROUP's subcommands with their Redis arities
+// (src/commands/xgroup-*.json), counting XGROUP and the subcommand.
+var xgroupSubcommands = map[string]int{
+	"create": -5, "setid": -5, "destroy": 4, "createconsumer": 5, "delconsumer": 5, "help": 2,
+}
+
+var xgroupHelp = []string{
+	"XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"CREATE <key> <groupname> <id|$> [option]",
+	"    Create a new consumer group. Options are:",
+	"    * MKSTREAM",
+	"      Create the empty stream if it does not exist.",
+	"    * ENTRIESREAD entries_read",
+	"      Set the group's entries_read counter (internal use).",
+	"CREATECONSUMER <key> <groupname> <consumer>",
+	"    Create a new consumer in the specified group.",
+	"DELCONSUMER <key> <groupname> <consumer>",
+	"    Remove the specified consumer.",
+	"DESTROY <key> <groupname>",
+	"    Remove the specified group.",
+	"SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+	"    Set the current group ID and entries_read counter.",
+	"HELP",
+	"    Prints this help.",
+}
+
 // XGROUP CREATE key group id|$ [MKSTREAM] [ENTRIESREAD entries-read]
+// XGROUP SETID key group id|$ [ENTRIESREAD entries-read]
 // XGROUP DESTROY key group
+// XGROUP CREATECONSUMER key group consumer
+// XGROUP DELCONSUMER key group consumer
+// XGROUP HELP
+// Replies: OK (CREATE, SETID); 1 or 0 (DESTROY, CREATECONSUMER: whether it
+// existed / was created); DELCONSUMER: the consumer's pending count.
+// Checks run in Redis 7.0's order (t_stream.c xgroupCommand): subcommand
+// arity, options, the key, the group, then the ID.
 // https://redis.io/docs/latest/commands/xgroup/
-// Differs from Redis: CREATECONSUMER, DELCONSUMER and SETID are not yet
-// supported (docs/commands.md).
 func runXGroup(x *exec) error {
-	sub := x.args[1]
-	switch {
-	case equalFold(sub, "CREATE") && len(x.args) >= 5:
-		return runXGroupCreate(x)
-	case equalFold(sub, "DESTROY") && len(x.args) == 4:
-		return runXGroupDestroy(x)
-	case equalFold(sub, "HELP") && len(x.args) == 2:
+	sub, args := x.args[1], x.args
+	name := string(bytesToLower(sub))
+	arity, known := xgroupSubcommands[name]
+	if !known {
+		return errUnknownSubcommand(sub, "xgroup")
+	}
+	if n := len(args); (arity >= 0 && n != arity) || (arity < 0 && n < -arity) {
+		return errWrongArgsSub("xgroup", sub)
+	}
+	if name == "help" {
 		x.c.drain() // XGROUP is a pipelined write: reply after earlier writes
-		lines := []string{
-			"XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-			"CREATE <key> <groupname> <id|$> [option]",
-			"    Create a new consumer group. Options are:",
-			"    * MKSTREAM",
-			"      Create the empty stream if it does not exist.",
-			"    * ENTRIESREAD entries_read",
-			"      Set the group's entries_read counter (internal use).",
-			"DESTROY <key> <groupname>",
-			"    Remove the specified group.",
-			"HELP",
-			"    Print this help.",
-		}
-		x.w().WriteArray(len(lines))
-		for _, l := range lines {
+		x.w().WriteArray(len(xgroupHelp))
+		for _, l := range xgroupHelp {
 			x.w().WriteString(l)
 		}
 		return nil
-	case equalFold(sub, "CREATE"), equalFold(sub, "DESTROY"), equalFold(sub, "HELP"):
-		return errWrongArgsSub("xgroup", sub)
 	}
-	return errUnknownSubcommand(sub, "xgroup")
-}
-
-// runXGroupCreate checks in Redis's order: options, then the key, then the ID.
-func runXGroupCreate(x *exec) error {
-	key, group := x.args[2], x.args[3]
-	a := groups.CreateArgs{EntriesRead: groups.InvalidEntriesRead}
-	if len(x.args) > 8 {
-		return errSubcommandSyntax(x.args[1], "xgroup")
-	}
-	for i := 5; i < len(x.args); i++ {
+	key, group := args[2], args[3]
+	mkstream := false
+	entriesRead := int64(groups.InvalidEntriesRead)
+	for i := 5; i < len(args); i++ {
 		switch {
-		case equalFold(x.args[i], "MKSTREAM"):
-			a.MkStream = true
-		case equalFold(x.args[i], "ENTRIESREAD") && i+1 < len(x.args):
-			n, err := intArg(x.args[i+1])
+		case name == "create" && equalFold(args[i], "MKSTREAM"):
+			mkstream = true
+		case (name == "create" || name == "setid") && equalFold(args[i], "ENTRIESREAD") && i+1 < len(args):
+			n, err := intArg(args[i+1])
 			if err != nil {
 				return err
 			}
 			if n < 0 && n != groups.InvalidEntriesRead {
 				return errEntriesRead
 			}
-			a.EntriesRead = n
+			entriesRead = n
 			i++
 		default:
-			return errSubcommandSyntax(x.args[1], "xgroup")
+			return errSubcommandSyntax(sub, "xgroup")
 		}
 	}
+	// Redis dispatches on these argument counts after its key checks.
+	shapeOK := (name != "create" || len(args) <= 8) && (name != "setid" || len(args) == 5 || len(args) == 7)
+	var (
+		n     int  // DESTROY, CREATECONSUMER: 0/1; DELCONSUMER: pending count
+		isInt bool // the reply is n, not OK
+	)
 	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
-		if _, ok, err := streams.Meta(v, x.db(), key); err != nil {
-			return nil, err
-		} else if !ok && !a.MkStream {
-			return nil, groups.ErrNoKey
-		}
-		if isDollar(x.args[4]) {
-			a.Dollar = true
-		} else {
-			id, err := streamID(x.args[4], 0)
+		if !mkstream {
+			_, ok, err := streams.Meta(v, x.db(), key)
 			if err != nil {
 				return nil, err
 			}
-			a.ID = id
+			if !ok {
+				return nil, groups.ErrNoKey
+			}
+			if name != "create" && name != "destroy" {
+				if _, _, err := groups.Lookup(v, x.db(), key, group); errors.Is(err, groups.ErrNoGroup) {
+					return nil, errNoSuchGroup(key, group)
+				}
+			}
 		}
-		return groups.Create(v, x.db(), key, group, a)
+		if !shapeOK {
+			return nil, errSubcommandSyntax(sub, "xgroup")
+		}
+		switch name {
+		case "create", "setid":
+			var id codec.ID
+			dollar := isDollar(args[4])
+			if !dollar {
+				var err error
+				if id, err = streamID(args[4], 0); err != nil {
+					return nil, err
+				}
+			}
+			if name == "setid" {
+				return groups.SetID(v, x.db(), key, group, id, dollar, entriesRead)
+			}
+			return groups.Create(v, x.db(), key, group, groups.CreateArgs{ID: id, Dollar: dollar, MkStream: mkstream, EntriesRead: entriesRead})
+		case "destroy":
+			existed, evs, err := groups.Destroy(v, x.db(), key, group)
+			n, isInt = boolInt(existed), true
+			return evs, err
+		case "createconsumer":
+			created, evs, err := groups.CreateConsumer(v, x.db(), key, group, args[4])
+			n, isInt = boolInt(created), true
+			return evs, err
+		default: // delconsumer
+			pending, evs, err := groups.DelConsumer(v, x.db(), key, group, args[4])
+			n, isInt = pending, true
+			return evs, err
+		}
 	}, func() {
-		x.w().WriteString("OK")
+		if isInt {
+			x.w().WriteInt(n)
+		} else {
+			x.w().WriteString("OK")
+		}
 	})
 }
 
-func runXGroupDestroy(x *exec) error {
-	var existed bool
-	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
-		var (
-			evs []codec.Event
-			err error
-		)
-		existed, evs, err = groups.Destroy(v, x.db(), x.args[2], x.args[3])
-		return evs, err
-	}, func() {
-		if existed {
-			x.w().WriteInt(1)
-		} else {
-			x.w().WriteInt(0)
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// bytesToLower returns an ASCII-lower-cased copy of b.
+func bytesToLower(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
 		}
-	})
+		out[i] = c
+	}
+	return out
 }
 
 // XACK key group id [id ...]

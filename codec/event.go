@@ -31,6 +31,10 @@ const (
 	// OpConsumerSet creates or updates a consumer. Args: group, consumer,
 	// Consumer value.
 	OpConsumerSet Op = 'c'
+	// OpConsumerDel removes a consumer and its per-consumer PEL index (its
+	// group PEL entries are removed by OpPELDel events before it). Args:
+	// group, consumer.
+	OpConsumerDel Op = 'C'
 	// OpPELSet records a delivery. Args: group, ID, PELEntry value, previous
 	// owner (empty when the entry was not pending).
 	OpPELSet Op = 'p'

@@ -51,6 +51,11 @@ func ConsumerSetEvent(db uint8, key, group, consumer []byte, c Consumer) Event {
 	return Event{Op: OpConsumerSet, DB: db, Key: key, Args: [][]byte{group, consumer, AppendConsumer(nil, c)}}
 }
 
+// ConsumerDelEvent builds an OpConsumerDel event.
+func ConsumerDelEvent(db uint8, key, group, consumer []byte) Event {
+	return Event{Op: OpConsumerDel, DB: db, Key: key, Args: [][]byte{group, consumer}}
+}
+
 // PELSetEvent builds an OpPELSet event; prevOwner is nil when id was not pending.
 func PELSetEvent(db uint8, key, group []byte, id ID, e PELEntry, prevOwner []byte) Event {
 	return Event{Op: OpPELSet, DB: db, Key: key, Args: [][]byte{group, IDArg(id), AppendPELEntry(nil, e), prevOwner}}

@@ -1,6 +1,6 @@
 // Package groups holds consumer-group semantics over a materialize.View:
-// XGROUP CREATE/DESTROY, XREADGROUP delivery ('>' and history), XACK and
-// XPENDING. State lives under the G (group), C (consumer), P (PEL by group)
+// XGROUP CREATE/SETID/DESTROY/CREATECONSUMER/DELCONSUMER, XREADGROUP
+// delivery ('>' and history), XACK and XPENDING. State lives under the G (group), C (consumer), P (PEL by group)
 // and Q (PEL by consumer) compound keys of codec; every change is returned as
 // change events for materialize to apply. groups never sees RESP or network I/O.
 //

@@ -78,6 +78,67 @@ func Destroy(v *materialize.View, db uint8, key, group []byte) (bool, []codec.Ev
 	return true, []codec.Event{codec.GroupDelEvent(db, key, group)}, nil
 }
 
+// SetID sets the group's last-delivered-id (XGROUP SETID) to id, or to the
+// stream's last ID when dollar is set, and its entries-read to entriesRead
+// (InvalidEntriesRead when not given). Errors: ErrNoGroup,
+// materialize.ErrWrongType.
+// https://redis.io/docs/latest/commands/xgroup-setid/
+func SetID(v *materialize.View, db uint8, key, group []byte, id codec.ID, dollar bool, entriesRead int64) ([]codec.Event, error) {
+	m, _, err := Lookup(v, db, key, group)
+	if err != nil {
+		return nil, err
+	}
+	if dollar {
+		id = m.Stream.LastID
+	}
+	return []codec.Event{codec.GroupSetEvent(db, key, group, codec.Group{LastDeliveredID: id, EntriesRead: entriesRead})}, nil
+}
+
+// CreateConsumer creates consumer in group (XGROUP CREATECONSUMER) and
+// reports whether it was created (false: it existed). Errors: ErrNoGroup,
+// materialize.ErrWrongType.
+// https://redis.io/docs/latest/commands/xgroup-createconsumer/
+func CreateConsumer(v *materialize.View, db uint8, key, group, consumer []byte) (bool, []codec.Event, error) {
+	if _, _, err := Lookup(v, db, key, group); err != nil {
+		return false, nil, err
+	}
+	exists, err := v.Has(codec.ConsumerKey(db, key, group, consumer))
+	if err != nil || exists {
+		return false, nil, err
+	}
+	c := codec.Consumer{SeenTimeMs: v.NowMs(), ActiveTimeMs: -1}
+	return true, []codec.Event{codec.ConsumerSetEvent(db, key, group, consumer, c)}, nil
+}
+
+// DelConsumer removes consumer and its pending entries from group (XGROUP
+// DELCONSUMER) and returns how many entries it had pending (0 when it did
+// not exist). Errors: ErrNoGroup, materialize.ErrWrongType.
+// https://redis.io/docs/latest/commands/xgroup-delconsumer/
+func DelConsumer(v *materialize.View, db uint8, key, group, consumer []byte) (int, []codec.Event, error) {
+	if _, _, err := Lookup(v, db, key, group); err != nil {
+		return 0, nil, err
+	}
+	exists, err := v.Has(codec.ConsumerKey(db, key, group, consumer))
+	if err != nil || !exists {
+		return 0, nil, err
+	}
+	var events []codec.Event
+	p := codec.ConsumerPELPrefix(db, key, group, consumer)
+	err = v.Iterate(p, codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
+		id, err := codec.DecodeID(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		events = append(events, codec.PELDelEvent(db, key, group, id, consumer))
+		return true, nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	n := len(events)
+	return n, append(events, codec.ConsumerDelEvent(db, key, group, consumer)), nil
+}
+
 // Lookup returns the group's state; ErrNoGroup when the key or the group is
 // missing, materialize.ErrWrongType when key is not a stream.
 func Lookup(v *materialize.View, db uint8, key, group []byte) (codec.Meta, codec.Group, error) {

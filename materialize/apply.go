@@ -126,6 +126,15 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		}
 		return b.Set(codec.ConsumerKey(e.DB, e.Key, a[0], a[1]), a[2], nil)
 
+	case codec.OpConsumerDel:
+		if err := need(2); err != nil {
+			return err
+		}
+		if err := deletePrefix(b, codec.ConsumerPELPrefix(e.DB, e.Key, a[0], a[1])); err != nil {
+			return err
+		}
+		return b.Delete(codec.ConsumerKey(e.DB, e.Key, a[0], a[1]), nil)
+
 	case codec.OpPELSet:
 		if err := need(4); err != nil {
 			return err
