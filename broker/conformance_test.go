@@ -1344,6 +1344,10 @@ var conformanceCases = []confCase{
 		// Parse errors of writes queued behind submitted writes.
 		ccRaw("SET a 1\r\nXTRIM a FOO 1\r\nSET a 2 NX\r\nXGROUP FOO\r\nSET a 3 XX GET\r\nSET b x\r\nXADD b * f v\r\nDEL a b\r\nEXISTS a b\r\n", 9),
 	}},
+	{name: "protocol error behind pipelined writes", steps: []confStep{
+		// The writes' replies come before the error; the connection closes.
+		ccRaw("SET p 1\r\nXADD ps 1-1 f v\r\n*1\r\n$-5\r\n", 3),
+	}},
 	// ---- protocol ----
 	{name: "inline commands and pipelining", steps: []confStep{
 		ccRaw("PING\r\n", 1),

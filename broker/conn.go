@@ -74,12 +74,13 @@ func (c *conn) serve() {
 	for n := 1; ; n++ {
 		args, err := c.rd.ReadCommand()
 		if err != nil {
+			c.drain() // replies to the requests before the error come first
 			var pe *ProtocolError
 			if errors.As(err, &pe) {
 				c.w.WriteError(pe.Msg)
 				c.s.opts.Logger.Debug("protocol error", "client", c.id, "err", pe.Msg)
 			}
-			c.flush() // replies to the requests before the error
+			c.flush()
 			return
 		}
 		c.execute(args)
