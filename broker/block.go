@@ -72,8 +72,7 @@ func (r *registry) block(ctx context.Context, keys []waitKey, timeout time.Durat
 		select {
 		case <-ks.ready:
 		case <-ctx.Done():
-			r.cancel(w)
-			return waitResult{}, false
+			return r.cancel(w) // served meanwhile: keep the result
 		}
 	}
 	// Re-check now that wakes for every key will reach us.
