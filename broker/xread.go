@@ -144,15 +144,12 @@ func runXRead(x *exec) error {
 	v := x.view()
 	after := make([]codec.ID, len(c.keys))
 	for i, key := range c.keys {
-		if _, _, err := streams.Meta(v, x.db(), key); err != nil {
+		m, _, err := streams.Meta(v, x.db(), key) // WRONGTYPE before the ID, as Redis
+		if err != nil {
 			return err
 		}
 		switch {
 		case isDollar(c.ids[i]):
-			m, _, err := streams.Meta(v, x.db(), key)
-			if err != nil {
-				return err
-			}
 			after[i] = m.Stream.LastID
 		case isGT(c.ids[i]):
 			return errXReadGT
