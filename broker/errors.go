@@ -21,39 +21,45 @@ type wireError string
 func (e wireError) Error() string { return string(e) }
 
 const (
-	errSyntax           wireError = "ERR syntax error"
-	errNotInteger       wireError = "ERR value is not an integer or out of range"
-	errWrongType        wireError = "WRONGTYPE Operation against a key holding the wrong kind of value"
-	errInvalidStreamID  wireError = "ERR Invalid stream ID specified as stream command argument"
-	errXAddIDSmall      wireError = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
-	errXAddIDZero       wireError = "ERR The ID specified in XADD must be greater than 0-0"
-	errStreamExhausted  wireError = "ERR The stream has exhausted the last possible ID, unable to add more items"
-	errElementsTooLarge wireError = "ERR Elements are too large to be stored"
-	errLimitNoStrategy  wireError = "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
-	errBusyGroup        wireError = "BUSYGROUP Consumer Group name already exists"
-	errXGroupNoKey      wireError = "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically."
-	errUnbalancedXRead  wireError = "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
-	errXReadGT          wireError = "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
-	errTimeoutNeg       wireError = "ERR timeout is negative"
-	errTimeoutNotInt    wireError = "ERR timeout is not an integer or out of range"
-	errMaxLenNeg        wireError = "ERR The MAXLEN argument must be >= 0."
-	errLimitNeg         wireError = "ERR The LIMIT argument must be >= 0."
-	errLimitNoApprox    wireError = "ERR syntax error, LIMIT cannot be used without the special ~ option"
-	errMaxLenAndMinID   wireError = "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
-	errInvalidStart     wireError = "ERR invalid start ID for the interval"
-	errInvalidEnd       wireError = "ERR invalid end ID for the interval"
-	errEntriesRead      wireError = "ERR value for ENTRIESREAD must be positive or -1"
-	errGroupOnXRead     wireError = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
-	errNoAckOnXRead     wireError = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
-	errMissingGroup     wireError = "ERR Missing GROUP option for XREADGROUP"
-	errXReadGroupDollar wireError = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."
-	errUnblockedNoKey   wireError = "UNBLOCKED the stream key no longer exists"
-	errUnblockedGroup   wireError = "NOGROUP the consumer group this client was blocked on no longer exists"
-	errDBIndex          wireError = "ERR DB index is out of range"
-	errInvalidExpire    wireError = "ERR invalid expire time in 'set' command"
-	errInvalidCursor    wireError = "ERR invalid cursor"
-	errInternal         wireError = "ERR internal error"
-	errBadClientName    wireError = "ERR Client names cannot contain spaces, newlines or special characters."
+	errSyntax            wireError = "ERR syntax error"
+	errNotInteger        wireError = "ERR value is not an integer or out of range"
+	errWrongType         wireError = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	errInvalidStreamID   wireError = "ERR Invalid stream ID specified as stream command argument"
+	errXAddIDSmall       wireError = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+	errXAddIDZero        wireError = "ERR The ID specified in XADD must be greater than 0-0"
+	errStreamExhausted   wireError = "ERR The stream has exhausted the last possible ID, unable to add more items"
+	errElementsTooLarge  wireError = "ERR Elements are too large to be stored"
+	errLimitNoStrategy   wireError = "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
+	errBusyGroup         wireError = "BUSYGROUP Consumer Group name already exists"
+	errXGroupNoKey       wireError = "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically."
+	errUnbalancedXRead   wireError = "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
+	errXReadGT           wireError = "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
+	errTimeoutNeg        wireError = "ERR timeout is negative"
+	errTimeoutNotInt     wireError = "ERR timeout is not an integer or out of range"
+	errMaxLenNeg         wireError = "ERR The MAXLEN argument must be >= 0."
+	errLimitNeg          wireError = "ERR The LIMIT argument must be >= 0."
+	errLimitNoApprox     wireError = "ERR syntax error, LIMIT cannot be used without the special ~ option"
+	errMaxLenAndMinID    wireError = "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
+	errInvalidStart      wireError = "ERR invalid start ID for the interval"
+	errInvalidEnd        wireError = "ERR invalid end ID for the interval"
+	errEntriesRead       wireError = "ERR value for ENTRIESREAD must be positive or -1"
+	errGroupOnXRead      wireError = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
+	errNoAckOnXRead      wireError = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
+	errMissingGroup      wireError = "ERR Missing GROUP option for XREADGROUP"
+	errXReadGroupDollar  wireError = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."
+	errXClaimMinIdle     wireError = "ERR Invalid min-idle-time argument for XCLAIM"
+	errXClaimIdle        wireError = "ERR Invalid IDLE option argument for XCLAIM"
+	errXClaimTime        wireError = "ERR Invalid TIME option argument for XCLAIM"
+	errXClaimRetryCount  wireError = "ERR Invalid RETRYCOUNT option argument for XCLAIM"
+	errXAutoClaimMinIdle wireError = "ERR Invalid min-idle-time argument for XAUTOCLAIM"
+	errXAutoClaimCount   wireError = "ERR COUNT must be > 0"
+	errUnblockedNoKey    wireError = "UNBLOCKED the stream key no longer exists"
+	errUnblockedGroup    wireError = "NOGROUP the consumer group this client was blocked on no longer exists"
+	errDBIndex           wireError = "ERR DB index is out of range"
+	errInvalidExpire     wireError = "ERR invalid expire time in 'set' command"
+	errInvalidCursor     wireError = "ERR invalid cursor"
+	errInternal          wireError = "ERR internal error"
+	errBadClientName     wireError = "ERR Client names cannot contain spaces, newlines or special characters."
 )
 
 // Protocol errors of the request reader (reader.go), replied before the
@@ -120,6 +126,11 @@ func errSubcommandSyntax(sub []byte, cmd string) wireError {
 // errNoGroupRead is XREADGROUP's NOGROUP error.
 func errNoGroupRead(key, group []byte) wireError {
 	return wireError(fmt.Sprintf("NOGROUP No such key '%s' or consumer group '%s' in XREADGROUP with GROUP option", sanitize(key, 128), sanitize(group, 128)))
+}
+
+// errXClaimOption is XCLAIM's reply to an argument it does not know.
+func errXClaimOption(opt []byte) wireError {
+	return wireError(fmt.Sprintf("ERR Unrecognized XCLAIM option '%s'", sanitize(cString(opt), 128)))
 }
 
 // errNoSuchGroup is XGROUP's NOGROUP error (SETID, CREATECONSUMER,

@@ -38,6 +38,14 @@ func writeEntries(w *redcon.Writer, entries []streams.Entry) {
 	}
 }
 
+// writeIDs writes the entries' IDs as an array of bulk strings (JUSTID).
+func writeIDs(w *redcon.Writer, entries []streams.Entry) {
+	w.WriteArray(len(entries))
+	for _, e := range entries {
+		writeID(w, e.ID)
+	}
+}
+
 // streamReply is one stream's part of an XREAD/XREADGROUP reply.
 type streamReply struct {
 	key     []byte

@@ -1,7 +1,8 @@
 // Package groups holds consumer-group semantics over a materialize.View:
 // XGROUP CREATE/SETID/DESTROY/CREATECONSUMER/DELCONSUMER, XREADGROUP
-// delivery ('>' and history), XACK and XPENDING. State lives under the G (group), C (consumer), P (PEL by group)
-// and Q (PEL by consumer) compound keys of codec; every change is returned as
+// delivery ('>' and history), XACK, XPENDING, XCLAIM and XAUTOCLAIM. State
+// lives under the G (group), C (consumer), P (PEL by group) and Q (PEL by
+// consumer) compound keys of codec; every change is returned as
 // change events for materialize to apply. groups never sees RESP or network I/O.
 //
 // Source: https://redis.io/docs/latest/develop/data-types/streams/#consumer-groups

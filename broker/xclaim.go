@@ -1,0 +1,184 @@
+package broker
+
+import (
+	"errors"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/groups"
+	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
+)
+
+func init() {
+	register(
+		&command{name: "xclaim", arity: -6, flags: flagWrite | flagFast, first: 1, last: 1, step: 1,
+			group: "stream", since: "5.0.0", summary: "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member.", run: runXClaim},
+		&command{name: "xautoclaim", arity: -6, flags: flagWrite | flagFast, first: 1, last: 1, step: 1,
+			group: "stream", since: "6.2.0", summary: "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member.", run: runXAutoClaim},
+	)
+}
+
+// lookupGroupFor checks key's type and group's existence the way XCLAIM and
+// XAUTOCLAIM report them: WRONGTYPE, or NOGROUP with XPENDING's text.
+func lookupGroupFor(v *materialize.View, db uint8, key, group []byte) error {
+	_, _, err := groups.Lookup(v, db, key, group)
+	if errors.Is(err, groups.ErrNoGroup) {
+		return errNoGroup(key, group)
+	}
+	return err
+}
+
+// parseXClaim parses XCLAIM's arguments after the consumer, in Redis 7.0's
+// order: min-idle-time, the IDs (up to the first argument that is not one),
+// then the options.
+func parseXClaim(args [][]byte, nowMs int64) (groups.ClaimArgs, error) {
+	a := groups.ClaimArgs{Group: args[2], Consumer: args[3], DeliveryTimeMs: -1, RetryCount: -1}
+	minIdle, ok := parseInt(args[4])
+	if !ok {
+		return a, errXClaimMinIdle
+	}
+	a.MinIdleMs = max(minIdle, 0)
+	i := 5
+	for ; i < len(args); i++ {
+		id, _, _, err := codec.ParseID(args[i], 0, false)
+		if err != nil {
+			break
+		}
+		a.IDs = append(a.IDs, id)
+	}
+	for ; i < len(args); i++ {
+		opt, more := args[i], i+1 < len(args)
+		switch {
+		case equalFold(opt, "FORCE"):
+			a.Force = true
+		case equalFold(opt, "JUSTID"):
+			a.JustID = true
+		case equalFold(opt, "IDLE") && more:
+			i++
+			n, ok := parseInt(args[i])
+			if !ok {
+				return a, errXClaimIdle
+			}
+			a.DeliveryTimeMs = nowMs - n
+		case equalFold(opt, "TIME") && more:
+			i++
+			n, ok := parseInt(args[i])
+			if !ok {
+				return a, errXClaimTime
+			}
+			a.DeliveryTimeMs = n
+		case equalFold(opt, "RETRYCOUNT") && more:
+			i++
+			n, ok := parseInt(args[i])
+			if !ok {
+				return a, errXClaimRetryCount
+			}
+			a.RetryCount = n
+		case equalFold(opt, "LASTID") && more:
+			i++
+			id, err := streamID(args[i], 0)
+			if err != nil {
+				return a, err
+			}
+			a.LastID = id
+		default:
+			return a, errXClaimOption(opt)
+		}
+	}
+	return a, nil
+}
+
+// XCLAIM key group consumer min-idle-time id [id ...] [IDLE ms]
+// [TIME unix-time-milliseconds] [RETRYCOUNT count] [FORCE] [JUSTID] [LASTID id]
+// Reply: the claimed entries, or with JUSTID their IDs.
+// https://redis.io/docs/latest/commands/xclaim/
+func runXClaim(x *exec) error {
+	var (
+		entries []streams.Entry
+		justID  bool
+	)
+	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
+		if err := lookupGroupFor(v, x.db(), x.args[1], x.args[2]); err != nil {
+			return nil, err
+		}
+		a, err := parseXClaim(x.args, v.NowMs())
+		if err != nil {
+			return nil, err
+		}
+		justID = a.JustID
+		var evs []codec.Event
+		entries, evs, err = groups.Claim(v, x.db(), x.args[1], a)
+		return evs, err
+	}, func() {
+		if justID {
+			writeIDs(x.w(), entries)
+			return
+		}
+		writeEntries(x.w(), entries)
+	})
+}
+
+// XAUTOCLAIM key group consumer min-idle-time start [COUNT count] [JUSTID]
+// Reply: [next start ID, claimed entries (or IDs with JUSTID), IDs of
+// pending entries that no longer exist and were dropped from the PEL].
+// Checks run in Redis 7.0's order: arguments, then type and group.
+// https://redis.io/docs/latest/commands/xautoclaim/
+func runXAutoClaim(x *exec) error {
+	args := x.args
+	a := groups.AutoClaimArgs{Group: args[2], Consumer: args[3], Count: 100}
+	var (
+		next    codec.ID
+		entries []streams.Entry
+		deleted []codec.ID
+	)
+	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
+		minIdle, ok := parseInt(args[4])
+		if !ok {
+			return nil, errXAutoClaimMinIdle
+		}
+		a.MinIdleMs = max(minIdle, 0)
+		start, err := rangeBound(args[5], true)
+		if err != nil {
+			return nil, err
+		}
+		a.Start = start
+		for i := 6; i < len(args); i++ {
+			switch {
+			case equalFold(args[i], "COUNT") && i+1 < len(args):
+				i++
+				n, ok := parseInt(args[i])
+				if !ok || n < 1 || n > maxAutoClaimCount {
+					return nil, errXAutoClaimCount
+				}
+				a.Count = int(n)
+			case equalFold(args[i], "JUSTID"):
+				a.JustID = true
+			default:
+				return nil, errSyntax
+			}
+		}
+		if err := lookupGroupFor(v, x.db(), args[1], args[2]); err != nil {
+			return nil, err
+		}
+		var evs []codec.Event
+		next, entries, deleted, evs, err = groups.AutoClaim(v, x.db(), args[1], a)
+		return evs, err
+	}, func() {
+		w := x.w()
+		w.WriteArray(3)
+		writeID(w, next)
+		if a.JustID {
+			writeIDs(w, entries)
+		} else {
+			writeEntries(w, entries)
+		}
+		w.WriteArray(len(deleted))
+		for _, id := range deleted {
+			writeID(w, id)
+		}
+	})
+}
+
+// maxAutoClaimCount is Redis's bound on XAUTOCLAIM's COUNT: LONG_MAX divided
+// by its attempts factor.
+const maxAutoClaimCount = (1<<63 - 1) / groups.AutoClaimAttemptsFactor

@@ -1,0 +1,199 @@
+package groups
+
+import (
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
+)
+
+// ClaimArgs are XCLAIM's arguments, parsed.
+type ClaimArgs struct {
+	Group, Consumer []byte
+	MinIdleMs       int64      // only entries idle at least this long move (0: any)
+	IDs             []codec.ID //
+	DeliveryTimeMs  int64      // the claimed entries' new delivery time; -1: now
+	RetryCount      int64      // the new delivery count; -1: incremented (unless JustID)
+	Force           bool       // create PEL entries for existing entries not pending
+	JustID          bool       // do not increment the delivery count
+	LastID          codec.ID   // raise last-delivered-id to this, if greater
+}
+
+// Claim moves pending entries to a.Consumer (XCLAIM) and returns the claimed
+// entries in argument order. As in Redis 7.0 (t_stream.c xclaimCommand):
+// pending entries whose stream entry was deleted are dropped from the PEL
+// and not returned; IDs not pending are skipped unless Force creates them
+// (with delivery count 1, then counted like any claim); MinIdleMs applies to
+// entries that were pending. Errors: ErrNoGroup, materialize.ErrWrongType.
+// https://redis.io/docs/latest/commands/xclaim/
+func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.Entry, []codec.Event, error) {
+	_, g, err := Lookup(v, db, key, a.Group)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := v.NowMs()
+	delivery := a.DeliveryTimeMs
+	if delivery < 0 || delivery > now {
+		delivery = now
+	}
+	var events []codec.Event
+	if g.LastDeliveredID.Less(a.LastID) {
+		g.LastDeliveredID = a.LastID
+		events = append(events, codec.GroupSetEvent(db, key, a.Group, g))
+	}
+	var out []streams.Entry
+	// The PEL as this call changes it: an ID named twice is claimed twice,
+	// as in Redis, the second time seeing the first claim.
+	staged := map[codec.ID]*codec.PELEntry{}
+	for _, id := range a.IDs {
+		var (
+			pe      codec.PELEntry
+			pending bool
+		)
+		if cur, ok := staged[id]; ok {
+			if cur == nil {
+				continue // dropped from the PEL earlier in this call
+			}
+			pe, pending = *cur, true
+		} else if pe, pending, err = pelEntry(v, db, key, a.Group, id); err != nil {
+			return nil, nil, err
+		}
+		e, exists, err := streams.Get(v, db, key, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !exists {
+			if pending {
+				events = append(events, codec.PELDelEvent(db, key, a.Group, id, pe.Consumer))
+				staged[id] = nil
+			}
+			continue
+		}
+		var prev []byte
+		switch {
+		case pending:
+			if a.MinIdleMs > 0 && now-pe.DeliveryTimeMs < a.MinIdleMs {
+				continue
+			}
+			prev = pe.Consumer
+		case a.Force:
+			pe = codec.PELEntry{DeliveryCount: 1}
+		default:
+			continue
+		}
+		pe.DeliveryTimeMs = delivery
+		switch {
+		case a.RetryCount >= 0:
+			pe.DeliveryCount = uint64(a.RetryCount)
+		case !a.JustID:
+			pe.DeliveryCount++
+		}
+		pe.Consumer = a.Consumer
+		events = append(events, codec.PELSetEvent(db, key, a.Group, id, pe, prev))
+		staged[id] = &pe
+		out = append(out, e)
+	}
+	if len(out) > 0 {
+		evs, err := touchConsumer(v, db, key, a.Group, a.Consumer, now, true)
+		if err != nil {
+			return nil, nil, err
+		}
+		events = append(events, evs...)
+	}
+	return out, events, nil
+}
+
+// AutoClaimArgs are XAUTOCLAIM's arguments, parsed.
+type AutoClaimArgs struct {
+	Group, Consumer []byte
+	MinIdleMs       int64
+	Start           codec.ID
+	Count           int // entries to claim (deleted ones count too); Redis's default is 100
+	JustID          bool
+}
+
+// AutoClaimAttemptsFactor is Redis's attempts_factor: XAUTOCLAIM looks at
+// no more than Count times this many PEL entries per call.
+const AutoClaimAttemptsFactor = 10
+
+// AutoClaim scans the group's PEL from a.Start and claims for a.Consumer
+// the entries idle at least a.MinIdleMs (XAUTOCLAIM), as Redis 7.0's
+// xautoclaimCommand: it stops after Count claimed-or-deleted entries or
+// Count*10 scanned ones; entries deleted from the stream are dropped from
+// the PEL and reported in deleted. next is where the following call should
+// start, 0-0 when the scan reached the end. Errors: ErrNoGroup,
+// materialize.ErrWrongType.
+// https://redis.io/docs/latest/commands/xautoclaim/
+func AutoClaim(v *materialize.View, db uint8, key []byte, a AutoClaimArgs) (next codec.ID, claimed []streams.Entry, deleted []codec.ID, events []codec.Event, err error) {
+	if _, _, err := Lookup(v, db, key, a.Group); err != nil {
+		return codec.ID{}, nil, nil, nil, err
+	}
+	now := v.NowMs()
+	count, attempts := a.Count, a.Count*AutoClaimAttemptsFactor
+	p := codec.GroupPrefix(codec.TagPEL, db, key, a.Group)
+	type pending struct {
+		id codec.ID
+		pe codec.PELEntry
+	}
+	var scanned []pending
+	more := false
+	err = v.Iterate(codec.AppendID(p[:len(p):len(p)], a.Start), codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
+		id, err := codec.DecodeID(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		if len(scanned) == attempts {
+			next, more = id, true
+			return false, nil
+		}
+		pe, err := codec.DecodePELEntry(val)
+		if err != nil {
+			return false, err
+		}
+		pe.Consumer = append([]byte(nil), pe.Consumer...)
+		scanned = append(scanned, pending{id, pe})
+		return true, nil
+	})
+	if err != nil {
+		return codec.ID{}, nil, nil, nil, err
+	}
+	for _, s := range scanned {
+		if count == 0 {
+			next, more = s.id, true
+			break
+		}
+		e, exists, err := streams.Get(v, db, key, s.id)
+		if err != nil {
+			return codec.ID{}, nil, nil, nil, err
+		}
+		if !exists {
+			events = append(events, codec.PELDelEvent(db, key, a.Group, s.id, s.pe.Consumer))
+			deleted = append(deleted, s.id)
+			count--
+			continue
+		}
+		if a.MinIdleMs > 0 && now-s.pe.DeliveryTimeMs < a.MinIdleMs {
+			continue
+		}
+		pe := s.pe
+		prev := pe.Consumer
+		pe.DeliveryTimeMs = now
+		if !a.JustID {
+			pe.DeliveryCount++
+		}
+		pe.Consumer = a.Consumer
+		events = append(events, codec.PELSetEvent(db, key, a.Group, s.id, pe, prev))
+		claimed = append(claimed, e)
+		count--
+	}
+	if !more {
+		next = codec.ID{}
+	}
+	if len(claimed) > 0 {
+		evs, err := touchConsumer(v, db, key, a.Group, a.Consumer, now, true)
+		if err != nil {
+			return codec.ID{}, nil, nil, nil, err
+		}
+		events = append(events, evs...)
+	}
+	return next, claimed, deleted, events, nil
+}
