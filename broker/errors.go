@@ -53,6 +53,8 @@ const (
 	errXClaimRetryCount  wireError = "ERR Invalid RETRYCOUNT option argument for XCLAIM"
 	errXAutoClaimMinIdle wireError = "ERR Invalid min-idle-time argument for XAUTOCLAIM"
 	errXAutoClaimCount   wireError = "ERR COUNT must be > 0"
+	errNoSuchKey         wireError = "ERR no such key"
+	errXInfoFull         wireError = "ERR XINFO STREAM FULL is not supported by Sediment yet"
 	errUnblockedNoKey    wireError = "UNBLOCKED the stream key no longer exists"
 	errUnblockedGroup    wireError = "NOGROUP the consumer group this client was blocked on no longer exists"
 	errDBIndex           wireError = "ERR DB index is out of range"

@@ -495,3 +495,111 @@ func PendingRange(v *materialize.View, db uint8, key, group []byte, a RangeArgs)
 	})
 	return out, err
 }
+
+// GroupInfo is one group of XINFO GROUPS.
+type GroupInfo struct {
+	Name            []byte
+	Consumers       int64
+	Pending         int64
+	LastDeliveredID codec.ID
+	EntriesRead     int64 // InvalidEntriesRead: unknown
+	Lag             int64 // valid only when LagKnown
+	LagKnown        bool
+}
+
+// Infos returns every group of key in name order (XINFO GROUPS), with its
+// consumer and pending counts and Redis 7.0's entries-read and lag
+// (streamGetLag: entries added minus entries read, when that is knowable).
+// key must exist. Errors: materialize.ErrWrongType.
+// https://redis.io/docs/latest/commands/xinfo-groups/
+func Infos(v *materialize.View, db uint8, key []byte, m codec.StreamMeta) ([]GroupInfo, error) {
+	var out []GroupInfo
+	p := codec.KeyPrefix(codec.TagGroup, db, key)
+	err := v.Iterate(p, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
+		name, _, err := codec.SplitName(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		g, err := codec.DecodeGroup(val)
+		if err != nil {
+			return false, err
+		}
+		out = append(out, GroupInfo{Name: append([]byte(nil), name...), LastDeliveredID: g.LastDeliveredID, EntriesRead: g.EntriesRead})
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		gi := &out[i]
+		if gi.Consumers, err = countPrefix(v, codec.GroupPrefix(codec.TagConsumer, db, key, gi.Name)); err != nil {
+			return nil, err
+		}
+		if gi.Pending, err = countPrefix(v, codec.GroupPrefix(codec.TagPEL, db, key, gi.Name)); err != nil {
+			return nil, err
+		}
+		gi.Lag, gi.LagKnown = lag(m, codec.Group{LastDeliveredID: gi.LastDeliveredID, EntriesRead: gi.EntriesRead})
+	}
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].Name, out[j].Name) < 0 })
+	return out, nil
+}
+
+// lag is Redis 7.0's streamGetLag.
+func lag(s codec.StreamMeta, g codec.Group) (int64, bool) {
+	if s.EntriesAdded == 0 {
+		return 0, true
+	}
+	if g.EntriesRead != InvalidEntriesRead && !hasTombstones(s, g.LastDeliveredID) {
+		return int64(s.EntriesAdded) - g.EntriesRead, true
+	}
+	if read := estimateEntriesRead(s, g.LastDeliveredID); read != InvalidEntriesRead {
+		return int64(s.EntriesAdded) - read, true
+	}
+	return 0, false
+}
+
+func countPrefix(v *materialize.View, p []byte) (int64, error) {
+	var n int64
+	err := v.Iterate(p, codec.PrefixEnd(p), false, func(_, _ []byte) (bool, error) { n++; return true, nil })
+	return n, err
+}
+
+// ConsumerInfo is one consumer of XINFO CONSUMERS.
+type ConsumerInfo struct {
+	Name    []byte
+	Pending int64
+	IdleMs  int64 // since the consumer was last seen (Redis 7.0's idle)
+}
+
+// ConsumerInfos returns the group's consumers in name order (XINFO
+// CONSUMERS). Errors: ErrNoGroup, materialize.ErrWrongType.
+// https://redis.io/docs/latest/commands/xinfo-consumers/
+func ConsumerInfos(v *materialize.View, db uint8, key, group []byte) ([]ConsumerInfo, error) {
+	if _, _, err := Lookup(v, db, key, group); err != nil {
+		return nil, err
+	}
+	var out []ConsumerInfo
+	p := codec.GroupPrefix(codec.TagConsumer, db, key, group)
+	err := v.Iterate(p, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
+		name, _, err := codec.SplitName(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		c, err := codec.DecodeConsumer(val)
+		if err != nil {
+			return false, err
+		}
+		out = append(out, ConsumerInfo{Name: append([]byte(nil), name...), IdleMs: max(v.NowMs()-c.SeenTimeMs, 0)})
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if out[i].Pending, err = countPrefix(v, codec.ConsumerPELPrefix(db, key, group, out[i].Name)); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].Name, out[j].Name) < 0 })
+	return out, nil
+}
