@@ -55,10 +55,11 @@ const (
 	errXAutoClaimCount   wireError = "ERR COUNT must be > 0"
 	errNoSuchKey         wireError = "ERR no such key"
 	errXInfoFull         wireError = "ERR XINFO STREAM FULL is not supported by Sediment yet"
+	errExpireNXAndOthers wireError = "ERR NX and XX, GT or LT options at the same time are not compatible"
+	errExpireGTAndLT     wireError = "ERR GT and LT options at the same time are not compatible"
 	errUnblockedNoKey    wireError = "UNBLOCKED the stream key no longer exists"
 	errUnblockedGroup    wireError = "NOGROUP the consumer group this client was blocked on no longer exists"
 	errDBIndex           wireError = "ERR DB index is out of range"
-	errInvalidExpire     wireError = "ERR invalid expire time in 'set' command"
 	errInvalidCursor     wireError = "ERR invalid cursor"
 	errInternal          wireError = "ERR internal error"
 	errBadClientName     wireError = "ERR Client names cannot contain spaces, newlines or special characters."
@@ -128,6 +129,16 @@ func errSubcommandSyntax(sub []byte, cmd string) wireError {
 // errNoGroupRead is XREADGROUP's NOGROUP error.
 func errNoGroupRead(key, group []byte) wireError {
 	return wireError(fmt.Sprintf("NOGROUP No such key '%s' or consumer group '%s' in XREADGROUP with GROUP option", sanitize(key, 128), sanitize(group, 128)))
+}
+
+// errUnsupportedOption is EXPIRE's reply to an unknown option.
+func errUnsupportedOption(opt []byte) wireError {
+	return wireError(fmt.Sprintf("ERR Unsupported option %s", sanitize(cString(opt), 128)))
+}
+
+// errInvalidExpireIn is the invalid-expire-time error of the named command.
+func errInvalidExpireIn(cmd string) wireError {
+	return wireError(fmt.Sprintf("ERR invalid expire time in '%s' command", cmd))
 }
 
 // errXClaimOption is XCLAIM's reply to an argument it does not know.

@@ -69,7 +69,7 @@ func parseSet(args [][]byte) (set, error) {
 				unit = 1000
 			}
 			if n <= 0 || n > math.MaxInt64/unit {
-				return c, errInvalidExpire
+				return c, errInvalidExpireIn("set")
 			}
 			c.expireAtMs, c.relMs = 0, 0
 			if a[len(a)-1] == 't' || a[len(a)-1] == 'T' {
@@ -118,7 +118,7 @@ func runSet(x *exec) error {
 			nm.ExpireAtMs = m.ExpireAtMs
 		case c.relMs > 0:
 			if c.relMs > math.MaxInt64-v.NowMs() {
-				return nil, errInvalidExpire
+				return nil, errInvalidExpireIn("set")
 			}
 			nm.ExpireAtMs = v.NowMs() + c.relMs
 		case c.expireAtMs > 0:
