@@ -57,13 +57,9 @@ var xgroupHelp = []string{
 // https://redis.io/docs/latest/commands/xgroup/
 func runXGroup(x *exec) error {
 	sub, args := x.args[1], x.args
-	name := string(bytesToLower(sub))
-	arity, known := xgroupSubcommands[name]
-	if !known {
-		return errUnknownSubcommand(sub, "xgroup")
-	}
-	if n := len(args); (arity >= 0 && n != arity) || (arity < 0 && n < -arity) {
-		return errWrongArgsSub("xgroup", sub)
+	name, err := subcommand(x.args, "xgroup", xgroupSubcommands)
+	if err != nil {
+		return err
 	}
 	if name == "help" {
 		x.c.drain() // XGROUP is a pipelined write: reply after earlier writes
@@ -152,6 +148,22 @@ func runXGroup(x *exec) error {
 			x.w().WriteString("OK")
 		}
 	})
+}
+
+// subcommand returns the lower-cased subcommand of a container command
+// (args[1]) after checking it against arities, Redis's per-subcommand
+// arities counting the command and the subcommand (negative: at least).
+// Errors: unknown subcommand, wrong number of arguments for 'cmd|sub'.
+func subcommand(args [][]byte, cmd string, arities map[string]int) (string, error) {
+	name := string(bytesToLower(args[1]))
+	arity, known := arities[name]
+	if !known {
+		return "", errUnknownSubcommand(args[1], cmd)
+	}
+	if n := len(args); (arity >= 0 && n != arity) || (arity < 0 && n < -arity) {
+		return "", errWrongArgsSub(cmd, args[1])
+	}
+	return name, nil
 }
 
 func boolInt(b bool) int {

@@ -36,13 +36,9 @@ var xinfoHelp = []string{
 // https://redis.io/docs/latest/commands/xinfo-stream/
 func runXInfo(x *exec) error {
 	sub := x.args[1]
-	name := string(bytesToLower(sub))
-	arity, known := xinfoSubcommands[name]
-	if !known {
-		return errUnknownSubcommand(sub, "xinfo")
-	}
-	if n := len(x.args); (arity >= 0 && n != arity) || (arity < 0 && n < -arity) {
-		return errWrongArgsSub("xinfo", sub)
+	name, err := subcommand(x.args, "xinfo", xinfoSubcommands)
+	if err != nil {
+		return err
 	}
 	w := x.w()
 	if name == "help" {
