@@ -316,3 +316,51 @@ func TrimStream(v *materialize.View, db uint8, key []byte, t Trim) (uint64, []co
 	e := applyTrim(db, key, &m, n, last, first)
 	return n, []codec.Event{e, codec.SetMetaEvent(db, key, m, m.ExpireAtMs)}, nil
 }
+
+// SetIDArgs are XSETID's options.
+type SetIDArgs struct {
+	EntriesAdded int64    // -1: unchanged
+	MaxDeletedID codec.ID // zero: unchanged
+}
+
+// Errors of SetID, in Redis 7.0's order of checks.
+var (
+	// ErrSetIDBelowTop: the ID is smaller than the last entry's.
+	ErrSetIDBelowTop = errors.New("streams: XSETID below the top item")
+	// ErrSetIDEntriesAdded: entries-added is smaller than the length.
+	ErrSetIDEntriesAdded = errors.New("streams: XSETID entries-added below the length")
+)
+
+// SetID sets the stream's last ID and, optionally, entries-added and
+// max-deleted-entry-id (XSETID), checked as Redis 7.0's xsetidCommand does.
+// It returns false when key does not exist. Errors: ErrSetIDBelowTop,
+// ErrSetIDEntriesAdded, materialize.ErrWrongType. (Redis 7.0 does not compare
+// the ID with the stream's current max-deleted-entry-id.)
+// https://redis.io/docs/latest/commands/xsetid/
+func SetID(v *materialize.View, db uint8, key []byte, id codec.ID, a SetIDArgs) (bool, []codec.Event, error) {
+	m, ok, _, err := metaForWrite(v, db, key)
+	if err != nil || !ok {
+		return false, nil, err
+	}
+	s := &m.Stream
+	if s.Length > 0 {
+		last, err := Range(v, db, key, codec.ID{}, codec.MaxID, 1, true)
+		if err != nil {
+			return true, nil, err
+		}
+		if len(last) > 0 && id.Less(last[0].ID) {
+			return true, nil, ErrSetIDBelowTop
+		}
+		if a.EntriesAdded != -1 && s.Length > uint64(a.EntriesAdded) {
+			return true, nil, ErrSetIDEntriesAdded
+		}
+	}
+	s.LastID = id
+	if a.EntriesAdded != -1 {
+		s.EntriesAdded = uint64(a.EntriesAdded)
+	}
+	if !a.MaxDeletedID.IsZero() {
+		s.MaxDeletedID = a.MaxDeletedID
+	}
+	return true, []codec.Event{codec.SetMetaEvent(db, key, m, m.ExpireAtMs)}, nil
+}
