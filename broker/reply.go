@@ -25,16 +25,22 @@ func writeID(w *redcon.Writer, id codec.ID) {
 func writeEntries(w *redcon.Writer, entries []streams.Entry) {
 	w.WriteArray(len(entries))
 	for _, e := range entries {
-		w.WriteArray(2)
-		writeID(w, e.ID)
-		if e.Fields == nil {
-			writeNullArray(w)
-			continue
-		}
-		w.WriteArray(len(e.Fields))
-		for _, f := range e.Fields {
-			w.WriteBulk(f)
-		}
+		writeEntry(w, e)
+	}
+}
+
+// writeEntry writes one entry as [id, [field, value, ...]], with a null
+// array for the fields of a deleted pending entry (nil Fields).
+func writeEntry(w *redcon.Writer, e streams.Entry) {
+	w.WriteArray(2)
+	writeID(w, e.ID)
+	if e.Fields == nil {
+		writeNullArray(w)
+		return
+	}
+	w.WriteArray(len(e.Fields))
+	for _, f := range e.Fields {
+		w.WriteBulk(f)
 	}
 }
 

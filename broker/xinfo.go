@@ -65,7 +65,7 @@ func runXInfo(x *exec) error {
 	}
 	switch name {
 	case "stream":
-		gs, err := groups.Infos(v, x.db(), key, m.Stream)
+		ngroups, err := groups.Count(v, x.db(), key)
 		if err != nil {
 			return err
 		}
@@ -90,7 +90,7 @@ func runXInfo(x *exec) error {
 		w.WriteBulkString("recorded-first-entry-id")
 		writeID(w, s.FirstID)
 		w.WriteBulkString("groups")
-		w.WriteInt(len(gs))
+		w.WriteInt64(ngroups)
 		w.WriteBulkString("first-entry")
 		writeOneEntry(w, first)
 		w.WriteBulkString("last-entry")
@@ -153,11 +153,5 @@ func writeOneEntry(w *redcon.Writer, entries []streams.Entry) {
 		w.WriteNull()
 		return
 	}
-	e := entries[0]
-	w.WriteArray(2)
-	writeID(w, e.ID)
-	w.WriteArray(len(e.Fields))
-	for _, f := range e.Fields {
-		w.WriteBulk(f)
-	}
+	writeEntry(w, entries[0])
 }

@@ -544,6 +544,11 @@ func Infos(v *materialize.View, db uint8, key []byte, m codec.StreamMeta) ([]Gro
 	return out, nil
 }
 
+// Count returns how many consumer groups key has (XINFO STREAM's groups).
+func Count(v *materialize.View, db uint8, key []byte) (int64, error) {
+	return countPrefix(v, codec.KeyPrefix(codec.TagGroup, db, key))
+}
+
 // lag is Redis 7.0's streamGetLag.
 func lag(s codec.StreamMeta, g codec.Group) (int64, bool) {
 	if s.EntriesAdded == 0 {

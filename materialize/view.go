@@ -53,7 +53,8 @@ func (v *View) Has(k []byte) (bool, error) {
 func (v *View) rawMeta(db uint8, key []byte) (codec.Meta, bool, error) {
 	useCache := v.cache != nil
 	if v.staged != nil {
-		if e, ok := v.staged.m[string(append([]byte{db}, key...))]; ok {
+		var buf [64]byte
+		if e, ok := v.staged.m[string(append(append(buf[:0], db), key...))]; ok {
 			return e.meta, e.exists, nil
 		}
 		useCache = useCache && !v.staged.flushed
