@@ -30,6 +30,8 @@ build:
 test:
 	@echo "> running tests (-race)"
 	$(GO) test -race -count=1 ./...
+	@echo "> running the churn-cost test at full length (10,000 and 100,000 cycles; too slow under -race)"
+	$(GO) test -count=1 -run '^TestChurnCostFlat$$' ./groups
 
 test-short:
 	$(GO) test -race -short -count=1 ./...

@@ -485,32 +485,56 @@ func TestTypeString(t *testing.T) {
 func TestGroupRoundTrip(t *testing.T) {
 	for _, g := range []Group{
 		{},
-		{ID{1, 2}, -1},
-		{ID{1700000000000, 5}, 42},
-		{MaxID, math.MaxInt64},
-		{ID{0, 1}, math.MinInt64},
+		{LastDeliveredID: ID{1, 2}, EntriesRead: -1},
+		{ID{1700000000000, 5}, 42, PELStats{3, ID{1700000000000, 1}}, false},
+		{MaxID, math.MaxInt64, PELStats{math.MaxUint64, MaxID}, false},
+		{LastDeliveredID: ID{0, 1}, EntriesRead: math.MinInt64},
 	} {
 		enc := AppendGroup(nil, g)
-		if len(enc) != 24 {
-			t.Fatalf("AppendGroup is %d bytes, want 24", len(enc))
+		if len(enc) != 48 {
+			t.Fatalf("AppendGroup is %d bytes, want 48", len(enc))
 		}
 		if got, err := DecodeGroup(enc); err != nil || got != g {
 			t.Errorf("DecodeGroup(AppendGroup(%+v)) = %+v, %v", g, got, err)
 		}
 	}
-	if enc := AppendGroup(nil, Group{EntriesRead: -1}); !bytes.Equal(enc[16:], bytes.Repeat([]byte{0xff}, 8)) {
-		t.Errorf("EntriesRead -1 encoded as %x", enc[16:])
+	if enc := AppendGroup(nil, Group{EntriesRead: -1}); !bytes.Equal(enc[16:24], bytes.Repeat([]byte{0xff}, 8)) {
+		t.Errorf("EntriesRead -1 encoded as %x", enc[16:24])
+	}
+	// The legacy 24-byte layout decodes with PELUnknown set.
+	legacy := AppendGroup(nil, Group{LastDeliveredID: ID{7, 8}, EntriesRead: 5})[:24]
+	if got, err := DecodeGroup(legacy); err != nil || got != (Group{ID{7, 8}, 5, PELStats{}, true}) {
+		t.Errorf("DecodeGroup(legacy) = %+v, %v", got, err)
+	}
+	for _, n := range []int{0, 23, 25, 47, 49} {
+		if _, err := DecodeGroup(make([]byte, n)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("DecodeGroup(%d bytes) = %v, want ErrCorrupt", n, err)
+		}
 	}
 }
 
 func TestConsumerRoundTrip(t *testing.T) {
-	for _, c := range []Consumer{{}, {1700000000500, -1}, {math.MinInt64, math.MaxInt64}, {-1, 0}} {
+	for _, c := range []Consumer{
+		{},
+		{SeenTimeMs: 1700000000500, ActiveTimeMs: -1},
+		{math.MinInt64, math.MaxInt64, PELStats{1, ID{2, 3}}, false},
+		{-1, 0, PELStats{math.MaxUint64, MaxID}, false},
+	} {
 		enc := AppendConsumer(nil, c)
-		if len(enc) != 16 {
+		if len(enc) != 40 {
 			t.Fatalf("AppendConsumer is %d bytes", len(enc))
 		}
 		if got, err := DecodeConsumer(enc); err != nil || got != c {
 			t.Errorf("DecodeConsumer(AppendConsumer(%+v)) = %+v, %v", c, got, err)
+		}
+	}
+	legacy := AppendConsumer(nil, Consumer{SeenTimeMs: 9, ActiveTimeMs: -1})[:16]
+	if got, err := DecodeConsumer(legacy); err != nil || got != (Consumer{9, -1, PELStats{}, true}) {
+		t.Errorf("DecodeConsumer(legacy) = %+v, %v", got, err)
+	}
+	for _, n := range []int{0, 15, 17, 39, 41} {
+		if _, err := DecodeConsumer(make([]byte, n)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("DecodeConsumer(%d bytes) = %v, want ErrCorrupt", n, err)
 		}
 	}
 }
@@ -687,10 +711,11 @@ func opEvents() []Event {
 		{OpDelKey, 0, key, [][]byte{{byte(TypeStream)}, Int64Arg(1700000060000)}},
 		{OpXAdd, 0, key, [][]byte{IDArg(id), []byte("item"), []byte("book")}},
 		{OpXDel, 0, key, [][]byte{IDArg(id), IDArg(ID{1700000000000, 1})}},
-		{OpXTrim, 0, key, [][]byte{IDArg(id)}},
-		{OpGroupSet, 0, key, [][]byte{group, AppendGroup(nil, Group{id, -1})}},
+		{OpXTrim, 0, key, [][]byte{IDArg(id), IDArg(id)}},
+		{OpXTrim, 0, key, [][]byte{IDArg(ID{1, 0}), IDArg(id), IDArg(ID{1, 0}), IDArg(id)}},
+		{OpGroupSet, 0, key, [][]byte{group, AppendGroup(nil, Group{LastDeliveredID: id, EntriesRead: -1})}},
 		{OpGroupDel, 0, key, [][]byte{group}},
-		{OpConsumerSet, 0, key, [][]byte{group, consumer, AppendConsumer(nil, Consumer{1, -1})}},
+		{OpConsumerSet, 0, key, [][]byte{group, consumer, AppendConsumer(nil, Consumer{SeenTimeMs: 1, ActiveTimeMs: -1})}},
 		{OpPELSet, 0, key, [][]byte{group, IDArg(id), AppendPELEntry(nil, PELEntry{1, 1, consumer}), {}}},
 		{OpPELDel, 0, key, [][]byte{group, IDArg(id), consumer}},
 		{OpTTLDel, 0, key, [][]byte{Int64Arg(1700000060000)}},
@@ -705,8 +730,8 @@ func TestEventConstructors(t *testing.T) {
 	key, group, consumer := []byte("orders\x00"), []byte("g\x1f"), []byte("{c}")
 	id := ID{1700000000000, 3}
 	m := Meta{Type: TypeString, ExpireAtMs: 9, Value: []byte("v")}
-	g := Group{id, -1}
-	c := Consumer{5, -1}
+	g := Group{LastDeliveredID: id, EntriesRead: -1}
+	c := Consumer{SeenTimeMs: 5, ActiveTimeMs: -1}
 	pe := PELEntry{7, 2, consumer}
 	b := func(s ...[]byte) [][]byte { return s }
 	for _, tc := range []struct {
@@ -717,11 +742,14 @@ func TestEventConstructors(t *testing.T) {
 		{XAddEvent(1, key, id, b([]byte("f"), []byte("v"))), Event{OpXAdd, 1, key, b(IDArg(id), []byte("f"), []byte("v"))}},
 		{XAddEvent(1, key, id, nil), Event{OpXAdd, 1, key, b(IDArg(id))}},
 		{XDelEvent(1, key, []ID{id, MaxID}), Event{OpXDel, 1, key, b(IDArg(id), IDArg(MaxID))}},
-		{XTrimEvent(1, key, id), Event{OpXTrim, 1, key, b(IDArg(id))}},
+		{XTrimEvent(1, key, ID{1, 0}, id, nil), Event{OpXTrim, 1, key, b(IDArg(ID{1, 0}), IDArg(id))}},
+		{XTrimEvent(1, key, ID{1, 0}, id, []ID{{1, 0}, id}), Event{OpXTrim, 1, key, b(IDArg(ID{1, 0}), IDArg(id), IDArg(ID{1, 0}), IDArg(id))}},
 		{GroupSetEvent(1, key, group, g), Event{OpGroupSet, 1, key, b(group, AppendGroup(nil, g))}},
 		{GroupDelEvent(1, key, group), Event{OpGroupDel, 1, key, b(group)}},
 		{ConsumerSetEvent(1, key, group, consumer, c), Event{OpConsumerSet, 1, key, b(group, consumer, AppendConsumer(nil, c))}},
-		{PELSetEvent(1, key, group, id, pe, nil), Event{OpPELSet, 1, key, b(group, IDArg(id), AppendPELEntry(nil, pe), nil)}},
+		{PELSetEvent(1, key, group, id, pe, nil), Event{OpPELSet, 1, key, b(group, IDArg(id), AppendPELEntry(nil, pe))}},
+		{PELSetEvent(1, key, group, id, pe, []byte{}), Event{OpPELSet, 1, key, b(group, IDArg(id), AppendPELEntry(nil, pe), []byte{})}},
+		{PELSetEvent(1, key, group, id, pe, consumer), Event{OpPELSet, 1, key, b(group, IDArg(id), AppendPELEntry(nil, pe), consumer)}},
 		{PELDelEvent(1, key, group, id, consumer), Event{OpPELDel, 1, key, b(group, IDArg(id), consumer)}},
 		{TTLDelEvent(1, key, 1700000060000), Event{OpTTLDel, 1, key, b(Int64Arg(1700000060000))}},
 		{FlushDBEvent(2, []uint16{0, 105, 16383}), Event{OpFlushDB, 2, nil, b([]byte{0, 0, 0, 0x69, 0x3f, 0xff})}},
@@ -872,9 +900,13 @@ func TestDocExamples(t *testing.T) {
 		{"xadd event", AppendEvent(nil, XAddEvent(0, orders, id, [][]byte{[]byte("item"), []byte("book")})),
 			"61 00 06 6f 72 64 65 72 73 03 10 00 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00 04 69 74 65 6d 04 62 6f 6f 6b"},
 		{"flushdb slots", FlushDBEvent(0, []uint16{0, 105, 16383}).Args[0], "00 00 00 69 3f ff"},
-		{"record", AppendRecord(nil, Record{ULID: ulid, TimeMs: 1700000000000, Events: []Event{XTrimEvent(0, []byte("s"), ID{5, 0})}}),
-			"01 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 00 00 01 8b cf e5 68 00 01 16 " +
-				"74 00 01 73 01 10 00 00 00 00 00 00 00 05 00 00 00 00 00 00 00 00"},
+		{"record", AppendRecord(nil, Record{ULID: ulid, TimeMs: 1700000000000, Events: []Event{XTrimEvent(0, []byte("s"), ID{4, 0}, ID{5, 0}, nil)}}),
+			"01 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 00 00 01 8b cf e5 68 00 01 27 " +
+				"74 00 01 73 02 10 00 00 00 00 00 00 00 04 00 00 00 00 00 00 00 00 " +
+				"10 00 00 00 00 00 00 00 05 00 00 00 00 00 00 00 00"},
+		{"group", AppendGroup(nil, Group{LastDeliveredID: ID{5, 0}, EntriesRead: 5, PEL: PELStats{2, ID{4, 0}}}),
+			"00 00 00 00 00 00 00 05 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 05 " +
+				"00 00 00 00 00 00 00 02 00 00 00 00 00 00 00 04 00 00 00 00 00 00 00 00"},
 	} {
 		if got := hex(tc.got); got != tc.want {
 			t.Errorf("%s: docs/key-format.md example is stale\ngot  %s\nwant %s", tc.name, got, tc.want)
@@ -1229,8 +1261,8 @@ func decoders() []decoder {
 		{"DecodeMeta(stream)", func(b []byte) error { _, err := DecodeMeta(b); return err },
 			[][]byte{AppendMeta(nil, Meta{Type: TypeStream, ExpireAtMs: 9, Stream: StreamMeta{1, ID{2, 3}, ID{4, 5}, ID{6, 7}, 8}})}, true, true},
 		{"DecodeFields", func(b []byte) error { _, err := DecodeFields(b); return err }, fieldsIn, true, true},
-		{"DecodeGroup", func(b []byte) error { _, err := DecodeGroup(b); return err }, [][]byte{AppendGroup(nil, Group{ID{1, 2}, -1})}, true, true},
-		{"DecodeConsumer", func(b []byte) error { _, err := DecodeConsumer(b); return err }, [][]byte{AppendConsumer(nil, Consumer{1, -1})}, true, true},
+		{"DecodeGroup", func(b []byte) error { _, err := DecodeGroup(b); return err }, [][]byte{AppendGroup(nil, Group{LastDeliveredID: ID{1, 2}, EntriesRead: -1})}, false, true},  // the 24-byte legacy prefix is valid
+		{"DecodeConsumer", func(b []byte) error { _, err := DecodeConsumer(b); return err }, [][]byte{AppendConsumer(nil, Consumer{SeenTimeMs: 1, ActiveTimeMs: -1})}, false, true}, // the 16-byte legacy prefix is valid
 		{"DecodePELEntry", func(b []byte) error { _, err := DecodePELEntry(b); return err }, pelIn, true, true},
 		{"DecodeEvent", func(b []byte) error { _, _, err := DecodeEvent(b); return err }, eventsIn, true, false},
 		{"DecodeRecord", func(b []byte) error { _, err := DecodeRecord(1, b); return err }, recordsIn, true, true},

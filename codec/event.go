@@ -22,7 +22,11 @@ const (
 	OpXAdd Op = 'a'
 	// OpXDel removes stream entries. Args: one ID per entry.
 	OpXDel Op = 'x'
-	// OpXTrim removes every entry up to and including an ID. Args: ID.
+	// OpXTrim removes the oldest entries. Args: first ID, last ID, then
+	// optionally every removed ID. With IDs listed, exactly those entries
+	// are point-deleted; without, every entry in [first, last] is removed
+	// by one range deletion. (Records written before first was recorded
+	// hold the last ID alone and remove every entry up to it.)
 	OpXTrim Op = 't'
 	// OpGroupSet creates or updates a consumer group. Args: group, Group value.
 	OpGroupSet Op = 'g'
@@ -35,8 +39,11 @@ const (
 	// group PEL entries are removed by OpPELDel events before it). Args:
 	// group, consumer.
 	OpConsumerDel Op = 'C'
-	// OpPELSet records a delivery. Args: group, ID, PELEntry value, previous
-	// owner (empty when the entry was not pending).
+	// OpPELSet records a delivery. Args: group, ID, PELEntry value, then the
+	// previous owner only when the entry was pending (a consumer name may be
+	// empty, so presence, not emptiness, tells). Records written before
+	// this rule always hold a fourth argument, empty when not pending; read
+	// as "previous owner", that only deletes a Q key that does not exist.
 	OpPELSet Op = 'p'
 	// OpPELDel acknowledges a pending entry. Args: group, ID, owner.
 	OpPELDel Op = 'P'

@@ -204,8 +204,8 @@ func FuzzDecodeMeta(f *testing.F) {
 	f.Add(AppendMeta(nil, Meta{Type: TypeString, ExpireAtMs: -1}))
 	f.Add(AppendMeta(nil, Meta{Type: TypeStream, ExpireAtMs: 5, Stream: StreamMeta{1, ID{2, 3}, ID{4, 5}, ID{6, 7}, 8}}))
 	f.Add(AppendMeta(nil, Meta{}))
-	f.Add(AppendGroup(nil, Group{ID{1, 2}, -1}))
-	f.Add(AppendConsumer(nil, Consumer{1, -1}))
+	f.Add(AppendGroup(nil, Group{LastDeliveredID: ID{1, 2}, EntriesRead: -1}))
+	f.Add(AppendConsumer(nil, Consumer{SeenTimeMs: 1, ActiveTimeMs: -1}))
 	f.Add(AppendPELEntry(nil, PELEntry{1, 2, []byte("alice\x00")}))
 	f.Add(AppendFields(nil, [][]byte{[]byte("f"), {}, {0}}))
 	f.Fuzz(func(t *testing.T, b []byte) {

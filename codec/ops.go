@@ -31,9 +31,18 @@ func XDelEvent(db uint8, key []byte, ids []ID) Event {
 	return Event{Op: OpXDel, DB: db, Key: key, Args: args}
 }
 
-// XTrimEvent builds an OpXTrim event removing every entry <= last.
-func XTrimEvent(db uint8, key []byte, last ID) Event {
-	return Event{Op: OpXTrim, DB: db, Key: key, Args: [][]byte{IDArg(last)}}
+// XTrimEvent builds an OpXTrim event removing the stream's entries from
+// first to last, both included: first is the stream's first entry before the
+// trim and last the last entry removed. ids, when not nil, lists every
+// removed entry, and the trim applies as one point deletion each; otherwise
+// it applies as one range deletion over [first, last].
+func XTrimEvent(db uint8, key []byte, first, last ID, ids []ID) Event {
+	args := make([][]byte, 0, 2+len(ids))
+	args = append(args, IDArg(first), IDArg(last))
+	for _, id := range ids {
+		args = append(args, IDArg(id))
+	}
+	return Event{Op: OpXTrim, DB: db, Key: key, Args: args}
 }
 
 // GroupSetEvent builds an OpGroupSet event.
@@ -56,9 +65,14 @@ func ConsumerDelEvent(db uint8, key, group, consumer []byte) Event {
 	return Event{Op: OpConsumerDel, DB: db, Key: key, Args: [][]byte{group, consumer}}
 }
 
-// PELSetEvent builds an OpPELSet event; prevOwner is nil when id was not pending.
+// PELSetEvent builds an OpPELSet event; prevOwner is nil when id was not
+// pending (and may be empty, a consumer's name, when it was).
 func PELSetEvent(db uint8, key, group []byte, id ID, e PELEntry, prevOwner []byte) Event {
-	return Event{Op: OpPELSet, DB: db, Key: key, Args: [][]byte{group, IDArg(id), AppendPELEntry(nil, e), prevOwner}}
+	args := [][]byte{group, IDArg(id), AppendPELEntry(nil, e)}
+	if prevOwner != nil {
+		args = append(args, prevOwner)
+	}
+	return Event{Op: OpPELSet, DB: db, Key: key, Args: args}
 }
 
 // PELDelEvent builds an OpPELDel event acknowledging id, owned by owner.

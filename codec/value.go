@@ -138,49 +138,102 @@ func DecodeFields(b []byte) ([][]byte, error) {
 	return fv, nil
 }
 
+// PELStats summarises one pending entries list (a group's PEL, or the part
+// of it one consumer owns) so that no read has to count it or seek for its
+// start: Count is the number of pending entries and First the smallest
+// pending ID (0-0 when Count is 0). Every write that changes a PEL writes the
+// new PELStats in the same batch (package groups keeps them).
+//
+//	| count (u64, 8) | first (ID, 16) |
+type PELStats struct {
+	Count uint64
+	First ID
+}
+
+const pelStatsLen = 8 + IDLen
+
+func appendPELStats(b []byte, s PELStats) []byte {
+	b = binary.BigEndian.AppendUint64(b, s.Count)
+	return AppendID(b, s.First)
+}
+
+func decodePELStats(b []byte) PELStats {
+	id, _ := DecodeID(b[8:])
+	return PELStats{binary.BigEndian.Uint64(b), id}
+}
+
 // Group is a consumer group's value under a G key.
 //
-//	| last-delivered-id (16) | entries-read (8, int64, -1 unknown) |
+//	| last-delivered-id (16) | entries-read (8, int64, -1 unknown) | PEL stats (24) |
+//
+// Values written before PEL stats were kept are 24 bytes long; they decode
+// with PELUnknown set, and the reader recounts (groups.LoadGroup).
 type Group struct {
 	LastDeliveredID ID
 	EntriesRead     int64 // -1 when unknown, as Redis's SCG_INVALID_ENTRIES_READ
+	PEL             PELStats
+	PELUnknown      bool // decoded from the legacy layout: PEL must be recounted
 }
 
-// AppendGroup appends the encoding of g.
+const groupLegacyLen = IDLen + 8
+
+// AppendGroup appends the encoding of g (PELUnknown is not encoded).
 func AppendGroup(b []byte, g Group) []byte {
 	b = AppendID(b, g.LastDeliveredID)
-	return binary.BigEndian.AppendUint64(b, uint64(g.EntriesRead))
+	b = binary.BigEndian.AppendUint64(b, uint64(g.EntriesRead))
+	return appendPELStats(b, g.PEL)
 }
 
-// DecodeGroup decodes a Group value.
+// DecodeGroup decodes a Group value (48 bytes, or 24 for the legacy layout).
 func DecodeGroup(b []byte) (Group, error) {
-	if len(b) != IDLen+8 {
+	if len(b) != groupLegacyLen && len(b) != groupLegacyLen+pelStatsLen {
 		return Group{}, corruptf("group of %d bytes", len(b))
 	}
 	id, _ := DecodeID(b)
-	return Group{id, int64(binary.BigEndian.Uint64(b[IDLen:]))}, nil
+	g := Group{LastDeliveredID: id, EntriesRead: int64(binary.BigEndian.Uint64(b[IDLen:]))}
+	if len(b) == groupLegacyLen {
+		g.PELUnknown = true
+	} else {
+		g.PEL = decodePELStats(b[groupLegacyLen:])
+	}
+	return g, nil
 }
 
 // Consumer is a consumer's value under a C key, times in Unix ms.
 //
-//	| seen-time (8) | active-time (8, -1 never) |
+//	| seen-time (8) | active-time (8, -1 never) | PEL stats (24) |
+//
+// PEL counts the consumer's own pending entries. Legacy values are 16 bytes
+// and decode with PELUnknown set, as for Group.
 type Consumer struct {
 	SeenTimeMs   int64 // last attempted interaction (read, claim)
 	ActiveTimeMs int64 // last successful interaction; -1 never
+	PEL          PELStats
+	PELUnknown   bool
 }
 
-// AppendConsumer appends the encoding of c.
+const consumerLegacyLen = 16
+
+// AppendConsumer appends the encoding of c (PELUnknown is not encoded).
 func AppendConsumer(b []byte, c Consumer) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(c.SeenTimeMs))
-	return binary.BigEndian.AppendUint64(b, uint64(c.ActiveTimeMs))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.ActiveTimeMs))
+	return appendPELStats(b, c.PEL)
 }
 
-// DecodeConsumer decodes a Consumer value.
+// DecodeConsumer decodes a Consumer value (40 bytes, or 16 for the legacy
+// layout).
 func DecodeConsumer(b []byte) (Consumer, error) {
-	if len(b) != 16 {
+	if len(b) != consumerLegacyLen && len(b) != consumerLegacyLen+pelStatsLen {
 		return Consumer{}, corruptf("consumer of %d bytes", len(b))
 	}
-	return Consumer{int64(binary.BigEndian.Uint64(b)), int64(binary.BigEndian.Uint64(b[8:]))}, nil
+	c := Consumer{SeenTimeMs: int64(binary.BigEndian.Uint64(b)), ActiveTimeMs: int64(binary.BigEndian.Uint64(b[8:]))}
+	if len(b) == consumerLegacyLen {
+		c.PELUnknown = true
+	} else {
+		c.PEL = decodePELStats(b[consumerLegacyLen:])
+	}
+	return c, nil
 }
 
 // PELEntry is a pending entry's value under a P key: who owns it, when it was

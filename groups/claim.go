@@ -35,10 +35,10 @@ func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.En
 	if delivery < 0 || delivery > now {
 		delivery = now
 	}
-	var events []codec.Event
+	edit := newPELEdit(v, db, key, a.Group, g)
 	if g.LastDeliveredID.Less(a.LastID) {
 		g.LastDeliveredID = a.LastID
-		events = append(events, codec.GroupSetEvent(db, key, a.Group, g))
+		edit.setGroup(g)
 	}
 	var out []streams.Entry
 	// The PEL as this call changes it: an ID named twice is claimed twice,
@@ -63,18 +63,19 @@ func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.En
 		}
 		if !exists {
 			if pending {
-				events = append(events, codec.PELDelEvent(db, key, a.Group, id, pe.Consumer))
+				if err := edit.del(id, pe.Consumer); err != nil {
+					return nil, nil, err
+				}
 				staged[id] = nil
 			}
 			continue
 		}
-		var prev []byte
+		prev := pe.Consumer
 		switch {
 		case pending:
 			if a.MinIdleMs > 0 && now-pe.DeliveryTimeMs < a.MinIdleMs {
 				continue
 			}
-			prev = pe.Consumer
 		case a.Force:
 			pe = codec.PELEntry{DeliveryCount: 1}
 		default:
@@ -88,18 +89,19 @@ func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.En
 			pe.DeliveryCount++
 		}
 		pe.Consumer = a.Consumer
-		events = append(events, codec.PELSetEvent(db, key, a.Group, id, pe, prev))
+		if err := edit.set(id, pe, pending, prev); err != nil {
+			return nil, nil, err
+		}
 		staged[id] = &pe
 		out = append(out, e)
 	}
 	if len(out) > 0 {
-		evs, err := touchConsumer(v, db, key, a.Group, a.Consumer, now, true)
-		if err != nil {
+		if err := edit.touch(a.Consumer, now, true); err != nil {
 			return nil, nil, err
 		}
-		events = append(events, evs...)
 	}
-	return out, events, nil
+	events, err := edit.finish()
+	return out, events, err
 }
 
 // AutoClaimArgs are XAUTOCLAIM's arguments, parsed.
@@ -124,7 +126,8 @@ const AutoClaimAttemptsFactor = 10
 // materialize.ErrWrongType.
 // https://redis.io/docs/latest/commands/xautoclaim/
 func AutoClaim(v *materialize.View, db uint8, key []byte, a AutoClaimArgs) (next codec.ID, claimed []streams.Entry, deleted []codec.ID, events []codec.Event, err error) {
-	if _, _, err := Lookup(v, db, key, a.Group); err != nil {
+	_, g, err := Lookup(v, db, key, a.Group)
+	if err != nil {
 		return codec.ID{}, nil, nil, nil, err
 	}
 	now := v.NowMs()
@@ -136,26 +139,29 @@ func AutoClaim(v *materialize.View, db uint8, key []byte, a AutoClaimArgs) (next
 	}
 	var scanned []pending
 	more := false
-	err = v.Iterate(codec.AppendID(p[:len(p):len(p)], a.Start), codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
-		id, err := codec.DecodeID(k[len(p):])
+	if lower, upper, ok := pendingBounds(p, g.PEL, a.Start, codec.MaxID); ok {
+		err = v.Iterate(lower, upper, false, func(k, val []byte) (bool, error) {
+			id, err := codec.DecodeID(k[len(p):])
+			if err != nil {
+				return false, err
+			}
+			if len(scanned) == attempts {
+				next, more = id, true
+				return false, nil
+			}
+			pe, err := codec.DecodePELEntry(val)
+			if err != nil {
+				return false, err
+			}
+			pe.Consumer = append([]byte(nil), pe.Consumer...)
+			scanned = append(scanned, pending{id, pe})
+			return true, nil
+		})
 		if err != nil {
-			return false, err
+			return codec.ID{}, nil, nil, nil, err
 		}
-		if len(scanned) == attempts {
-			next, more = id, true
-			return false, nil
-		}
-		pe, err := codec.DecodePELEntry(val)
-		if err != nil {
-			return false, err
-		}
-		pe.Consumer = append([]byte(nil), pe.Consumer...)
-		scanned = append(scanned, pending{id, pe})
-		return true, nil
-	})
-	if err != nil {
-		return codec.ID{}, nil, nil, nil, err
 	}
+	edit := newPELEdit(v, db, key, a.Group, g)
 	for _, s := range scanned {
 		if count == 0 {
 			next, more = s.id, true
@@ -166,7 +172,9 @@ func AutoClaim(v *materialize.View, db uint8, key []byte, a AutoClaimArgs) (next
 			return codec.ID{}, nil, nil, nil, err
 		}
 		if !exists {
-			events = append(events, codec.PELDelEvent(db, key, a.Group, s.id, s.pe.Consumer))
+			if err := edit.del(s.id, s.pe.Consumer); err != nil {
+				return codec.ID{}, nil, nil, nil, err
+			}
 			deleted = append(deleted, s.id)
 			count--
 			continue
@@ -181,7 +189,9 @@ func AutoClaim(v *materialize.View, db uint8, key []byte, a AutoClaimArgs) (next
 			pe.DeliveryCount++
 		}
 		pe.Consumer = a.Consumer
-		events = append(events, codec.PELSetEvent(db, key, a.Group, s.id, pe, prev))
+		if err := edit.set(s.id, pe, true, prev); err != nil {
+			return codec.ID{}, nil, nil, nil, err
+		}
 		claimed = append(claimed, e)
 		count--
 	}
@@ -189,11 +199,10 @@ func AutoClaim(v *materialize.View, db uint8, key []byte, a AutoClaimArgs) (next
 		next = codec.ID{}
 	}
 	if len(claimed) > 0 {
-		evs, err := touchConsumer(v, db, key, a.Group, a.Consumer, now, true)
-		if err != nil {
+		if err := edit.touch(a.Consumer, now, true); err != nil {
 			return codec.ID{}, nil, nil, nil, err
 		}
-		events = append(events, evs...)
 	}
-	return next, claimed, deleted, events, nil
+	events, err = edit.finish()
+	return next, claimed, deleted, events, err
 }

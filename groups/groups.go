@@ -84,14 +84,15 @@ func Destroy(v *materialize.View, db uint8, key, group []byte) (bool, []codec.Ev
 // materialize.ErrWrongType.
 // https://redis.io/docs/latest/commands/xgroup-setid/
 func SetID(v *materialize.View, db uint8, key, group []byte, id codec.ID, dollar bool, entriesRead int64) ([]codec.Event, error) {
-	m, _, err := Lookup(v, db, key, group)
+	m, g, err := Lookup(v, db, key, group)
 	if err != nil {
 		return nil, err
 	}
 	if dollar {
 		id = m.Stream.LastID
 	}
-	return []codec.Event{codec.GroupSetEvent(db, key, group, codec.Group{LastDeliveredID: id, EntriesRead: entriesRead})}, nil
+	g.LastDeliveredID, g.EntriesRead = id, entriesRead
+	return []codec.Event{codec.GroupSetEvent(db, key, group, g)}, nil
 }
 
 // CreateConsumer creates consumer in group (XGROUP CREATECONSUMER) and
@@ -115,28 +116,43 @@ func CreateConsumer(v *materialize.View, db uint8, key, group, consumer []byte) 
 // not exist). Errors: ErrNoGroup, materialize.ErrWrongType.
 // https://redis.io/docs/latest/commands/xgroup-delconsumer/
 func DelConsumer(v *materialize.View, db uint8, key, group, consumer []byte) (int, []codec.Event, error) {
-	if _, _, err := Lookup(v, db, key, group); err != nil {
-		return 0, nil, err
-	}
-	exists, err := v.Has(codec.ConsumerKey(db, key, group, consumer))
-	if err != nil || !exists {
-		return 0, nil, err
-	}
-	var events []codec.Event
-	p := codec.ConsumerPELPrefix(db, key, group, consumer)
-	err = v.Iterate(p, codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
-		id, err := codec.DecodeID(k[len(p):])
-		if err != nil {
-			return false, err
-		}
-		events = append(events, codec.PELDelEvent(db, key, group, id, consumer))
-		return true, nil
-	})
+	_, g, err := Lookup(v, db, key, group)
 	if err != nil {
 		return 0, nil, err
 	}
-	n := len(events)
-	return n, append(events, codec.ConsumerDelEvent(db, key, group, consumer)), nil
+	c, exists, err := loadConsumer(v, db, key, group, consumer)
+	if err != nil || !exists {
+		return 0, nil, err
+	}
+	edit := newPELEdit(v, db, key, group, g)
+	p := codec.ConsumerPELPrefix(db, key, group, consumer)
+	var ids []codec.ID
+	if lower, upper, ok := pendingBounds(p, c.PEL, codec.ID{}, codec.MaxID); ok {
+		err = v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
+			id, err := codec.DecodeID(k[len(p):])
+			if err != nil {
+				return false, err
+			}
+			ids = append(ids, id)
+			return true, nil
+		})
+		if err != nil {
+			return 0, nil, err
+		}
+	}
+	for _, id := range ids {
+		if err := edit.del(id, consumer); err != nil {
+			return 0, nil, err
+		}
+	}
+	if err := edit.drop(consumer); err != nil {
+		return 0, nil, err
+	}
+	events, err := edit.finish()
+	if err != nil {
+		return 0, nil, err
+	}
+	return len(ids), append(events, codec.ConsumerDelEvent(db, key, group, consumer)), nil
 }
 
 // Lookup returns the group's state; ErrNoGroup when the key or the group is
@@ -149,15 +165,14 @@ func Lookup(v *materialize.View, db uint8, key, group []byte) (codec.Meta, codec
 	if !ok {
 		return m, codec.Group{}, ErrNoGroup
 	}
-	b, ok, err := v.Get(codec.GroupKey(db, key, group))
+	g, ok, err := loadGroup(v, db, key, group)
 	if err != nil {
 		return m, codec.Group{}, err
 	}
 	if !ok {
 		return m, codec.Group{}, ErrNoGroup
 	}
-	g, err := codec.DecodeGroup(b)
-	return m, g, err
+	return m, g, nil
 }
 
 // ReadArgs are XREADGROUP's per-call options.
@@ -183,26 +198,33 @@ func ReadNew(v *materialize.View, db uint8, key []byte, a ReadArgs) ([]streams.E
 		return nil, nil, err
 	}
 	now := v.NowMs()
-	events, err := touchConsumer(v, db, key, a.Group, a.Consumer, now, len(entries) > 0)
-	if err != nil || len(entries) == 0 {
+	edit := newPELEdit(v, db, key, a.Group, g)
+	if err := edit.touch(a.Consumer, now, len(entries) > 0); err != nil {
+		return nil, nil, err
+	}
+	if len(entries) == 0 {
+		events, err := edit.finish()
 		return nil, events, err
 	}
 	for _, e := range entries {
 		if a.NoAck {
 			continue
 		}
-		prev, err := pelOwner(v, db, key, a.Group, e.ID)
+		prev, pending, err := pelEntry(v, db, key, a.Group, e.ID)
 		if err != nil {
 			return nil, nil, err
 		}
-		events = append(events, codec.PELSetEvent(db, key, a.Group, e.ID,
-			codec.PELEntry{DeliveryTimeMs: now, DeliveryCount: 1, Consumer: a.Consumer}, prev))
+		pe := codec.PELEntry{DeliveryTimeMs: now, DeliveryCount: 1, Consumer: a.Consumer}
+		if err := edit.set(e.ID, pe, pending, prev.Consumer); err != nil {
+			return nil, nil, err
+		}
 	}
 	for _, e := range entries {
-		advance(m.Stream, &g, e.ID)
+		advance(m.Stream, &edit.g, e.ID)
 	}
-	events = append(events, codec.GroupSetEvent(db, key, a.Group, g))
-	return entries, events, nil
+	edit.gDirty = true
+	events, err := edit.finish()
+	return entries, events, err
 }
 
 // advance moves the group's last-delivered-id to id, delivered just now,
@@ -266,30 +288,35 @@ func estimateEntriesRead(s codec.StreamMeta, id codec.ID) int64 {
 // entries deleted from the stream come back with nil Fields and keep their
 // delivery count and time.
 func ReadHistory(v *materialize.View, db uint8, key []byte, a ReadArgs, after codec.ID) ([]streams.Entry, []codec.Event, error) {
-	if _, _, err := Lookup(v, db, key, a.Group); err != nil {
+	_, g, err := Lookup(v, db, key, a.Group)
+	if err != nil {
 		return nil, nil, err
 	}
 	now := v.NowMs()
-	events, err := touchConsumer(v, db, key, a.Group, a.Consumer, now, false)
+	edit := newPELEdit(v, db, key, a.Group, g)
+	if err := edit.touch(a.Consumer, now, false); err != nil {
+		return nil, nil, err
+	}
+	ce, err := edit.consumer(a.Consumer)
 	if err != nil {
 		return nil, nil, err
 	}
-	start, ok := after.Next()
-	if !ok {
-		return []streams.Entry{}, events, nil
-	}
-	p := codec.ConsumerPELPrefix(db, key, a.Group, a.Consumer)
 	var ids []codec.ID
-	err = v.Iterate(codec.AppendID(p[:len(p):len(p)], start), codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
-		id, err := codec.DecodeID(k[len(p):])
-		if err != nil {
-			return false, err
+	p := codec.ConsumerPELPrefix(db, key, a.Group, a.Consumer)
+	if start, ok := after.Next(); ok {
+		if lower, upper, ok := pendingBounds(p, ce.c.PEL, start, codec.MaxID); ok {
+			err = v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
+				id, err := codec.DecodeID(k[len(p):])
+				if err != nil {
+					return false, err
+				}
+				ids = append(ids, id)
+				return a.Count <= 0 || len(ids) < a.Count, nil
+			})
+			if err != nil {
+				return nil, nil, err
+			}
 		}
-		ids = append(ids, id)
-		return a.Count <= 0 || len(ids) < a.Count, nil
-	})
-	if err != nil {
-		return nil, nil, err
 	}
 	out := make([]streams.Entry, 0, len(ids))
 	for _, id := range ids {
@@ -311,30 +338,11 @@ func ReadHistory(v *materialize.View, db uint8, key []byte, a ReadArgs, after co
 		if ok {
 			pe.DeliveryTimeMs = now
 			pe.DeliveryCount++
-			events = append(events, codec.PELSetEvent(db, key, a.Group, id, pe, nil))
+			edit.update(id, pe)
 		}
 	}
-	return out, events, nil
-}
-
-// touchConsumer creates the consumer if needed and stamps its seen-time
-// (and active-time when delivered is set).
-func touchConsumer(v *materialize.View, db uint8, key, group, consumer []byte, now int64, delivered bool) ([]codec.Event, error) {
-	b, ok, err := v.Get(codec.ConsumerKey(db, key, group, consumer))
-	if err != nil {
-		return nil, err
-	}
-	c := codec.Consumer{ActiveTimeMs: -1}
-	if ok {
-		if c, err = codec.DecodeConsumer(b); err != nil {
-			return nil, err
-		}
-	}
-	c.SeenTimeMs = now
-	if delivered {
-		c.ActiveTimeMs = now
-	}
-	return []codec.Event{codec.ConsumerSetEvent(db, key, group, consumer, c)}, nil
+	events, err := edit.finish()
+	return out, events, err
 }
 
 func pelEntry(v *materialize.View, db uint8, key, group []byte, id codec.ID) (codec.PELEntry, bool, error) {
@@ -346,41 +354,41 @@ func pelEntry(v *materialize.View, db uint8, key, group []byte, id codec.ID) (co
 	return pe, err == nil, err
 }
 
-// pelOwner returns the consumer owning pending entry id, nil if not pending.
-func pelOwner(v *materialize.View, db uint8, key, group []byte, id codec.ID) ([]byte, error) {
-	pe, ok, err := pelEntry(v, db, key, group, id)
-	if !ok {
-		return nil, err
-	}
-	return pe.Consumer, nil
-}
-
 // Ack removes ids from the group's PEL (XACK) and returns how many were
 // pending. A missing key or group acknowledges nothing (0), as in Redis.
 // https://redis.io/docs/latest/commands/xack/
 func Ack(v *materialize.View, db uint8, key, group []byte, ids []codec.ID) (int, []codec.Event, error) {
-	if _, _, err := Lookup(v, db, key, group); err != nil {
+	_, g, err := Lookup(v, db, key, group)
+	if err != nil {
 		if errors.Is(err, ErrNoGroup) {
 			return 0, nil, nil
 		}
 		return 0, nil, err
 	}
-	var events []codec.Event
+	edit := newPELEdit(v, db, key, group, g)
+	n := 0
 	seen := make(map[codec.ID]bool, len(ids))
 	for _, id := range ids {
 		if seen[id] {
 			continue
 		}
 		seen[id] = true
-		owner, err := pelOwner(v, db, key, group, id)
+		pe, pending, err := pelEntry(v, db, key, group, id)
 		if err != nil {
 			return 0, nil, err
 		}
-		if owner != nil {
-			events = append(events, codec.PELDelEvent(db, key, group, id, owner))
+		if pending {
+			if err := edit.del(id, pe.Consumer); err != nil {
+				return 0, nil, err
+			}
+			n++
 		}
 	}
-	return len(events), events, nil
+	if n == 0 {
+		return 0, nil, nil
+	}
+	events, err := edit.finish()
+	return n, events, err
 }
 
 // ConsumerCount is one line of the XPENDING summary.
@@ -398,36 +406,47 @@ type Summary struct {
 	Consumers []ConsumerCount
 }
 
-// PendingSummary returns the XPENDING summary. Errors: ErrNoGroup,
-// materialize.ErrWrongType.
+// PendingSummary returns the XPENDING summary. The count and the smallest
+// ID come from the group's PEL stats; the largest ID is one reverse seek,
+// and the per-consumer counts one pass over the group's consumers (only
+// when something is pending). Errors: ErrNoGroup, materialize.ErrWrongType.
 // https://redis.io/docs/latest/commands/xpending/
 func PendingSummary(v *materialize.View, db uint8, key, group []byte) (Summary, error) {
 	var s Summary
-	if _, _, err := Lookup(v, db, key, group); err != nil {
+	_, g, err := Lookup(v, db, key, group)
+	if err != nil || g.PEL.Count == 0 {
 		return s, err
 	}
+	s.Count, s.Min = int64(g.PEL.Count), g.PEL.First
 	p := codec.GroupPrefix(codec.TagPEL, db, key, group)
-	counts := map[string]int64{}
-	err := v.Iterate(p, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
-		id, err := codec.DecodeID(k[len(p):])
+	lower, upper, _ := pendingBounds(p, g.PEL, codec.ID{}, codec.MaxID)
+	err = v.Iterate(lower, upper, true, func(k, _ []byte) (bool, error) {
+		s.Max, err = codec.DecodeID(k[len(p):])
+		return false, err
+	})
+	if err != nil {
+		return s, err
+	}
+	cp := codec.GroupPrefix(codec.TagConsumer, db, key, group)
+	err = v.IterateKeys(cp, codec.PrefixEnd(cp), func(k, val []byte) (bool, error) {
+		name, _, err := codec.SplitName(k[len(cp):])
 		if err != nil {
 			return false, err
 		}
-		pe, err := codec.DecodePELEntry(val)
+		c, err := codec.DecodeConsumer(val)
 		if err != nil {
 			return false, err
 		}
-		if s.Count == 0 {
-			s.Min = id
+		if c.PELUnknown {
+			if c.PEL, err = recount(v, codec.ConsumerPELPrefix(db, key, group, name)); err != nil {
+				return false, err
+			}
 		}
-		s.Max = id
-		s.Count++
-		counts[string(pe.Consumer)]++
+		if c.PEL.Count > 0 {
+			s.Consumers = append(s.Consumers, ConsumerCount{append([]byte(nil), name...), int64(c.PEL.Count)})
+		}
 		return true, nil
 	})
-	for name, n := range counts {
-		s.Consumers = append(s.Consumers, ConsumerCount{[]byte(name), n})
-	}
 	sort.Slice(s.Consumers, func(i, j int) bool {
 		return bytes.Compare(s.Consumers[i].Consumer, s.Consumers[j].Consumer) < 0
 	})
@@ -453,23 +472,28 @@ type RangeArgs struct {
 // PendingRange returns XPENDING's extended form. Errors: ErrNoGroup,
 // materialize.ErrWrongType.
 func PendingRange(v *materialize.View, db uint8, key, group []byte, a RangeArgs) ([]Pending, error) {
-	if _, _, err := Lookup(v, db, key, group); err != nil {
+	_, g, err := Lookup(v, db, key, group)
+	if err != nil {
 		return nil, err
 	}
 	out := []Pending{}
-	if a.Count <= 0 || a.End.Less(a.Start) {
+	if a.Count <= 0 {
 		return out, nil
 	}
-	p := codec.GroupPrefix(codec.TagPEL, db, key, group)
+	p, stats := codec.GroupPrefix(codec.TagPEL, db, key, group), g.PEL
 	if a.Consumer != nil {
-		p = codec.ConsumerPELPrefix(db, key, group, a.Consumer)
+		c, ok, err := loadConsumer(v, db, key, group, a.Consumer)
+		if err != nil || !ok {
+			return out, err
+		}
+		p, stats = codec.ConsumerPELPrefix(db, key, group, a.Consumer), c.PEL
 	}
-	upper := codec.PrefixEnd(p)
-	if next, ok := a.End.Next(); ok {
-		upper = codec.AppendID(p[:len(p):len(p)], next)
+	lower, upper, ok := pendingBounds(p, stats, a.Start, a.End)
+	if !ok {
+		return out, nil
 	}
 	now := v.NowMs()
-	err := v.Iterate(codec.AppendID(p[:len(p):len(p)], a.Start), upper, false, func(k, val []byte) (bool, error) {
+	err = v.Iterate(lower, upper, false, func(k, val []byte) (bool, error) {
 		id, err := codec.DecodeID(k[len(p):])
 		if err != nil {
 			return false, err
@@ -515,7 +539,7 @@ type GroupInfo struct {
 func Infos(v *materialize.View, db uint8, key []byte, m codec.StreamMeta) ([]GroupInfo, error) {
 	var out []GroupInfo
 	p := codec.KeyPrefix(codec.TagGroup, db, key)
-	err := v.Iterate(p, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
+	err := v.IterateKeys(p, codec.PrefixEnd(p), func(k, val []byte) (bool, error) {
 		name, _, err := codec.SplitName(k[len(p):])
 		if err != nil {
 			return false, err
@@ -524,7 +548,13 @@ func Infos(v *materialize.View, db uint8, key []byte, m codec.StreamMeta) ([]Gro
 		if err != nil {
 			return false, err
 		}
-		out = append(out, GroupInfo{Name: append([]byte(nil), name...), LastDeliveredID: g.LastDeliveredID, EntriesRead: g.EntriesRead})
+		if g.PELUnknown {
+			if g.PEL, err = recount(v, codec.GroupPrefix(codec.TagPEL, db, key, name)); err != nil {
+				return false, err
+			}
+		}
+		out = append(out, GroupInfo{Name: append([]byte(nil), name...), LastDeliveredID: g.LastDeliveredID,
+			EntriesRead: g.EntriesRead, Pending: int64(g.PEL.Count)})
 		return true, nil
 	})
 	if err != nil {
@@ -533,9 +563,6 @@ func Infos(v *materialize.View, db uint8, key []byte, m codec.StreamMeta) ([]Gro
 	for i := range out {
 		gi := &out[i]
 		if gi.Consumers, err = countPrefix(v, codec.GroupPrefix(codec.TagConsumer, db, key, gi.Name)); err != nil {
-			return nil, err
-		}
-		if gi.Pending, err = countPrefix(v, codec.GroupPrefix(codec.TagPEL, db, key, gi.Name)); err != nil {
 			return nil, err
 		}
 		gi.Lag, gi.LagKnown = lag(m, codec.Group{LastDeliveredID: gi.LastDeliveredID, EntriesRead: gi.EntriesRead})
@@ -565,7 +592,7 @@ func lag(s codec.StreamMeta, g codec.Group) (int64, bool) {
 
 func countPrefix(v *materialize.View, p []byte) (int64, error) {
 	var n int64
-	err := v.Iterate(p, codec.PrefixEnd(p), false, func(_, _ []byte) (bool, error) { n++; return true, nil })
+	err := v.IterateKeys(p, codec.PrefixEnd(p), func(_, _ []byte) (bool, error) { n++; return true, nil })
 	return n, err
 }
 
@@ -585,7 +612,7 @@ func ConsumerInfos(v *materialize.View, db uint8, key, group []byte) ([]Consumer
 	}
 	var out []ConsumerInfo
 	p := codec.GroupPrefix(codec.TagConsumer, db, key, group)
-	err := v.Iterate(p, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
+	err := v.IterateKeys(p, codec.PrefixEnd(p), func(k, val []byte) (bool, error) {
 		name, _, err := codec.SplitName(k[len(p):])
 		if err != nil {
 			return false, err
@@ -594,16 +621,17 @@ func ConsumerInfos(v *materialize.View, db uint8, key, group []byte) ([]Consumer
 		if err != nil {
 			return false, err
 		}
-		out = append(out, ConsumerInfo{Name: append([]byte(nil), name...), IdleMs: max(v.NowMs()-c.SeenTimeMs, 0)})
+		if c.PELUnknown {
+			if c.PEL, err = recount(v, codec.ConsumerPELPrefix(db, key, group, name)); err != nil {
+				return false, err
+			}
+		}
+		out = append(out, ConsumerInfo{Name: append([]byte(nil), name...), IdleMs: max(v.NowMs()-c.SeenTimeMs, 0),
+			Pending: int64(c.PEL.Count)})
 		return true, nil
 	})
 	if err != nil {
 		return nil, err
-	}
-	for i := range out {
-		if out[i].Pending, err = countPrefix(v, codec.ConsumerPELPrefix(db, key, group, out[i].Name)); err != nil {
-			return nil, err
-		}
 	}
 	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].Name, out[j].Name) < 0 })
 	return out, nil

@@ -880,7 +880,7 @@ func TestRedeliveryMovesOwner(t *testing.T) {
 
 	// SETID g 0.
 	if err := commit(t, s, func(v *materialize.View) ([]codec.Event, error) {
-		return []codec.Event{codec.GroupSetEvent(0, key, grp, codec.Group{EntriesRead: groups.InvalidEntriesRead})}, nil
+		return groups.SetID(v, 0, key, grp, codec.ID{}, false, groups.InvalidEntriesRead)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -923,7 +923,7 @@ func TestRedeliveryMovesOwner(t *testing.T) {
 	}
 	// Re-delivering to the same owner keeps its index entry.
 	if err := commit(t, s, func(v *materialize.View) ([]codec.Event, error) {
-		return []codec.Event{codec.GroupSetEvent(0, key, grp, codec.Group{LastDeliveredID: id(2), EntriesRead: groups.InvalidEntriesRead})}, nil
+		return groups.SetID(v, 0, key, grp, id(2), false, groups.InvalidEntriesRead)
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -92,16 +92,7 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		if err := need(1); err != nil {
 			return err
 		}
-		last, err := codec.DecodeIDArg(a[0])
-		if err != nil {
-			return err
-		}
-		p := codec.KeyPrefix(codec.TagStreamEntry, e.DB, e.Key)
-		end := codec.PrefixEnd(p)
-		if next, ok := last.Next(); ok {
-			end = codec.AppendID(p[:len(p):len(p)], next)
-		}
-		return b.DeleteRange(p, end, nil)
+		return applyXTrim(b, e)
 
 	case codec.OpGroupSet:
 		if err := need(2); err != nil {
@@ -136,7 +127,7 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		return b.Delete(codec.ConsumerKey(e.DB, e.Key, a[0], a[1]), nil)
 
 	case codec.OpPELSet:
-		if err := need(4); err != nil {
+		if err := need(3); err != nil {
 			return err
 		}
 		id, err := codec.DecodeIDArg(a[1])
@@ -147,7 +138,7 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		if err != nil {
 			return err
 		}
-		if len(a[3]) > 0 {
+		if len(a) > 3 {
 			if err := b.Delete(codec.ConsumerPELKey(e.DB, e.Key, a[0], a[3], id), nil); err != nil {
 				return err
 			}
@@ -210,6 +201,39 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		return nil
 	}
 	return fmt.Errorf("materialize: unknown event op %q: %w", e.Op, codec.ErrCorrupt)
+}
+
+// applyXTrim removes a trim's entries: point deletions when the event lists
+// them, else one range deletion starting at the trim's first entry, never at
+// the start of the stream's prefix, so that successive trims leave range
+// tombstones that do not overlap (docs/key-format.md, "How deletions apply").
+func applyXTrim(b *pebble.Batch, e codec.Event) error {
+	ids := make([]codec.ID, len(e.Args))
+	for i, arg := range e.Args {
+		id, err := codec.DecodeIDArg(arg)
+		if err != nil {
+			return err
+		}
+		ids[i] = id
+	}
+	if len(ids) > 2 {
+		for _, id := range ids[2:] {
+			if err := b.Delete(codec.StreamEntryKey(e.DB, e.Key, id), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	p := codec.KeyPrefix(codec.TagStreamEntry, e.DB, e.Key)
+	start, last := p, ids[len(ids)-1]
+	if len(ids) == 2 {
+		start = codec.AppendID(p[:len(p):len(p)], ids[0])
+	}
+	end := codec.PrefixEnd(p)
+	if next, ok := last.Next(); ok {
+		end = codec.AppendID(p[:len(p):len(p)], next)
+	}
+	return b.DeleteRange(start, end, nil)
 }
 
 func deletePrefix(b *pebble.Batch, p []byte) error {

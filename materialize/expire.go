@@ -29,6 +29,7 @@ func (s *Store) ExpireCycle(limit int) ([]ExpiredKey, error) {
 			return nil, err
 		}
 		defer it.Close()
+		defer v.iters.record(it)
 		var events []codec.Event
 		for valid := it.First(); valid && len(events) < limit; {
 			slot, deadline, db, key, err := codec.DecodeTTLKey(it.Key())

@@ -110,6 +110,7 @@ type Store struct {
 	staged      overlay        // the current group's metadata; writer goroutine only
 	groupEvents []codec.Event  // scratch: the current group's events
 	writerDone  chan struct{}  // closed when the writer goroutine exits
+	iters       iterCounters   // storage work of every view's iterators
 
 	// mu guards seq and entropy (held by the writer goroutine while it
 	// commits a group) and closed.
@@ -223,7 +224,7 @@ func (s *Store) LastSeq() uint64 { return s.committed.Load() }
 
 // View returns a View of the latest committed state at the current time.
 func (s *Store) View() *View {
-	return &View{r: s.db, nowMs: s.opts.Now().UnixMilli(), cache: s.cache}
+	return &View{r: s.db, nowMs: s.opts.Now().UnixMilli(), cache: s.cache, iters: &s.iters}
 }
 
 // writeReq is one Write call waiting for the writer goroutine.
@@ -335,7 +336,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 	committed := s.groupEvents[:0]
 	for _, r := range group {
 		now := s.opts.Now()
-		events, err := r.decide(&View{r: b, nowMs: now.UnixMilli(), cache: s.cache, staged: &s.staged})
+		events, err := r.decide(&View{r: b, nowMs: now.UnixMilli(), cache: s.cache, staged: &s.staged, iters: &s.iters})
 		if err != nil || len(events) == 0 {
 			r.err = err
 			continue

@@ -96,12 +96,12 @@ func Add(v *materialize.View, db uint8, key []byte, fv [][]byte, a AddArgs) (cod
 	s.EntriesAdded++
 	if a.Trim != nil {
 		// planTrim counts the new entry among m's length but finds it in pending.
-		n, last, first, err := planTrim(v, db, key, m, []codec.ID{id}, *a.Trim)
+		pl, err := planTrim(v, db, key, m, []codec.ID{id}, *a.Trim)
 		if err != nil {
 			return codec.ID{}, false, nil, err
 		}
-		if n > 0 {
-			events = append(events, applyTrim(db, key, &m, n, last, first))
+		if pl.n > 0 {
+			events = append(events, applyTrim(db, key, &m, pl))
 		}
 	}
 	events = append(events, codec.SetMetaEvent(db, key, m, prevExpire))

@@ -80,20 +80,16 @@ func Len(v *materialize.View, db uint8, key []byte) (uint64, error) {
 // It returns nil when start > end. An absent key is an empty range.
 // https://redis.io/docs/latest/commands/xrange/
 func Range(v *materialize.View, db uint8, key []byte, start, end codec.ID, count int, reverse bool) ([]Entry, error) {
-	if _, ok, err := Meta(v, db, key); err != nil || !ok {
+	m, ok, err := Meta(v, db, key)
+	if err != nil || !ok {
 		return nil, err
 	}
-	if end.Less(start) {
+	p, lower, upper, ok := liveBounds(db, key, m.Stream, start, end)
+	if !ok {
 		return nil, nil
 	}
-	p := codec.KeyPrefix(codec.TagStreamEntry, db, key)
-	lower := codec.AppendID(p[:len(p):len(p)], start)
-	upper := codec.PrefixEnd(p)
-	if next, ok := end.Next(); ok {
-		upper = codec.AppendID(p[:len(p):len(p)], next)
-	}
 	var out []Entry
-	err := v.Iterate(lower, upper, reverse, func(k, val []byte) (bool, error) {
+	err = v.Iterate(lower, upper, reverse, func(k, val []byte) (bool, error) {
 		e, err := decodeEntry(len(p), k, val)
 		if err != nil {
 			return false, err
@@ -102,6 +98,33 @@ func Range(v *materialize.View, db uint8, key []byte, start, end codec.ID, count
 		return count <= 0 || len(out) < count, nil
 	})
 	return out, err
+}
+
+// liveBounds returns the entry-key prefix of key and the iterator bounds of
+// the entries with start <= ID <= end, clipped to the stream's live range
+// [first ID, last ID]: no iterator ever starts below the first entry, where
+// trimmed and deleted history lies (docs/architecture.md, "Bounded cost").
+// ok is false when the range holds no entry.
+func liveBounds(db uint8, key []byte, s codec.StreamMeta, start, end codec.ID) (p, lower, upper []byte, ok bool) {
+	if s.Length == 0 {
+		return nil, nil, nil, false
+	}
+	if start.Less(s.FirstID) {
+		start = s.FirstID
+	}
+	if s.LastID.Less(end) {
+		end = s.LastID
+	}
+	if end.Less(start) {
+		return nil, nil, nil, false
+	}
+	p = codec.KeyPrefix(codec.TagStreamEntry, db, key)
+	lower = codec.AppendID(p[:len(p):len(p)], start)
+	upper = codec.PrefixEnd(p)
+	if next, ok := end.Next(); ok {
+		upper = codec.AppendID(p[:len(p):len(p)], next)
+	}
+	return p, lower, upper, true
 }
 
 // After returns up to count entries (count <= 0: all) with ID > after, in
@@ -140,15 +163,16 @@ func decodeEntry(prefixLen int, k, val []byte) (Entry, error) {
 	return Entry{id, fv}, nil
 }
 
-// firstAfter returns the first entry ID > after (or >= after when
-// inclusive), skipping IDs in skip; ok is false if there is none.
-func firstAfter(v *materialize.View, db uint8, key []byte, from codec.ID, skip map[codec.ID]bool) (codec.ID, bool, error) {
-	p := codec.KeyPrefix(codec.TagStreamEntry, db, key)
-	var (
-		found codec.ID
-		ok    bool
-	)
-	err := v.Iterate(codec.AppendID(p[:len(p):len(p)], from), codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
+// firstAfter returns the first entry ID >= from of the stream s, skipping
+// IDs in skip; ok is false if there is none.
+func firstAfter(v *materialize.View, db uint8, key []byte, s codec.StreamMeta, from codec.ID, skip map[codec.ID]bool) (codec.ID, bool, error) {
+	p, lower, upper, ok := liveBounds(db, key, s, from, codec.MaxID)
+	if !ok {
+		return codec.ID{}, false, nil
+	}
+	var found codec.ID
+	ok = false
+	err := v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
 		id, err := codec.DecodeID(k[len(p):])
 		if err != nil {
 			return false, err
@@ -188,14 +212,8 @@ func Del(v *materialize.View, db uint8, key []byte, ids []codec.ID) (int, []code
 		return 0, nil, nil
 	}
 	s := &m.Stream
-	s.Length -= uint64(len(del))
-	for _, id := range del {
-		if s.MaxDeletedID.Less(id) {
-			s.MaxDeletedID = id
-		}
-	}
 	if gone[s.FirstID] {
-		first, ok, err := firstAfter(v, db, key, s.FirstID, gone)
+		first, ok, err := firstAfter(v, db, key, *s, s.FirstID, gone)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -203,6 +221,12 @@ func Del(v *materialize.View, db uint8, key []byte, ids []codec.ID) (int, []code
 			first = codec.ID{}
 		}
 		s.FirstID = first
+	}
+	s.Length -= uint64(len(del))
+	for _, id := range del {
+		if s.MaxDeletedID.Less(id) {
+			s.MaxDeletedID = id
+		}
 	}
 	return len(del), []codec.Event{codec.XDelEvent(db, key, del), codec.SetMetaEvent(db, key, m, m.ExpireAtMs)}, nil
 }
@@ -229,23 +253,41 @@ type Trim struct {
 // given: 100 * stream-node-max-entries.
 const DefaultApproxLimit = 100 * NodeMaxEntries
 
+// PointTrimMax is the largest trim applied as point deletions of each
+// removed entry; larger trims are one range deletion from the stream's old
+// first entry. docs/key-format.md ("How deletions apply") gives the
+// measurements behind the choice.
+var PointTrimMax uint64 = 64
+
+// trimPlan is what a trim removes: n entries, from the old first entry
+// through last, leaving first as the new first entry (0-0 when the stream
+// empties). ids lists the removed entries when n <= PointTrimMax.
+type trimPlan struct {
+	n              uint64
+	oldFirst, last codec.ID
+	first          codec.ID
+	ids            []codec.ID
+	pointwise      bool
+}
+
 // planTrim decides which oldest entries t removes from a stream with
 // metadata m, whose entries are in Pebble except pending (IDs being added
-// in this same decision, after every stored entry). It returns the count,
-// the last removed ID and the new first ID (zero when the stream empties).
-func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending []codec.ID, t Trim) (n uint64, last, first codec.ID, err error) {
+// in this same decision, after every stored entry; m already counts them).
+// It walks the live entries from m's first ID: the cost is the number of
+// entries removed, whatever the stream's history.
+func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending []codec.ID, t Trim) (trimPlan, error) {
 	length := m.Stream.Length
 	var max uint64 // how many to remove at most, before walking
 	switch t.Strategy {
 	case TrimMaxLen:
 		if length <= t.MaxLen {
-			return 0, last, first, nil
+			return trimPlan{}, nil
 		}
 		max = length - t.MaxLen
 	case TrimMinID:
 		max = length
 	default:
-		return 0, last, first, fmt.Errorf("streams: bad trim strategy %d", t.Strategy)
+		return trimPlan{}, fmt.Errorf("streams: bad trim strategy %d", t.Strategy)
 	}
 	if t.Approx {
 		if max < length { // removing everything takes the partial tail block too
@@ -255,51 +297,72 @@ func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending [
 			max = uint64(t.Limit) - uint64(t.Limit)%NodeMaxEntries
 		}
 		if max == 0 {
-			return 0, last, first, nil
+			return trimPlan{}, nil
 		}
 	}
 	keep := func(id codec.ID) bool { return t.Strategy == TrimMinID && !id.Less(t.MinID) }
-	p := codec.KeyPrefix(codec.TagStreamEntry, db, key)
+	pl := trimPlan{pointwise: max <= PointTrimMax}
 	stopped := false
-	err = v.Iterate(p, codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
-		id, err := codec.DecodeID(k[len(p):])
-		if err != nil {
-			return false, err
+	remove := func(id codec.ID) bool {
+		if pl.n == max || keep(id) {
+			pl.first, stopped = id, true
+			return false
 		}
-		if n == max || keep(id) {
-			first, stopped = id, true
-			return false, nil
+		if pl.n == 0 {
+			pl.oldFirst = id
 		}
-		n, last = n+1, id
-		return true, nil
-	})
-	if err == nil && !stopped {
-		first = codec.ID{}
-		for _, id := range pending {
-			if n == max || keep(id) {
-				first = id
-				break
-			}
-			n, last = n+1, id
+		pl.n, pl.last = pl.n+1, id
+		if pl.pointwise {
+			pl.ids = append(pl.ids, id)
+		}
+		return true
+	}
+	// Stored entries lie in [first ID, the last pending ID's predecessor].
+	stored := m.Stream
+	if len(pending) > 0 {
+		stored.Length -= uint64(len(pending))
+		stored.LastID = pending[0]
+		if prev, ok := pending[0].Prev(); ok {
+			stored.LastID = prev
 		}
 	}
-	if err != nil || !t.Approx || n%NodeMaxEntries == 0 || n == length {
-		return n, last, first, err
+	if p, lower, upper, ok := liveBounds(db, key, stored, codec.ID{}, codec.MaxID); ok {
+		err := v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
+			id, err := codec.DecodeID(k[len(p):])
+			if err != nil {
+				return false, err
+			}
+			return remove(id), nil
+		})
+		if err != nil {
+			return trimPlan{}, err
+		}
+	}
+	for _, id := range pending {
+		if stopped || !remove(id) {
+			break
+		}
+	}
+	if !stopped {
+		pl.first = codec.ID{}
+	}
+	if !t.Approx || pl.n%NodeMaxEntries == 0 || pl.n == length {
+		return pl, nil
 	}
 	// MINID ~ stopped inside a block: remove whole blocks only, as Redis
 	// removes whole nodes.
-	whole := n - n%NodeMaxEntries
+	whole := pl.n - pl.n%NodeMaxEntries
 	if whole == 0 {
-		return 0, codec.ID{}, codec.ID{}, nil
+		return trimPlan{}, nil
 	}
 	return planTrim(v, db, key, m, pending, Trim{Strategy: TrimMaxLen, Approx: true, MaxLen: length - whole})
 }
 
-// applyTrim updates m for a trim of n entries and returns the trim event.
-func applyTrim(db uint8, key []byte, m *codec.Meta, n uint64, last, first codec.ID) codec.Event {
-	m.Stream.Length -= n
-	m.Stream.FirstID = first
-	return codec.XTrimEvent(db, key, last)
+// applyTrim updates m for the trim pl and returns its event.
+func applyTrim(db uint8, key []byte, m *codec.Meta, pl trimPlan) codec.Event {
+	m.Stream.Length -= pl.n
+	m.Stream.FirstID = pl.first
+	return codec.XTrimEvent(db, key, pl.oldFirst, pl.last, pl.ids)
 }
 
 // TrimStream trims key (XTRIM) and returns how many entries it removed.
@@ -309,12 +372,12 @@ func TrimStream(v *materialize.View, db uint8, key []byte, t Trim) (uint64, []co
 	if err != nil || !ok {
 		return 0, evs, err
 	}
-	n, last, first, err := planTrim(v, db, key, m, nil, t)
-	if err != nil || n == 0 {
+	pl, err := planTrim(v, db, key, m, nil, t)
+	if err != nil || pl.n == 0 {
 		return 0, nil, err
 	}
-	e := applyTrim(db, key, &m, n, last, first)
-	return n, []codec.Event{e, codec.SetMetaEvent(db, key, m, m.ExpireAtMs)}, nil
+	e := applyTrim(db, key, &m, pl)
+	return pl.n, []codec.Event{e, codec.SetMetaEvent(db, key, m, m.ExpireAtMs)}, nil
 }
 
 // SetIDArgs are XSETID's options.

@@ -1,0 +1,175 @@
+package groups_test
+
+import (
+	"testing"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/groups"
+	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
+)
+
+// churnWorkload is one cycle of a workload that deletes what it adds
+// (capped streams, acknowledged PELs, delete-after-processing queues).
+// cycle returns the decisions of cycle i; each runs as its own write, in
+// order. probe, when set, runs read-only operations whose cost must not
+// grow with the workload's history either.
+type churnWorkload struct {
+	name  string
+	setup func(v *materialize.View) ([]codec.Event, error)
+	cycle func(i int) []func(v *materialize.View) ([]codec.Event, error)
+	probe func(v *materialize.View) error
+}
+
+var churnField = [][]byte{[]byte("f"), []byte("v")}
+
+func churnAdd(trim *streams.Trim) func(v *materialize.View) ([]codec.Event, error) {
+	return func(v *materialize.View) ([]codec.Event, error) {
+		_, _, evs, err := streams.Add(v, 0, key, churnField, streams.AddArgs{ID: streams.IDSpec{Auto: true}, Trim: trim})
+		return evs, err
+	}
+}
+
+func churnWorkloads() []churnWorkload {
+	head := func(v *materialize.View) (codec.ID, error) {
+		es, err := streams.Range(v, 0, key, codec.ID{}, codec.MaxID, 1, false)
+		if err != nil || len(es) == 0 {
+			return codec.ID{}, err
+		}
+		return es[0].ID, nil
+	}
+	return []churnWorkload{
+		{name: "capped-exact", cycle: func(int) []func(v *materialize.View) ([]codec.Event, error) {
+			return []func(v *materialize.View) ([]codec.Event, error){churnAdd(&streams.Trim{Strategy: streams.TrimMaxLen, MaxLen: 1000})}
+		}, probe: func(v *materialize.View) error { _, err := head(v); return err }},
+		{name: "capped-approx", cycle: func(int) []func(v *materialize.View) ([]codec.Event, error) {
+			return []func(v *materialize.View) ([]codec.Event, error){churnAdd(&streams.Trim{Strategy: streams.TrimMaxLen, MaxLen: 1000, Approx: true})}
+		}, probe: func(v *materialize.View) error { _, err := head(v); return err }},
+		{name: "group-ack",
+			setup: func(v *materialize.View) ([]codec.Event, error) {
+				return groups.Create(v, 0, key, grp, groups.CreateArgs{Dollar: true, MkStream: true, EntriesRead: groups.InvalidEntriesRead})
+			},
+			cycle: func(int) []func(v *materialize.View) ([]codec.Event, error) {
+				var got []codec.ID
+				return []func(v *materialize.View) ([]codec.Event, error){
+					churnAdd(nil),
+					func(v *materialize.View) ([]codec.Event, error) {
+						es, evs, err := groups.ReadNew(v, 0, key, groups.ReadArgs{Group: grp, Consumer: alice, Count: 1})
+						got = entryIDs(es)
+						return evs, err
+					},
+					func(v *materialize.View) ([]codec.Event, error) {
+						_, evs, err := groups.Ack(v, 0, key, grp, got)
+						return evs, err
+					},
+				}
+			},
+			probe: func(v *materialize.View) error {
+				if _, err := groups.PendingSummary(v, 0, key, grp); err != nil {
+					return err
+				}
+				if _, err := groups.PendingRange(v, 0, key, grp, groups.RangeArgs{Start: codec.ID{}, End: codec.MaxID, Count: 10}); err != nil {
+					return err
+				}
+				if _, err := groups.PendingRange(v, 0, key, grp, groups.RangeArgs{Start: codec.ID{}, End: codec.MaxID, Count: 10, Consumer: alice}); err != nil {
+					return err
+				}
+				if _, err := groups.ConsumerInfos(v, 0, key, grp); err != nil {
+					return err
+				}
+				// XAUTOCLAIM and XREADGROUP history decide writes; a
+				// decision that is not committed still does its reads.
+				if _, _, _, _, err := groups.AutoClaim(v, 0, key, groups.AutoClaimArgs{Group: grp, Consumer: bob, Count: 10}); err != nil {
+					return err
+				}
+				_, _, err := groups.ReadHistory(v, 0, key, groups.ReadArgs{Group: grp, Consumer: alice, Count: 10}, codec.ID{})
+				return err
+			}},
+		{name: "xdel-queue", cycle: func(int) []func(v *materialize.View) ([]codec.Event, error) {
+			return []func(v *materialize.View) ([]codec.Event, error){
+				churnAdd(nil),
+				func(v *materialize.View) ([]codec.Event, error) {
+					id, err := head(v)
+					if err != nil {
+						return nil, err
+					}
+					_, evs, err := streams.Del(v, 0, key, []codec.ID{id})
+					return evs, err
+				},
+			}
+		}, probe: func(v *materialize.View) error { _, err := head(v); return err }},
+	}
+}
+
+// TestChurnCostFlat runs each churn workload for 10,000 and then 100,000
+// cycles and checks that the storage work of the next cycles (Pebble's
+// iterator stats: seeks, steps, internal steps, points visited and points
+// under range tombstones) is the same within a small constant: deleted
+// history below the live range is never visited. Under -race or -short it
+// runs 2,000 and 20,000 cycles; make test also runs it without the race
+// detector at full length.
+func TestChurnCostFlat(t *testing.T) {
+	marks := []int{10_000, 100_000}
+	if testing.Short() || raceEnabled {
+		marks = []int{2_000, 20_000}
+	}
+	const window = 200 // cycles measured at each mark: a multiple of the ~ trim block
+	for _, w := range churnWorkloads() {
+		t.Run(w.name, func(t *testing.T) {
+			t.Parallel()
+			s, c := open(t)
+			if w.setup != nil {
+				if _, err := s.Write(w.setup); err != nil {
+					t.Fatal(err)
+				}
+			}
+			done := 0
+			run := func(n int) {
+				var pend []*materialize.Pending
+				for i := range n {
+					c.Advance(1)
+					for _, d := range w.cycle(done + i) {
+						pend = append(pend, s.Submit(d))
+					}
+					if len(pend) >= 512 || i == n-1 {
+						for _, p := range pend {
+							if _, err := p.Wait(); err != nil {
+								t.Fatalf("cycle %d: %v", done+i, err)
+							}
+						}
+						pend = pend[:0]
+					}
+				}
+				done += n
+			}
+			var per []materialize.IterStats
+			for _, mark := range marks {
+				run(mark - done)
+				before := s.IterStats()
+				for range window {
+					run(1)
+					if err := w.probe(s.View()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				per = append(per, s.IterStats().Sub(before))
+			}
+			first, last := per[0], per[len(per)-1]
+			t.Logf("%s: per %d cycles after %d: %+v; after %d: %+v", w.name, window, marks[0], first, marks[len(marks)-1], last)
+			check := func(field string, a, b uint64) {
+				// Within 20% plus one unit per cycle: flushes and
+				// compactions move points between the memtable and levels.
+				if b > a+a/5+window {
+					t.Errorf("%s: %s per %d cycles grew from %d (after %d) to %d (after %d)",
+						w.name, field, window, a, marks[0], b, marks[len(marks)-1])
+				}
+			}
+			check("iterators", first.Iterators, last.Iterators)
+			check("seeks", first.Seeks, last.Seeks)
+			check("steps", first.Steps, last.Steps)
+			check("internal steps", first.InternalSteps, last.InternalSteps)
+			check("points", first.Points, last.Points)
+			check("points under range tombstones", first.PointsCovered, last.PointsCovered)
+		})
+	}
+}

@@ -1,0 +1,331 @@
+package groups
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+// pelEdit stages one decision's changes to a group's PEL and keeps the
+// PELStats of the group and of each consumer in step with them, so that no
+// later read counts a PEL or seeks from the start of its prefix (where
+// acknowledged entries leave deletions behind until compaction).
+//
+// Every PEL change of a decision goes through one pelEdit: set and del emit
+// the PEL events at once; finish emits the group's and the touched
+// consumers' new values after them. The view does not see the edit's own
+// events (they apply after the decision), so the edit remembers what it
+// removed and added for the one read it does: finding a new first pending
+// ID when the old one left, by seeking from the old one.
+type pelEdit struct {
+	v          *materialize.View
+	db         uint8
+	key, group []byte
+
+	g      codec.Group
+	gDirty bool
+	gEdit  pelDelta
+
+	consumers map[string]*consumerEdit
+	order     []string // consumer names in first-touch order: deterministic events
+	events    []codec.Event
+}
+
+// pelDelta is what one edit did to one PEL (the group's or a consumer's):
+// IDs it removed from it and IDs it added to it.
+type pelDelta struct {
+	removed map[codec.ID]bool
+	added   map[codec.ID]bool
+	stale   bool // the first pending ID left: seek for the new one
+}
+
+type consumerEdit struct {
+	name    []byte
+	c       codec.Consumer
+	exists  bool
+	dirty   bool
+	dropped bool // deleted by DELCONSUMER: no value is written back
+	delta   pelDelta
+}
+
+// newPELEdit starts an edit of group, whose current value (from Lookup) is g.
+func newPELEdit(v *materialize.View, db uint8, key, group []byte, g codec.Group) *pelEdit {
+	return &pelEdit{v: v, db: db, key: key, group: group, g: g, consumers: map[string]*consumerEdit{}}
+}
+
+// consumer returns the consumer's staged state, loading it on first use.
+func (e *pelEdit) consumer(name []byte) (*consumerEdit, error) {
+	if ce, ok := e.consumers[string(name)]; ok {
+		return ce, nil
+	}
+	c, ok, err := loadConsumer(e.v, e.db, e.key, e.group, name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		c = codec.Consumer{ActiveTimeMs: -1}
+	}
+	ce := &consumerEdit{name: append([]byte(nil), name...), c: c, exists: ok}
+	e.consumers[string(name)] = ce
+	e.order = append(e.order, string(name))
+	return ce, nil
+}
+
+// touch stamps the consumer's seen-time (and active-time when delivered is
+// set), creating the consumer if needed.
+func (e *pelEdit) touch(name []byte, now int64, delivered bool) error {
+	ce, err := e.consumer(name)
+	if err != nil {
+		return err
+	}
+	ce.c.SeenTimeMs = now
+	if delivered {
+		ce.c.ActiveTimeMs = now
+	}
+	ce.dirty = true
+	return nil
+}
+
+// set records a delivery of id to pe.Consumer. pending tells whether id
+// was pending, and then prevOwner is the consumer that owned it (a consumer
+// name may be empty: pending, not prevOwner's length, decides).
+func (e *pelEdit) set(id codec.ID, pe codec.PELEntry, pending bool, prevOwner []byte) error {
+	if !pending {
+		e.events = append(e.events, codec.PELSetEvent(e.db, e.key, e.group, id, pe, nil))
+		e.gDirty = true
+		e.gEdit.add(&e.g.PEL, id)
+	} else {
+		if prevOwner == nil {
+			prevOwner = []byte{}
+		}
+		e.events = append(e.events, codec.PELSetEvent(e.db, e.key, e.group, id, pe, prevOwner))
+		if bytes.Equal(prevOwner, pe.Consumer) {
+			return nil
+		}
+		if err := e.removeFromConsumer(prevOwner, id); err != nil {
+			return err
+		}
+	}
+	ce, err := e.consumer(pe.Consumer)
+	if err != nil {
+		return err
+	}
+	ce.dirty = true
+	ce.delta.add(&ce.c.PEL, id)
+	return nil
+}
+
+// update rewrites a pending entry kept by the same consumer (a history
+// re-delivery): the PEL's membership does not change.
+func (e *pelEdit) update(id codec.ID, pe codec.PELEntry) {
+	e.events = append(e.events, codec.PELSetEvent(e.db, e.key, e.group, id, pe, nil))
+}
+
+// del acknowledges id, owned by owner.
+func (e *pelEdit) del(id codec.ID, owner []byte) error {
+	e.events = append(e.events, codec.PELDelEvent(e.db, e.key, e.group, id, owner))
+	e.gDirty = true
+	if err := e.gEdit.remove(&e.g.PEL, id); err != nil {
+		return err
+	}
+	return e.removeFromConsumer(owner, id)
+}
+
+func (e *pelEdit) removeFromConsumer(owner []byte, id codec.ID) error {
+	ce, err := e.consumer(owner)
+	if err != nil {
+		return err
+	}
+	ce.dirty = true
+	return ce.delta.remove(&ce.c.PEL, id)
+}
+
+// drop marks the consumer deleted: finish writes no value for it (its
+// pending entries must have been removed with del before).
+func (e *pelEdit) drop(name []byte) error {
+	ce, err := e.consumer(name)
+	if err != nil {
+		return err
+	}
+	ce.dropped = true
+	return nil
+}
+
+func (d *pelDelta) add(s *codec.PELStats, id codec.ID) {
+	if d.added == nil {
+		d.added = map[codec.ID]bool{}
+	}
+	d.added[id] = true
+	delete(d.removed, id)
+	if s.Count == 0 || id.Less(s.First) {
+		s.First = id
+		d.stale = false
+	}
+	s.Count++
+}
+
+func (d *pelDelta) remove(s *codec.PELStats, id codec.ID) error {
+	if s.Count == 0 {
+		return fmt.Errorf("groups: PEL count below zero removing %v: %w", id, codec.ErrCorrupt)
+	}
+	if d.removed == nil {
+		d.removed = map[codec.ID]bool{}
+	}
+	d.removed[id] = true
+	delete(d.added, id)
+	s.Count--
+	if id == s.First {
+		d.stale = true
+	}
+	return nil
+}
+
+// settle finds s.First again if the first pending ID left: the smallest of
+// the IDs this edit added and the first stored ID at or above the old first
+// (in the range under p) that this edit did not remove.
+func (d *pelDelta) settle(v *materialize.View, s *codec.PELStats, p []byte) error {
+	if !d.stale {
+		return nil
+	}
+	d.stale = false
+	if s.Count == 0 {
+		s.First = codec.ID{}
+		return nil
+	}
+	best, found := codec.ID{}, false
+	for id := range d.added {
+		if !found || id.Less(best) {
+			best, found = id, true
+		}
+	}
+	upper := codec.PrefixEnd(p)
+	if found {
+		upper = codec.AppendID(p[:len(p):len(p)], best)
+	}
+	err := v.Iterate(codec.AppendID(p[:len(p):len(p)], s.First), upper, false, func(k, _ []byte) (bool, error) {
+		id, err := codec.DecodeID(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		if d.removed[id] {
+			return true, nil
+		}
+		best, found = id, true
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	if !found {
+		return codec.ErrCorrupt // Count says an entry is pending and none is
+	}
+	s.First = best
+	return nil
+}
+
+// finish settles the stats and returns every event of the edit: the PEL
+// events in the order they were made, then the consumers' and the group's
+// new values.
+func (e *pelEdit) finish() ([]codec.Event, error) {
+	for _, name := range e.order {
+		ce := e.consumers[name]
+		if ce.dropped || !ce.dirty {
+			continue
+		}
+		if err := ce.delta.settle(e.v, &ce.c.PEL, codec.ConsumerPELPrefix(e.db, e.key, e.group, ce.name)); err != nil {
+			return nil, err
+		}
+		e.events = append(e.events, codec.ConsumerSetEvent(e.db, e.key, e.group, ce.name, ce.c))
+	}
+	if e.gDirty {
+		if err := e.gEdit.settle(e.v, &e.g.PEL, codec.GroupPrefix(codec.TagPEL, e.db, e.key, e.group)); err != nil {
+			return nil, err
+		}
+		e.events = append(e.events, codec.GroupSetEvent(e.db, e.key, e.group, e.g))
+	}
+	return e.events, nil
+}
+
+// setGroup replaces the group's value but keeps its PEL stats (the caller
+// changes last-delivered-id or entries-read).
+func (e *pelEdit) setGroup(g codec.Group) {
+	g.PEL, g.PELUnknown = e.g.PEL, false
+	e.g, e.gDirty = g, true
+}
+
+// loadGroup reads the group's value; a value in the legacy layout gets its
+// PEL stats recounted (once: the group's next write stores them).
+func loadGroup(v *materialize.View, db uint8, key, group []byte) (codec.Group, bool, error) {
+	b, ok, err := v.Get(codec.GroupKey(db, key, group))
+	if err != nil || !ok {
+		return codec.Group{}, false, err
+	}
+	g, err := codec.DecodeGroup(b)
+	if err != nil {
+		return g, false, err
+	}
+	if g.PELUnknown {
+		if g.PEL, err = recount(v, codec.GroupPrefix(codec.TagPEL, db, key, group)); err != nil {
+			return g, false, err
+		}
+		g.PELUnknown = false
+	}
+	return g, true, nil
+}
+
+// loadConsumer reads a consumer's value, recounting legacy PEL stats.
+func loadConsumer(v *materialize.View, db uint8, key, group, consumer []byte) (codec.Consumer, bool, error) {
+	b, ok, err := v.Get(codec.ConsumerKey(db, key, group, consumer))
+	if err != nil || !ok {
+		return codec.Consumer{}, false, err
+	}
+	c, err := codec.DecodeConsumer(b)
+	if err != nil {
+		return c, false, err
+	}
+	if c.PELUnknown {
+		if c.PEL, err = recount(v, codec.ConsumerPELPrefix(db, key, group, consumer)); err != nil {
+			return c, false, err
+		}
+		c.PELUnknown = false
+	}
+	return c, true, nil
+}
+
+// recount computes the PELStats of the PEL range under p by a full scan:
+// only for values written before the stats were kept.
+func recount(v *materialize.View, p []byte) (codec.PELStats, error) {
+	var s codec.PELStats
+	err := v.Iterate(p, codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
+		id, err := codec.DecodeID(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		if s.Count == 0 {
+			s.First = id
+		}
+		s.Count++
+		return true, nil
+	})
+	return s, err
+}
+
+// pendingBounds returns the iterator bounds of the IDs in [start, end] of
+// the PEL range under p whose stats are s, clipped below at s.First. ok is
+// false when the range holds nothing.
+func pendingBounds(p []byte, s codec.PELStats, start, end codec.ID) (lower, upper []byte, ok bool) {
+	if s.Count == 0 || end.Less(start) || end.Less(s.First) {
+		return nil, nil, false
+	}
+	if start.Less(s.First) {
+		start = s.First
+	}
+	lower = codec.AppendID(p[:len(p):len(p)], start)
+	upper = codec.PrefixEnd(p)
+	if next, ok := end.Next(); ok {
+		upper = codec.AppendID(p[:len(p):len(p)], next)
+	}
+	return lower, upper, true
+}

@@ -1,0 +1,143 @@
+package groups_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/groups"
+	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
+)
+
+// TestPELStatsMatchRecount runs random sequences of every operation that
+// changes a PEL (reads, history reads, acks, claims, autoclaims, deleting
+// consumers, XDEL, SETID back) with fixed seeds, sometimes several in one
+// commit group, and after each step compares the PEL stats kept in the group
+// and consumer values with a full recount of the P and Q ranges.
+func TestPELStatsMatchRecount(t *testing.T) {
+	for seed := uint64(1); seed <= 8; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			s, c := open(t)
+			r := rand.New(rand.NewPCG(seed, 0))
+			names := [][]byte{alice, bob, []byte("c"), []byte("")}
+			addN(t, s, key, 1, 20)
+			next := uint64(21)
+			mustCreate(t, s, key, grp, groups.CreateArgs{})
+			for step := 0; step < 300; step++ {
+				c.Advance(int64(r.IntN(50)))
+				n := 1 + r.IntN(3) // decisions submitted back to back share a commit group
+				var pend []*materialize.Pending
+				for range n {
+					op := r.IntN(10)
+					who := names[r.IntN(len(names))]
+					// Every random choice is made here, not in the decision,
+					// which runs on the writer goroutine.
+					some := make([]codec.ID, 1+r.IntN(4))
+					for i := range some {
+						some[i] = id(uint64(1 + r.IntN(int(next))))
+					}
+					added := id(next)
+					if op == 0 {
+						next++
+					}
+					at, count, flip := id(uint64(r.IntN(int(next)))), 1+r.IntN(5), r.IntN(3)
+					if testing.Verbose() {
+						t.Logf("step %d op %d who %q ids %v at %v count %d flip %d", step, op, who, some, at, count, flip)
+					}
+					pend = append(pend, s.Submit(func(v *materialize.View) ([]codec.Event, error) {
+						switch op {
+						case 0:
+							_, _, evs, err := streams.Add(v, 0, key, [][]byte{[]byte("f"), []byte("v")}, streams.AddArgs{ID: streams.IDSpec{ID: added}})
+							return evs, err
+						case 1, 2:
+							_, evs, err := groups.ReadNew(v, 0, key, groups.ReadArgs{Group: grp, Consumer: who, Count: count})
+							return evs, err
+						case 3:
+							_, evs, err := groups.ReadHistory(v, 0, key, groups.ReadArgs{Group: grp, Consumer: who, Count: 3}, codec.ID{})
+							return evs, err
+						case 4, 5:
+							_, evs, err := groups.Ack(v, 0, key, grp, some)
+							return evs, err
+						case 6:
+							_, evs, err := groups.Claim(v, 0, key, groups.ClaimArgs{Group: grp, Consumer: who, IDs: some,
+								DeliveryTimeMs: -1, RetryCount: -1, Force: flip == 0})
+							return evs, err
+						case 7:
+							_, _, _, evs, err := groups.AutoClaim(v, 0, key, groups.AutoClaimArgs{Group: grp, Consumer: who,
+								Start: at, Count: count})
+							return evs, err
+						case 8:
+							if flip == 0 {
+								_, evs, err := groups.DelConsumer(v, 0, key, grp, who)
+								return evs, err
+							}
+							_, evs, err := streams.Del(v, 0, key, some)
+							return evs, err
+						default:
+							return groups.SetID(v, 0, key, grp, at, false, groups.InvalidEntriesRead)
+						}
+					}))
+				}
+				for _, p := range pend {
+					if _, err := p.Wait(); err != nil {
+						t.Fatalf("step %d: %v", step, err)
+					}
+				}
+				checkPELStats(t, s, step)
+			}
+		})
+	}
+}
+
+// checkPELStats compares the stored PEL stats of grp and of each consumer
+// with a recount of the P and Q ranges.
+func checkPELStats(t *testing.T, s *materialize.Store, step int) {
+	t.Helper()
+	v := s.View()
+	recount := func(p []byte) codec.PELStats {
+		var st codec.PELStats
+		if err := v.Iterate(p, codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
+			id, err := codec.DecodeID(k[len(p):])
+			if st.Count == 0 {
+				st.First = id
+			}
+			st.Count++
+			return true, err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	g := lookup(t, s, key, grp)
+	if want := recount(codec.GroupPrefix(codec.TagPEL, 0, key, grp)); g.PEL != want {
+		t.Fatalf("step %d: group PEL stats %+v, recount %+v", step, g.PEL, want)
+	}
+	cp := codec.GroupPrefix(codec.TagConsumer, 0, key, grp)
+	var total uint64
+	if err := v.Iterate(cp, codec.PrefixEnd(cp), false, func(k, val []byte) (bool, error) {
+		name, _, err := codec.SplitName(k[len(cp):])
+		if err != nil {
+			return false, err
+		}
+		c, err := codec.DecodeConsumer(val)
+		if err != nil {
+			return false, err
+		}
+		if want := recount(codec.ConsumerPELPrefix(0, key, grp, name)); c.PEL != want {
+			t.Fatalf("step %d: consumer %q PEL stats %+v, recount %+v", step, name, c.PEL, want)
+		}
+		total += c.PEL.Count
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if total != g.PEL.Count {
+		t.Fatalf("step %d: consumers hold %d pending, group %d", step, total, g.PEL.Count)
+	}
+	sum, err := groups.PendingSummary(v, 0, key, grp)
+	if err != nil || uint64(sum.Count) != g.PEL.Count {
+		t.Fatalf("step %d: summary %+v, %v", step, sum, err)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package groups_test
+
+const raceEnabled = false

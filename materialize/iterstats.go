@@ -1,0 +1,77 @@
+package materialize
+
+import (
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// IterStats counts the storage work of every iterator the store's views
+// opened: how many iterators, the seeks and steps their callers made, and
+// what the LSM beneath had to visit for them. It is how tests check that an
+// operation's cost does not grow with history (deleted entries below a
+// stream's first ID, acknowledged PEL entries): the same operation must
+// cost the same counts after 10,000 and after 100,000 earlier ones.
+type IterStats struct {
+	Iterators uint64 // iterators opened
+	Seeks     uint64 // seeks (First, Last, SeekGE, SeekLT) asked of Pebble
+	Steps     uint64 // Next/Prev asked of Pebble
+	// InternalSteps counts the steps Pebble's iterator took internally:
+	// more than Steps when it skips over deleted or overwritten keys.
+	InternalSteps uint64
+	// Points is the number of internal points (live keys, older versions,
+	// point tombstones) the merging iterator visited.
+	Points uint64
+	// PointsCovered is the subset of Points hidden by range tombstones.
+	PointsCovered uint64
+}
+
+// Sub returns s minus o, field by field.
+func (s IterStats) Sub(o IterStats) IterStats {
+	return IterStats{
+		Iterators:     s.Iterators - o.Iterators,
+		Seeks:         s.Seeks - o.Seeks,
+		Steps:         s.Steps - o.Steps,
+		InternalSteps: s.InternalSteps - o.InternalSteps,
+		Points:        s.Points - o.Points,
+		PointsCovered: s.PointsCovered - o.PointsCovered,
+	}
+}
+
+// iterCounters accumulates IterStats; safe for concurrent use.
+type iterCounters struct {
+	iterators, seeks, steps, internalSteps, points, covered atomic.Uint64
+}
+
+// record adds the stats of it, which is about to be closed. c may be nil.
+func (c *iterCounters) record(it *pebble.Iterator) {
+	if c == nil {
+		return
+	}
+	st := it.Stats()
+	const (
+		api = pebble.InterfaceCall
+		in  = pebble.InternalIterCall
+	)
+	c.iterators.Add(1)
+	c.seeks.Add(uint64(st.ForwardSeekCount[api] + st.ReverseSeekCount[api]))
+	c.steps.Add(uint64(st.ForwardStepCount[api] + st.ReverseStepCount[api]))
+	c.internalSteps.Add(uint64(st.ForwardStepCount[in] + st.ReverseStepCount[in]))
+	c.points.Add(st.InternalStats.PointCount)
+	c.covered.Add(st.InternalStats.PointsCoveredByRangeTombstones)
+}
+
+func (c *iterCounters) load() IterStats {
+	return IterStats{
+		Iterators:     c.iterators.Load(),
+		Seeks:         c.seeks.Load(),
+		Steps:         c.steps.Load(),
+		InternalSteps: c.internalSteps.Load(),
+		Points:        c.points.Load(),
+		PointsCovered: c.covered.Load(),
+	}
+}
+
+// IterStats returns the totals since Open of every iterator opened by the
+// store's views (reads, write decisions and active expiry).
+func (s *Store) IterStats() IterStats { return s.iters.load() }
