@@ -118,7 +118,10 @@ type Store struct {
 	seq     uint64 // last committed change-log sequence
 	entropy io.Reader
 	ulidMs  uint64 // timestamp of the last ULID
-	closed  bool
+	// logCut: change-log records below it were range-deleted (0 after
+	// Open); groupCut is the same as of the group being staged.
+	logCut, groupCut uint64
+	closed           bool
 
 	committed atomic.Uint64 // == seq, readable without mu
 	synced    atomic.Uint64 // every seq <= synced is on stable storage
@@ -333,6 +336,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 	seq := s.seq
 	var rec []byte
 	s.staged.reset()
+	s.groupCut = s.logCut
 	committed := s.groupEvents[:0]
 	for _, r := range group {
 		now := s.opts.Now()
@@ -362,6 +366,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 		return
 	}
 	s.seq = seq
+	s.logCut = s.groupCut
 	s.committed.Store(seq)
 	for _, e := range committed {
 		s.cache.observe(e)
@@ -400,9 +405,12 @@ func (s *Store) stage(b *pebble.Batch, rec []byte, seq uint64, now time.Time, ev
 		return rec, err
 	}
 	if r := s.opts.ChangeLogRetention; seq > r && seq%1024 == 0 {
-		if err := b.DeleteRange(codec.ChangeLogKey(0), codec.ChangeLogKey(seq-r), nil); err != nil {
+		// Each cut starts where the previous one ended, so the cuts'
+		// range tombstones never overlap (the first after Open starts at 0).
+		if err := b.DeleteRange(codec.ChangeLogKey(s.groupCut), codec.ChangeLogKey(seq-r), nil); err != nil {
 			return rec, err
 		}
+		s.groupCut = seq - r
 	}
 	return rec, nil
 }

@@ -636,6 +636,16 @@ func TestChangeLogRetention(t *testing.T) {
 			t.Fatalf("gap in retained change log at %d", recs[i].Seq)
 		}
 	}
+	// The next cut starts where this one ended (no overlapping range
+	// tombstones) and still leaves only the newest records.
+	for range 1024 {
+		setString(t, s, 0, "k", "v", 0, 0)
+	}
+	recs = records(t, s, 0)
+	if len(recs) < 10 || len(recs) > 11 || recs[len(recs)-1].Seq != 2048 {
+		t.Fatalf("after the second cut: %d records, seqs %d..%d; want about 10 ending at 2048",
+			len(recs), recs[0].Seq, recs[len(recs)-1].Seq)
+	}
 }
 
 // ---------------------------------------------------------------- TTL index, DelKey
