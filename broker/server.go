@@ -73,6 +73,7 @@ type Server struct {
 	opts  Options
 	store *materialize.Store
 	wake  *waker
+	cons  *consumers // blocked XREADGROUP clients, served by the writer
 	start time.Time
 
 	ctx    context.Context // cancelled by Close: ends blocking waits
@@ -113,6 +114,8 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: o, store: store, conns: map[*conn]struct{}{}, start: o.Now()}
+	s.cons = newConsumers(o.Logger.Warn)
+	store.SetReady(s.cons.ready)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if s.wake, err = newWaker(o.NATSURL, o.Logger); err != nil {
 		store.Close()

@@ -251,42 +251,69 @@ func runXReadGroup(x *exec) error {
 		}
 		return out, events, nil
 	}
-	var rs []streamReply
+	// A blocking read that finds nothing queues its client in the same
+	// decision (serve.go): the writer serves it from then on.
+	var (
+		rs []streamReply
+		w  *consumerWaiter
+	)
+	blockable := c.block
+	for _, id := range c.ids {
+		blockable = blockable && isGT(id)
+	}
 	err = x.write(func(v *materialize.View) ([]codec.Event, error) {
 		var evs []codec.Event
 		var err error
 		rs, evs, err = deliver(v, false)
+		if err == nil && len(rs) == 0 && blockable {
+			w = &consumerWaiter{keys: x.waitKeys(c.keys), group: string(c.group), ctx: x.c.ctx, res: make(chan waitResult, 1),
+				deliver: func(v *materialize.View) (func(*redcon.Writer), []codec.Event, bool) {
+					rs, evs, err := deliver(v, true)
+					if err != nil {
+						msg, _ := toWire(err)
+						return func(w *redcon.Writer) { w.WriteError(msg) }, nil, true
+					}
+					if len(rs) == 0 {
+						return nil, nil, false
+					}
+					return func(w *redcon.Writer) { writeStreamReplies(w, rs) }, evs, true
+				}}
+			x.c.s.cons.queue(w)
+		}
 		return evs, err
 	})
 	if err != nil {
+		if w != nil {
+			x.c.s.cons.cancel(w) // the decision did not commit: leave the queue
+		}
 		return err
 	}
-	if len(rs) > 0 || !c.block {
-		writeStreamReplies(x.w(), rs)
+	if w != nil {
+		return x.waitConsumer(w, c.timeout)
+	}
+	writeStreamReplies(x.w(), rs)
+	return nil
+}
+
+// waitConsumer flushes the replies already buffered, waits for the writer
+// to serve w (serve.go) and writes its reply, or the null array on timeout.
+func (x *exec) waitConsumer(w *consumerWaiter, timeout time.Duration) error {
+	if err := x.c.flush(); err != nil {
+		x.c.s.cons.cancel(w)
+		return err
+	}
+	stop := x.c.watchClose()
+	x.c.s.stats.blocked.Add(1)
+	res, ok := x.c.s.cons.wait(w, timeout)
+	x.c.s.stats.blocked.Add(-1)
+	stop()
+	if !ok {
+		writeNullArray(x.w())
 		return nil
 	}
-	return x.blockOn(c.keys, c.timeout, func() (func(*redcon.Writer), uint64, bool) {
-		if x.c.ctx.Err() != nil {
-			return nil, 0, false // the client left: deliver nothing to it
-		}
-		var rs []streamReply
-		var derr error
-		seq, err := x.c.s.store.Write(func(v *materialize.View) ([]codec.Event, error) {
-			var evs []codec.Event
-			rs, evs, derr = deliver(v, true)
-			return evs, nil
-		})
-		if err != nil {
-			x.c.s.opts.Logger.Warn("blocked XREADGROUP failed", "client", x.c.id, "err", err)
-			return func(w *redcon.Writer) { w.WriteError(string(errInternal)) }, 0, true
-		}
-		if derr != nil {
-			msg, _ := toWire(derr)
-			return func(w *redcon.Writer) { w.WriteError(msg) }, 0, true
-		}
-		if len(rs) == 0 {
-			return nil, 0, false
-		}
-		return func(w *redcon.Writer) { writeStreamReplies(w, rs) }, seq, true
-	})
+	if res.seq > x.c.pendingSeq {
+		x.c.pendingSeq = res.seq
+	}
+	res.reply(x.w())
+	return nil
 }

@@ -111,6 +111,8 @@ type Store struct {
 	groupEvents []codec.Event  // scratch: the current group's events
 	writerDone  chan struct{}  // closed when the writer goroutine exits
 	iters       iterCounters   // storage work of every view's iterators
+	ready       atomic.Pointer[ReadyFunc]
+	served      []servedWrite // scratch: the current group's served writes
 
 	// mu guards seq and entropy (held by the writer goroutine while it
 	// commits a group) and closed.
@@ -238,6 +240,12 @@ type writeReq struct {
 	done   chan struct{}
 }
 
+// servedWrite is a Served write staged in the current group.
+type servedWrite struct {
+	done func(seq uint64, err error)
+	seq  uint64
+}
+
 // maxGroup bounds how many queued writes commit in one batch.
 const maxGroup = 256
 
@@ -338,31 +346,64 @@ func (s *Store) commitGroup(group []*writeReq) {
 	s.staged.reset()
 	s.groupCut = s.logCut
 	committed := s.groupEvents[:0]
-	for _, r := range group {
-		now := s.opts.Now()
-		events, err := r.decide(&View{r: b, nowMs: now.UnixMilli(), cache: s.cache, staged: &s.staged, iters: &s.iters})
-		if err != nil || len(events) == 0 {
-			r.err = err
-			continue
-		}
+	served := s.served[:0]
+	ready := s.ready.Load()
+	// record stages one write's events as change-log record seq+1.
+	record := func(now time.Time, events []codec.Event) error {
 		seq++
+		var err error
 		if rec, err = s.stage(b, rec[:0], seq, now, events); err != nil {
-			// Only corrupt events fail here: a programming error. Nothing of
-			// the group is committed.
-			s.failGroup(group, err)
-			return
+			return err
 		}
 		for _, e := range events {
 			s.staged.observe(e)
 		}
 		committed = append(committed, events...)
-		r.seq = seq
+		return nil
 	}
+	for _, r := range group {
+		now := s.opts.Now()
+		v := &View{r: b, nowMs: now.UnixMilli(), cache: s.cache, staged: &s.staged, iters: &s.iters}
+		events, err := r.decide(v)
+		if err != nil || len(events) == 0 {
+			r.err = err
+			continue
+		}
+		if err := record(now, events); err != nil {
+			// Only corrupt events fail here: a programming error. Nothing of
+			// the group is committed.
+			s.failGroup(group, served, err)
+			return
+		}
+		r.seq = seq
+		if ready == nil {
+			continue
+		}
+		var serr error
+		(*ready)(v, events, func(sv Served) {
+			w := servedWrite{done: sv.Done}
+			if len(sv.Events) > 0 && serr == nil {
+				if serr = record(now, sv.Events); serr == nil {
+					w.seq = seq
+				}
+			}
+			served = append(served, w)
+		})
+		if serr != nil {
+			s.failGroup(group, served, serr)
+			return
+		}
+	}
+	defer func() {
+		clear(served)
+		s.served = served[:0]
+	}()
 	if seq == s.seq {
+		s.doneServed(served, nil)
 		return
 	}
 	if err := s.db.Apply(b, pebble.NoSync); err != nil {
-		s.failGroup(group, fmt.Errorf("materialize: commit: %w", err))
+		s.failGroup(group, served, fmt.Errorf("materialize: commit: %w", err))
 		return
 	}
 	s.seq = seq
@@ -373,13 +414,25 @@ func (s *Store) commitGroup(group []*writeReq) {
 	}
 	clear(committed) // drop references to the group's events
 	s.groupEvents = committed[:0]
+	s.doneServed(served, nil)
 }
 
-func (s *Store) failGroup(group []*writeReq, err error) {
+// doneServed tells the blocked clients served in a group how it ended.
+func (s *Store) doneServed(served []servedWrite, err error) {
+	for _, w := range served {
+		if err != nil {
+			w.seq = 0
+		}
+		w.done(w.seq, err)
+	}
+}
+
+func (s *Store) failGroup(group []*writeReq, served []servedWrite, err error) {
 	s.opts.Logger.Warn("write group failed", "err", err, "writes", len(group))
 	for _, r := range group {
 		r.seq, r.err = 0, err
 	}
+	s.doneServed(served, err)
 }
 
 // stage adds events and their change-log record (sequence seq) to b. rec is
