@@ -5,7 +5,7 @@
 //
 //	churnbench -addr 127.0.0.1:6380 [-n 1000000] [-blocks 10]
 //	           [-workloads capped-exact,capped-approx,group-ack,pel-probe,xdel-queue]
-//	           [-pid PID] [-max-time 0] [-probe-n 1000] [-csv] [-v]
+//	           [-pid PID] [-max-time 0] [-probe-n 10000] [-csv] [-v]
 //	churnbench -list
 //
 // One client sends one command at a time (no pipelining) to a server on a
@@ -83,7 +83,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.pid, "pid", 0, "server process ID; when set, report its CPU time per command")
 	fs.DurationVar(&c.maxTime, "max-time", 0, "wall-clock limit per workload; 0 means none")
 	fs.DurationVar(&c.opTimeout, "op-timeout", 60*time.Second, "read/write timeout of one command")
-	fs.IntVar(&c.probeN, "probe-n", 1000, "calls of each pel-probe command")
+	fs.IntVar(&c.probeN, "probe-n", 10000, "calls of each pel-probe command")
 	fs.BoolVar(&c.csv, "csv", false, "print CSV instead of tables")
 	fs.BoolVar(&c.verbose, "v", false, "log each block to stderr as it completes")
 	fs.BoolVar(&c.list, "list", false, "list the workloads and exit")
