@@ -395,8 +395,9 @@ churn_report() {
             r = ms["r", k] / ms["s", k]; ratio = sprintf("%.2f", r)
             if (worst == "" || r < worst) { worst = r; worstAt = l }
           }
-          if (part["s", k]) notes = notes sprintf("* sediment: %s cut short by CHURN_MAX_TIME=%ss after %d commands\n", l, max_time, ops["s", k])
-          if (part["r", k]) notes = notes sprintf("* redis: %s cut short by CHURN_MAX_TIME=%ss after %d commands\n", l, max_time, ops["r", k])
+          what = (l ~ /^[0-9]+$/ ? "block " : "") l
+          if (part["s", k]) notes = notes sprintf("* sediment: %s cut short by CHURN_MAX_TIME=%ss after %d commands\n", what, max_time, ops["s", k])
+          if (part["r", k]) notes = notes sprintf("* redis: %s cut short by CHURN_MAX_TIME=%ss after %d commands\n", what, max_time, ops["r", k])
           row(l, msCell("s", k), msCell("r", k), ratio, cpuCell("s", k), cpuCell("r", k))
         }
         if (label[w, 1] ~ /^[0-9]+$/) {
