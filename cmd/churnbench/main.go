@@ -18,7 +18,9 @@
 //
 // An operation is always one command. The group-ack and xdel-queue
 // workloads run cycles of three commands, so -n commands are -n/3 cycles;
-// their tables also give the time of each command kind.
+// their tables also give the time of each command kind. The capped
+// workloads first fill the stream to its MAXLEN, untimed, so that every
+// timed XADD trims.
 //
 // -max-time bounds each workload's wall-clock time: the workload stops
 // there and reports the blocks it completed plus the partial one. Every

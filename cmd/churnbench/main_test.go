@@ -105,7 +105,7 @@ func startSediment(t *testing.T) string {
 // is there.
 func TestRunSediment(t *testing.T) {
 	addr := startSediment(t)
-	args := []string{"-addr", addr, "-n", "1200", "-blocks", "3", "-probe-n", "4", "-csv",
+	args := []string{"-addr", addr, "-n", "300", "-blocks", "3", "-probe-n", "4", "-csv",
 		"-pid", fmt.Sprint(os.Getpid())}
 	var out, errb bytes.Buffer
 	if err := run(context.Background(), args, &out, &errb); err != nil {
