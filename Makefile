@@ -6,7 +6,7 @@ FUZZ     ?= FuzzDecodeKey
 FUZZTIME ?= 30s
 FUZZPKG  ?= ./codec
 
-.PHONY: all help run build test test-short fuzz bench lint clean
+.PHONY: all help run build churnbench test test-short fuzz bench bench-rb bench-churn lint clean
 
 all: help
 
@@ -15,8 +15,12 @@ help:
 	@echo "make test        run every test with -race (differential tests need redis-server on PATH)"
 	@echo "make test-short  skip the slow tests"
 	@echo "make fuzz        FUZZ=FuzzID FUZZPKG=./codec FUZZTIME=30s"
-	@echo "make bench       redis-benchmark against Sediment and redis-server, side by side"
+	@echo "make bench       bench-rb, then bench-churn (long: see docs/perf.md)"
+	@echo "make bench-rb    redis-benchmark against Sediment and redis-server, side by side"
+	@echo "make bench-churn churn workloads (capped streams, acked PELs, XDEL queues) against both"
+	@echo "                 CHURN_N=20000 CHURN_BLOCKS=4 CHURN_MAX_TIME=60 for a quick run"
 	@echo "make build       build bin/sediment"
+	@echo "make churnbench  build bin/churnbench, the churn load generator"
 	@echo "make lint        go vet + gofmt check"
 
 run:
@@ -39,9 +43,21 @@ test-short:
 fuzz:
 	$(GO) test $(FUZZPKG) -run='^$$' -fuzz='^$(FUZZ)$$' -fuzztime=$(FUZZTIME)
 
-bench: build
-	@echo "> benchmarking against redis-server"
-	./scripts/bench.sh
+churnbench:
+	@echo "> building bin/churnbench"
+	$(GO) build -trimpath -o bin/churnbench ./cmd/churnbench
+
+bench: build churnbench
+	@echo "> benchmarking against redis-server (redis-benchmark, then churn)"
+	./scripts/bench.sh all
+
+bench-rb: build
+	@echo "> benchmarking against redis-server (redis-benchmark)"
+	./scripts/bench.sh redis-benchmark
+
+bench-churn: build churnbench
+	@echo "> benchmarking against redis-server (churn)"
+	./scripts/bench.sh churn
 
 lint:
 	$(GO) vet ./...

@@ -1,19 +1,41 @@
 #!/usr/bin/env bash
-# scripts/bench.sh — redis-benchmark against Sediment and redis-server, side by side.
+# scripts/bench.sh — Sediment against redis-server, side by side.
 #
-# `make bench` builds bin/sediment and runs this script. It starts Sediment
-# and a redis-server with comparable durability (AOF, appendfsync everysec,
-# no RDB snapshots) on free loopback ports, each with a fresh temp data dir,
-# then runs redis-benchmark for SET, GET and XADD, unpipelined and with
-# -P 16, alternating the two servers test by test for ROUNDS rounds, and
-# prints the median requests/s of each server and their ratio.
+#   scripts/bench.sh [all|redis-benchmark|churn]      (default: all)
+#
+# `make bench` builds bin/sediment and bin/churnbench and runs both parts
+# (all); `make bench-rb` runs only the redis-benchmark part and
+# `make bench-churn` only the churn part. The script starts Sediment and a
+# redis-server with comparable durability (AOF, appendfsync everysec, no RDB
+# snapshots) on free loopback ports, each with a fresh temp data dir, then:
+#
+# redis-benchmark: runs redis-benchmark for SET, GET and XADD, unpipelined
+# and with -P 16, alternating the two servers test by test for ROUNDS
+# rounds, and prints the median requests/s of each server and their ratio.
+#
+# churn: runs bin/churnbench (cmd/churnbench) for each churn workload
+# against Sediment, then against redis-server: one client, unpipelined,
+# CHURN_N commands per workload in CHURN_BLOCKS consecutive blocks. It
+# prints, per block, each server's ms per command, the ratio redis ms /
+# sediment ms (Sediment's throughput relative to Redis's) and each server's
+# CPU µs per command; per workload, Sediment's last block / first block
+# (target <= 1.2) and the worst block's ratio (target >= 0.5).
 #
 # Environment:
-#   BENCH_N        requests per redis-benchmark run (default 100000)
-#   ROUNDS         rounds; the median per server is reported (default 3)
-#   BENCH_CLIENTS  parallel connections, redis-benchmark -c (default 50)
-#   BENCH_TIMEOUT  seconds one redis-benchmark run may take (default 120)
-#   SEDIMENT_BIN   the Sediment binary (default bin/sediment)
+#   BENCH_N          requests per redis-benchmark run (default 100000)
+#   ROUNDS           rounds; the median per server is reported (default 3)
+#   BENCH_CLIENTS    parallel connections, redis-benchmark -c (default 50)
+#   BENCH_TIMEOUT    seconds one redis-benchmark run may take (default 120)
+#   CHURN_N          commands per churn workload (default 1000000)
+#   CHURN_BLOCKS     blocks each churn workload is measured in (default 10)
+#   CHURN_WORKLOADS  comma-separated churn workloads, in order (default: all,
+#                    see `bin/churnbench -list`; pel-probe must follow group-ack)
+#   CHURN_MAX_TIME   seconds one churn workload may run on one server
+#                    (default 600); it then stops and reports what it measured
+#   CHURN_PROBE_N    calls of each pel-probe command (default 10000)
+#   CHURN_OUT        a directory to copy the churn CSVs to (default: none)
+#   SEDIMENT_BIN     the Sediment binary (default bin/sediment)
+#   CHURNBENCH_BIN   the churn load generator (default bin/churnbench)
 #
 # Only loopback addresses are used. Both servers are stopped on exit.
 set -euo pipefail
@@ -23,21 +45,61 @@ N=${BENCH_N:-100000}
 ROUNDS=${ROUNDS:-3}
 CLIENTS=${BENCH_CLIENTS:-50}
 TIMEOUT=${BENCH_TIMEOUT:-120}
+CHURN_N=${CHURN_N:-1000000}
+CHURN_BLOCKS=${CHURN_BLOCKS:-10}
+CHURN_WORKLOADS=${CHURN_WORKLOADS:-}
+CHURN_MAX_TIME=${CHURN_MAX_TIME:-600}
+CHURN_PROBE_N=${CHURN_PROBE_N:-10000}
+CHURN_OUT=${CHURN_OUT:-}
 SEDIMENT_BIN=${SEDIMENT_BIN:-bin/sediment}
+CHURNBENCH_BIN=${CHURNBENCH_BIN:-bin/churnbench}
 HOST=127.0.0.1
 PIPELINES=(1 16)
 
 die() { echo "bench: $*" >&2; exit 1; }
 log() { echo "bench: $*" >&2; }
 
-for v in N ROUNDS CLIENTS TIMEOUT; do
-  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
-done
-for tool in redis-server redis-benchmark redis-cli; do
+MODE=${1:-all}
+(($# <= 1)) || die "usage: $0 [all|redis-benchmark|churn]"
+case $MODE in
+  all) PARTS=(redis-benchmark churn) ;;
+  redis-benchmark | churn) PARTS=("$MODE") ;;
+  *) die "unknown part '$MODE' (usage: $0 [all|redis-benchmark|churn])" ;;
+esac
+has_part() { [[ " ${PARTS[*]} " == *" $1 "* ]]; }
+
+tools=(redis-server redis-cli)
+if has_part redis-benchmark; then
+  for v in N ROUNDS CLIENTS TIMEOUT; do
+    [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
+  done
+  tools+=(redis-benchmark)
+fi
+for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null 2>&1 ||
     die "$tool not found on PATH (apt-get install redis-server redis-tools)"
 done
 [[ -x $SEDIMENT_BIN ]] || die "$SEDIMENT_BIN not found: run 'make build' (or 'make bench')"
+if has_part churn; then
+  for v in CHURN_N CHURN_BLOCKS CHURN_MAX_TIME CHURN_PROBE_N; do
+    [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
+  done
+  [[ -x $CHURNBENCH_BIN ]] || die "$CHURNBENCH_BIN not found: run 'make churnbench' (or 'make bench-churn')"
+  # Check the workload names before any server starts.
+  CHURN_LIST=$("$CHURNBENCH_BIN" -list) || die "$CHURNBENCH_BIN -list failed"
+  [[ -n $CHURN_WORKLOADS ]] || CHURN_WORKLOADS=$(cut -f1 <<<"$CHURN_LIST" | paste -sd, -)
+  prev=""
+  IFS=, read -ra CHURN_UNITS_IN <<<"$CHURN_WORKLOADS"
+  for w in "${CHURN_UNITS_IN[@]}"; do
+    cut -f1 <<<"$CHURN_LIST" | grep -qxF -- "$w" ||
+      die "CHURN_WORKLOADS: unknown workload '$w' (have: $(cut -f1 <<<"$CHURN_LIST" | paste -sd' ' -))"
+    [[ $w != pel-probe || $prev == group-ack ]] || die "CHURN_WORKLOADS: pel-probe must come right after group-ack"
+    prev=$w
+  done
+  if [[ -n $CHURN_OUT ]]; then
+    mkdir -p "$CHURN_OUT" || die "cannot create CHURN_OUT=$CHURN_OUT"
+  fi
+fi
 
 # ---------------------------------------------------------------- servers
 
@@ -156,9 +218,9 @@ done
 SED_VERSION=$("$SEDIMENT_BIN" --version 2>/dev/null | awk '{print $2}')
 RED_VERSION=$(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')
 log "sediment ${SED_VERSION:-?} on $HOST:$SED_PORT, redis-server ${RED_VERSION:-?} on $HOST:$RED_PORT"
-log "n=$N clients=$CLIENTS rounds=$ROUNDS pipelines=${PIPELINES[*]} (appendfsync everysec on both)"
+# ---------------------------------------------------------------- redis-benchmark
 
-# ---------------------------------------------------------------- runs
+loadavg() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?'; }
 
 declare -A RESULTS # "server|TEST|pipeline" -> space-separated rps values
 
@@ -196,24 +258,6 @@ run_bench() {
   ((got > 0)) || die "no results from redis-benchmark ($server, $workload, -P $pipe): $out"
 }
 
-loadavg() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?'; }
-LOAD_BEFORE=$(loadavg)
-START=$SECONDS
-for round in $(seq 1 "$ROUNDS"); do
-  log "round $round/$ROUNDS"
-  for workload in setget xadd; do
-    for pipe in "${PIPELINES[@]}"; do
-      run_bench sediment "$SED_PORT" "$workload" "$pipe"
-      run_bench redis "$RED_PORT" "$workload" "$pipe"
-    done
-  done
-done
-ELAPSED=$((SECONDS - START))
-LOAD_AFTER=$(loadavg)
-log "runs took ${ELAPSED}s"
-
-# ---------------------------------------------------------------- report
-
 # median of the numbers given as arguments (mean of the middle two if even).
 median() {
   printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
@@ -222,24 +266,195 @@ median() {
           else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-echo
-echo "redis-benchmark -c $CLIENTS -n $N -r 100000, median of $ROUNDS rounds (requests/s)"
-echo "sediment ${SED_VERSION:-?} vs redis-server ${RED_VERSION:-?}, appendfsync everysec on both"
-echo "$(nproc 2>/dev/null || echo '?') CPUs; load average before: $LOAD_BEFORE, after: $LOAD_AFTER; runs took ${ELAPSED}s"
-echo
-FMT='%-6s %8s %14s %14s %16s\n'
-# shellcheck disable=SC2059
-printf "$FMT" test pipeline "sediment ops/s" "redis ops/s" "sediment/redis"
-# shellcheck disable=SC2059
-printf "$FMT" ------ -------- -------------- -------------- ----------------
-for name in SET GET XADD; do
-  for pipe in "${PIPELINES[@]}"; do
-    # shellcheck disable=SC2086
-    s=$(median ${RESULTS["sediment|$name|$pipe"]})
-    # shellcheck disable=SC2086
-    r=$(median ${RESULTS["redis|$name|$pipe"]})
-    ratio=$(awk -v s="$s" -v r="$r" 'BEGIN { if (r > 0) printf "%.2f", s / r; else print "nan" }')
-    # shellcheck disable=SC2059
-    printf "$FMT" "$name" "$pipe" "$s" "$r" "$ratio"
+# redis_benchmark_part runs ROUNDS rounds of redis-benchmark, alternating
+# the servers, and prints the table.
+redis_benchmark_part() {
+  local round workload pipe name s r ratio
+  log "redis-benchmark: n=$N clients=$CLIENTS rounds=$ROUNDS pipelines=${PIPELINES[*]} (appendfsync everysec on both)"
+  local LOAD_BEFORE LOAD_AFTER START ELAPSED FMT
+  LOAD_BEFORE=$(loadavg)
+  START=$SECONDS
+  for round in $(seq 1 "$ROUNDS"); do
+    log "round $round/$ROUNDS"
+    for workload in setget xadd; do
+      for pipe in "${PIPELINES[@]}"; do
+        run_bench sediment "$SED_PORT" "$workload" "$pipe"
+        run_bench redis "$RED_PORT" "$workload" "$pipe"
+      done
+    done
   done
+  ELAPSED=$((SECONDS - START))
+  LOAD_AFTER=$(loadavg)
+  log "redis-benchmark runs took ${ELAPSED}s"
+
+  echo
+  echo "redis-benchmark -c $CLIENTS -n $N -r 100000, median of $ROUNDS rounds (requests/s)"
+  echo "sediment ${SED_VERSION:-?} vs redis-server ${RED_VERSION:-?}, appendfsync everysec on both"
+  echo "$(nproc 2>/dev/null || echo '?') CPUs; load average before: $LOAD_BEFORE, after: $LOAD_AFTER; runs took ${ELAPSED}s"
+  echo
+  FMT='%-6s %8s %14s %14s %16s\n'
+  # shellcheck disable=SC2059
+  printf "$FMT" test pipeline "sediment ops/s" "redis ops/s" "sediment/redis"
+  # shellcheck disable=SC2059
+  printf "$FMT" ------ -------- -------------- -------------- ----------------
+  for name in SET GET XADD; do
+    for pipe in "${PIPELINES[@]}"; do
+      # shellcheck disable=SC2086
+      s=$(median ${RESULTS["sediment|$name|$pipe"]})
+      # shellcheck disable=SC2086
+      r=$(median ${RESULTS["redis|$name|$pipe"]})
+      ratio=$(awk -v s="$s" -v r="$r" 'BEGIN { if (r > 0) printf "%.2f", s / r; else print "nan" }')
+      # shellcheck disable=SC2059
+      printf "$FMT" "$name" "$pipe" "$s" "$r" "$ratio"
+    done
+  done
+}
+
+# ---------------------------------------------------------------- churn
+
+# churn_units prints the churn runs, one a line: each workload of
+# CHURN_WORKLOADS on its own, except pel-probe, which runs together with the
+# group-ack before it (it probes that workload's stream).
+churn_units() {
+  local w line=""
+  for w in "${CHURN_UNITS_IN[@]}"; do
+    if [[ $w == pel-probe ]]; then
+      line+=",pel-probe"
+      continue
+    fi
+    if [[ -n $line ]]; then echo "$line"; fi
+    line=$w
+  done
+  if [[ -n $line ]]; then echo "$line"; fi
+}
+
+# run_churn server port pid unit csv: one churnbench run of the workloads
+# in unit; appends its CSV rows (not its header line) to csv.
+run_churn() {
+  local server=$1 port=$2 pid=$3 unit=$4 csv=$5 count limit
+  count=$(tr -cd , <<<"$unit" | wc -c)
+  limit=$((CHURN_MAX_TIME * (count + 1) + 120))
+  log "churn: $unit on $server"
+  if ! timeout "$limit" "$CHURNBENCH_BIN" -addr "$HOST:$port" -pid "$pid" -workloads "$unit" \
+    -n "$CHURN_N" -blocks "$CHURN_BLOCKS" -max-time "${CHURN_MAX_TIME}s" -probe-n "$CHURN_PROBE_N" \
+    -csv -v >"$WORK/churn.out"; then
+    die "churnbench failed or timed out ($server, $unit)"
+  fi
+  tail -n +2 "$WORK/churn.out" >>"$csv"
+}
+
+# churn_report list sediment.csv redis.csv prints one table per workload
+# (list: the output of churnbench -list; each CSV starts with its header):
+# per block, each server's ms/op and CPU µs/op and the ratio redis ms /
+# sediment ms, then the summary figures against their targets.
+churn_report() {
+  awk -v max_time="$CHURN_MAX_TIME" '
+    # pad returns s right-aligned (or left-aligned if left) to width
+    # characters, counting a UTF-8 "µ" as one whatever the awk.
+    function pad(s, width, left,   n, t) {
+      t = s
+      n = length(s) - gsub(/µ/, "", t) * (length("µ") - 1)
+      while (n++ < width) s = left ? s " " : " " s
+      return s
+    }
+    function row(a, b, c, d, e, f) {
+      print pad(a, 14, 1) pad(b, 16) pad(c, 14) pad(d, 8) pad(e, 20) pad(f, 17)
+    }
+    function msCell(srv, k) {
+      if (!((srv, k) in ms)) return "-"
+      return sprintf("%.4f", ms[srv, k]) (part[srv, k] ? "*" : "")
+    }
+    function cpuCell(srv, k) {
+      if (!((srv, k) in cpu) || cpu[srv, k] == "") return "-"
+      return sprintf("%.1f", cpu[srv, k])
+    }
+    FNR == 1 { file++ }
+    file == 1 { i = index($0, "\t"); desc[substr($0, 1, i - 1)] = substr($0, i + 1); next }
+    FNR == 1 { next }
+    {
+      split($0, f, ",")
+      if (f[3] != "all") next
+      srv = file == 2 ? "s" : "r"
+      w = f[1]; k = w SUBSEP f[2]
+      if (!(w in seen)) { seen[w] = 1; wl[++nw] = w }
+      if (!(k in seen)) { seen[k] = 1; label[w, ++nl[w]] = f[2] }
+      ms[srv, k] = f[5]; cpu[srv, k] = f[6]; part[srv, k] = f[7] == 1; ops[srv, k] = f[4]
+      if (!((srv, w) in first)) first[srv, w] = k
+      last[srv, w] = k
+    }
+    END {
+      for (i = 1; i <= nw; i++) {
+        w = wl[i]
+        printf "\n%s: %s\n", w, desc[w]
+        row("block", "sediment ms/op", "redis ms/op", "ratio", "sediment cpu µs/op", "redis cpu µs/op")
+        worst = ""; notes = ""
+        for (j = 1; j <= nl[w]; j++) {
+          l = label[w, j]; k = w SUBSEP l
+          ratio = "-"
+          if ((("s", k) in ms) && (("r", k) in ms) && ms["s", k] > 0) {
+            r = ms["r", k] / ms["s", k]; ratio = sprintf("%.2f", r)
+            if (worst == "" || r < worst) { worst = r; worstAt = l }
+          }
+          what = (l ~ /^[0-9]+$/ ? "block " : "") l
+          if (part["s", k]) notes = notes sprintf("* sediment: %s cut short by CHURN_MAX_TIME=%ss after %d commands\n", what, max_time, ops["s", k])
+          if (part["r", k]) notes = notes sprintf("* redis: %s cut short by CHURN_MAX_TIME=%ss after %d commands\n", what, max_time, ops["r", k])
+          row(l, msCell("s", k), msCell("r", k), ratio, cpuCell("s", k), cpuCell("r", k))
+        }
+        if (label[w, 1] ~ /^[0-9]+$/) {
+          lf = "n/a"; rlf = "n/a"
+          if (first["s", w] != last["s", w] && ms["s", first["s", w]] > 0)
+            lf = sprintf("%.2f", ms["s", last["s", w]] / ms["s", first["s", w]])
+          if (first["r", w] != last["r", w] && ms["r", first["r", w]] > 0)
+            rlf = sprintf("%.2f", ms["r", last["r", w]] / ms["r", first["r", w]])
+          verdict = lf != "n/a" && lf + 0 <= 1.2 ? "ok" : "MISSED"
+          if (part["s", last["s", w]]) verdict = "MISSED: did not finish"
+          printf "sediment last/first block: %s (target <= 1.2: %s); redis last/first block: %s\n", lf, verdict, rlf
+        }
+        if (worst == "") printf "worst ratio: n/a\n"
+        else printf "worst ratio: %.2f at %s (target >= 0.5: %s)\n", worst, (label[w, 1] ~ /^[0-9]+$/ ? "block " : "") worstAt, (worst >= 0.5 ? "ok" : "MISSED")
+        printf "%s", notes
+      }
+    }' "$@"
+}
+
+# churn_part runs each churn unit against Sediment, then redis-server, and
+# prints the side-by-side tables.
+churn_part() {
+  local unit LOAD_BEFORE LOAD_AFTER START ELAPSED
+  local sed_csv=$WORK/churn-sediment.csv red_csv=$WORK/churn-redis.csv
+  local header=workload,block,command,ops,ms_per_op,cpu_us_per_op,partial
+  echo "$header" >"$sed_csv"
+  echo "$header" >"$red_csv"
+  log "churn: n=$CHURN_N blocks=$CHURN_BLOCKS workloads=$CHURN_WORKLOADS max-time=${CHURN_MAX_TIME}s per workload and server"
+  LOAD_BEFORE=$(loadavg)
+  START=$SECONDS
+  while IFS= read -r unit; do
+    run_churn sediment "$SED_PORT" "$SED_PID" "$unit" "$sed_csv"
+    run_churn redis "$RED_PORT" "$RED_PID" "$unit" "$red_csv"
+  done < <(churn_units)
+  ELAPSED=$((SECONDS - START))
+  LOAD_AFTER=$(loadavg)
+  log "churn runs took ${ELAPSED}s"
+  if [[ -n $CHURN_OUT ]]; then
+    cp "$sed_csv" "$red_csv" "$CHURN_OUT/"
+    log "churn CSVs written to $CHURN_OUT"
+  fi
+
+  echo
+  echo "churn: one client, unpipelined, CHURN_N=$CHURN_N commands per workload in $CHURN_BLOCKS blocks;"
+  echo "an op is one command (group-ack and xdel-queue run cycles of 3); pel-probe: $CHURN_PROBE_N calls per command"
+  echo "sediment ${SED_VERSION:-?} vs redis-server ${RED_VERSION:-?}, appendfsync everysec on both"
+  echo "$(nproc 2>/dev/null || echo '?') CPUs; load average before: $LOAD_BEFORE, after: $LOAD_AFTER; runs took ${ELAPSED}s"
+  echo "ratio = redis ms/op / sediment ms/op (sediment's throughput relative to redis's);"
+  echo "cpu = server user+system time per command, from /proc/PID/stat (10 ms ticks)"
+  churn_report <(echo "$CHURN_LIST") "$sed_csv" "$red_csv"
+}
+
+# ---------------------------------------------------------------- main
+
+for part in "${PARTS[@]}"; do
+  case $part in
+    redis-benchmark) redis_benchmark_part ;;
+    churn) churn_part ;;
+  esac
 done
