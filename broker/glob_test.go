@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"math/rand"
+	"net"
 	"sort"
 	"strings"
 	"testing"
@@ -193,4 +194,63 @@ func TestKeysPathologicalPattern(t *testing.T) {
 	if got := sortedStrs(t, mustDo(t, c, "KEYS", strings.Repeat("*a", 1001))); !eqStrs(got, []string{long}) {
 		t.Errorf("KEYS (*a)x1001 = %d keys, want the key of 1001 a's", len(got))
 	}
+}
+
+// TestClientGuard checks that a scan's guard reports a client that closed
+// its end, through the close watcher, and a cancelled context.
+func TestClientGuard(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	c := &conn{nc: server, rd: NewReader(server, Limits{})}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	defer c.cancel()
+
+	g := clientGuard{c: c}
+	for i := 0; i < 10*guardEvery; i++ {
+		if g.gone() {
+			t.Fatalf("gone after %d keys while the client is connected", i+1)
+		}
+	}
+	client.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	n := 0
+	for !g.gone() {
+		if n++; n%guardEvery == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the guard did not notice the client closing")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	g.release()
+	if !g.gone() {
+		t.Error("gone must stay true")
+	}
+
+	// A cancelled context (server shutdown) stops the scan at the next check.
+	c2 := &conn{}
+	c2.ctx, c2.cancel = context.WithCancel(context.Background())
+	c2.cancel()
+	g2 := clientGuard{c: c2}
+	for i := 1; i < guardEvery; i++ {
+		if g2.gone() {
+			t.Fatalf("checked before %d keys", guardEvery)
+		}
+	}
+	if !g2.gone() {
+		t.Errorf("not gone at key %d with a cancelled context", guardEvery)
+	}
+	g2.release()
 }

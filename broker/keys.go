@@ -131,13 +131,19 @@ func scanKeys(v *materialize.View, db uint8, from uint16, fn func(key []byte, m 
 }
 
 // KEYS pattern. Reply: array of keys, in hash-slot order. O(N) in the db's
-// keys, each match O(len(pattern) × len(key)) (see glob.Match).
+// keys, each match O(len(pattern) × len(key)) (see glob.Match). The scan
+// stops early when the client disconnects (clientGuard).
 // https://redis.io/docs/latest/commands/keys/
 func runKeys(x *exec) error {
 	pattern := x.args[1]
 	all := matchesAll(pattern)
 	var keys [][]byte
+	g := clientGuard{c: x.c}
+	defer g.release()
 	_, err := scanKeys(x.view(), x.db(), 0, func(key []byte, _ codec.Meta) bool {
+		if g.gone() {
+			return false
+		}
 		if all || glob.Match(pattern, key) {
 			keys = append(keys, key)
 		}
@@ -145,6 +151,9 @@ func runKeys(x *exec) error {
 	})
 	if err != nil {
 		return err
+	}
+	if g.left {
+		return errClientGone
 	}
 	x.w().WriteArray(len(keys))
 	for _, k := range keys {
@@ -158,6 +167,49 @@ func runKeys(x *exec) error {
 // empty key too.
 func matchesAll(pattern []byte) bool {
 	return len(pattern) == 1 && pattern[0] == '*'
+}
+
+// guardEvery is how many keys a scan visits between two checks that its
+// client is still there.
+const guardEvery = 256
+
+// clientGuard lets a long scan of the keyspace (KEYS, SCAN with a large
+// COUNT) stop once its client has gone. Every guardEvery keys it checks the
+// connection's context, which a server shutdown cancels; from the first
+// check on, the non-consuming close watcher (watchClose) also cancels it
+// when the client closes its end. Short scans thus start no watcher.
+//
+// Like a blocked command, the scan stops on end of file from the client, so
+// a client that half-closes its socket right after a long KEYS gets no
+// reply; Redis, which reads nothing while KEYS runs, would still answer it.
+type clientGuard struct {
+	c    *conn
+	n    int
+	stop func() // stops the watcher; nil until the first check
+	left bool   // the client has gone (or the server is closing)
+}
+
+// gone counts one visited key and reports whether the client has gone.
+func (g *clientGuard) gone() bool {
+	if g.left {
+		return true
+	}
+	g.n++
+	if g.n%guardEvery != 0 {
+		return false
+	}
+	if g.stop == nil {
+		g.stop = g.c.watchClose()
+	}
+	g.left = g.c.ctx.Err() != nil
+	return g.left
+}
+
+// release stops the watcher, if gone started one.
+func (g *clientGuard) release() {
+	if g.stop != nil {
+		g.stop()
+	}
 }
 
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
@@ -197,8 +249,13 @@ func runScan(x *exec) error {
 	var keys [][]byte
 	next := uint16(0)
 	if cur < codec.NumSlots {
+		g := clientGuard{c: x.c}
+		defer g.release()
 		visited := int64(0)
 		next, err = scanKeys(x.view(), x.db(), uint16(cur), func(key []byte, m codec.Meta) bool {
+			if g.gone() {
+				return false
+			}
 			visited++
 			if (all || glob.Match(pattern, key)) && (typ == nil || equalFold(typ, upper(m.Type.String()))) {
 				keys = append(keys, key)
@@ -207,6 +264,9 @@ func runScan(x *exec) error {
 		})
 		if err != nil {
 			return err
+		}
+		if g.left {
+			return errClientGone
 		}
 	}
 	w := x.w()
