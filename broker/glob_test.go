@@ -29,9 +29,9 @@ func TestKeysGlobDifferential(t *testing.T) {
 	ctx := context.Background()
 
 	total, nonEmpty := 0, 0
-	for _, seed := range []int64{1, 2, 3} {
+	for _, seed := range []int64{1, 2} {
 		rng := rand.New(rand.NewSource(seed))
-		keys := globRandomKeys(rng, 100)
+		keys := globRandomKeys(rng, 80)
 		for _, c := range []*redis.Client{rc, sc} {
 			mustDo(t, c, "FLUSHALL")
 			pipe := c.Pipeline()
@@ -42,7 +42,7 @@ func TestKeysGlobDifferential(t *testing.T) {
 				t.Fatalf("SET pipeline: %v", err)
 			}
 		}
-		patterns := make([]string, 800)
+		patterns := make([]string, 1000)
 		for i := range patterns {
 			patterns[i] = globRandomPattern(rng, keys)
 		}
@@ -136,22 +136,27 @@ func globRandomPattern(rng *rand.Rand, keys []string) string {
 	return b.String()
 }
 
-// globKeys runs KEYS for every pattern in one pipeline and returns each
-// reply sorted.
+// globKeys runs KEYS for every pattern, pipelined in batches (a client's
+// read deadline covers a whole pipeline), and returns each reply sorted.
 func globKeys(t *testing.T, ctx context.Context, c *redis.Client, patterns []string) [][]string {
 	t.Helper()
-	pipe := c.Pipeline()
-	cmds := make([]*redis.StringSliceCmd, len(patterns))
-	for i, p := range patterns {
-		cmds[i] = pipe.Keys(ctx, p)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatalf("KEYS pipeline: %v", err)
-	}
-	out := make([][]string, len(patterns))
-	for i, cmd := range cmds {
-		out[i] = cmd.Val()
-		sort.Strings(out[i])
+	out := make([][]string, 0, len(patterns))
+	for len(patterns) > 0 {
+		batch := patterns[:min(len(patterns), 100)]
+		patterns = patterns[len(batch):]
+		pipe := c.Pipeline()
+		cmds := make([]*redis.StringSliceCmd, len(batch))
+		for i, p := range batch {
+			cmds[i] = pipe.Keys(ctx, p)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatalf("KEYS pipeline: %v", err)
+		}
+		for _, cmd := range cmds {
+			keys := cmd.Val()
+			sort.Strings(keys)
+			out = append(out, keys)
+		}
 	}
 	return out
 }
