@@ -65,6 +65,10 @@ const (
 	errInvalidCursor              wireError = "ERR invalid cursor"
 	errInternal                   wireError = "ERR internal error"
 	errBadClientName              wireError = "ERR Client names cannot contain spaces, newlines or special characters."
+	// Not a Redis message: Redis cannot notice a client leaving while KEYS
+	// runs. Sediment stops the scan, and this reply is rarely read: the
+	// client has gone, or the server is closing the connection.
+	errClientGone wireError = "ERR command aborted: the connection is closing"
 )
 
 // Protocol errors of the request reader (reader.go), replied before the

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/internal/glob"
 	"github.com/sediment-dev/sediment/materialize"
 )
 
@@ -129,86 +130,21 @@ func scanKeys(v *materialize.View, db uint8, from uint16, fn func(key []byte, m 
 	return next, err
 }
 
-// match is Redis's glob-style pattern match for KEYS and SCAN MATCH, as
-// util.c stringmatchlen: '*' any run, '?' one byte, '[abc]', '[^abc]',
-// '[a-z]' classes and '\' escapes; bytes compare exactly.
-func match(pattern, s []byte) bool {
-	for len(pattern) > 0 {
-		switch pattern[0] {
-		case '*':
-			for len(pattern) > 1 && pattern[1] == '*' {
-				pattern = pattern[1:]
-			}
-			if len(pattern) == 1 {
-				return true
-			}
-			for i := 0; i <= len(s); i++ {
-				if match(pattern[1:], s[i:]) {
-					return true
-				}
-			}
-			return false
-		case '?':
-			if len(s) == 0 {
-				return false
-			}
-			s = s[1:]
-		case '[':
-			if len(s) == 0 {
-				return false
-			}
-			pattern = pattern[1:]
-			not := len(pattern) > 0 && pattern[0] == '^'
-			if not {
-				pattern = pattern[1:]
-			}
-			matched := false
-			for len(pattern) > 0 && pattern[0] != ']' {
-				switch {
-				case pattern[0] == '\\' && len(pattern) >= 2:
-					pattern = pattern[1:]
-					matched = matched || pattern[0] == s[0]
-				case len(pattern) >= 3 && pattern[1] == '-':
-					lo, hi := pattern[0], pattern[2]
-					if lo > hi {
-						lo, hi = hi, lo
-					}
-					matched = matched || (s[0] >= lo && s[0] <= hi)
-					pattern = pattern[2:]
-				default:
-					matched = matched || pattern[0] == s[0]
-				}
-				pattern = pattern[1:]
-			}
-			if len(pattern) == 0 { // unterminated class: Redis treats the end as ']'
-				return matched != not && len(s) == 1
-			}
-			if matched == not {
-				return false
-			}
-			s = s[1:]
-		case '\\':
-			if len(pattern) >= 2 {
-				pattern = pattern[1:]
-			}
-			fallthrough
-		default:
-			if len(s) == 0 || pattern[0] != s[0] {
-				return false
-			}
-			s = s[1:]
-		}
-		pattern = pattern[1:]
-	}
-	return len(s) == 0
-}
-
-// KEYS pattern. Reply: array of keys. O(N) in the db's keys.
+// KEYS pattern. Reply: array of keys, in hash-slot order. O(N) in the db's
+// keys, each match O(len(pattern) × len(key)) (see glob.Match). The scan
+// stops early when the client disconnects (clientGuard).
+// https://redis.io/docs/latest/commands/keys/
 func runKeys(x *exec) error {
+	pattern := x.args[1]
+	all := matchesAll(pattern)
 	var keys [][]byte
-	all := len(x.args[1]) == 1 && x.args[1][0] == '*'
+	g := clientGuard{c: x.c}
+	defer g.release()
 	_, err := scanKeys(x.view(), x.db(), 0, func(key []byte, _ codec.Meta) bool {
-		if all || match(x.args[1], key) {
+		if g.gone() {
+			return false
+		}
+		if all || glob.Match(pattern, key) {
 			keys = append(keys, key)
 		}
 		return true
@@ -216,11 +152,64 @@ func runKeys(x *exec) error {
 	if err != nil {
 		return err
 	}
+	if g.left {
+		return errClientGone
+	}
 	x.w().WriteArray(len(keys))
 	for _, k := range keys {
 		x.w().WriteBulk(k)
 	}
 	return nil
+}
+
+// matchesAll reports whether pattern is "*", which KEYS and SCAN MATCH, as
+// Redis, answer without matching: unlike glob.Match("*", ""), it takes the
+// empty key too.
+func matchesAll(pattern []byte) bool {
+	return len(pattern) == 1 && pattern[0] == '*'
+}
+
+// guardEvery is how many keys a scan visits between two checks that its
+// client is still there.
+const guardEvery = 256
+
+// clientGuard lets a long scan of the keyspace (KEYS, SCAN with a large
+// COUNT) stop once its client has gone. Every guardEvery keys it checks the
+// connection's context, which a server shutdown cancels; from the first
+// check on, the non-consuming close watcher (watchClose) also cancels it
+// when the client closes its end. Short scans thus start no watcher.
+//
+// Like a blocked command, the scan stops on end of file from the client, so
+// a client that half-closes its socket right after a long KEYS gets no
+// reply; Redis, which reads nothing while KEYS runs, would still answer it.
+type clientGuard struct {
+	c    *conn
+	n    int
+	stop func() // stops the watcher; nil until the first check
+	left bool   // the client has gone (or the server is closing)
+}
+
+// gone counts one visited key and reports whether the client has gone.
+func (g *clientGuard) gone() bool {
+	if g.left {
+		return true
+	}
+	g.n++
+	if g.n%guardEvery != 0 {
+		return false
+	}
+	if g.stop == nil {
+		g.stop = g.c.watchClose()
+	}
+	g.left = g.c.ctx.Err() != nil
+	return g.left
+}
+
+// release stops the watcher, if gone started one.
+func (g *clientGuard) release() {
+	if g.stop != nil {
+		g.stop()
+	}
 }
 
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
@@ -234,6 +223,7 @@ func runScan(x *exec) error {
 		return errInvalidCursor
 	}
 	var pattern, typ []byte
+	all := true // no MATCH, or MATCH *
 	count := int64(10)
 	for i := 2; i < len(x.args); i += 2 {
 		if i+1 >= len(x.args) {
@@ -242,6 +232,7 @@ func runScan(x *exec) error {
 		switch {
 		case equalFold(x.args[i], "MATCH"):
 			pattern = x.args[i+1]
+			all = matchesAll(pattern)
 		case equalFold(x.args[i], "COUNT"):
 			if count, err = intArg(x.args[i+1]); err != nil {
 				return err
@@ -258,16 +249,24 @@ func runScan(x *exec) error {
 	var keys [][]byte
 	next := uint16(0)
 	if cur < codec.NumSlots {
+		g := clientGuard{c: x.c}
+		defer g.release()
 		visited := int64(0)
 		next, err = scanKeys(x.view(), x.db(), uint16(cur), func(key []byte, m codec.Meta) bool {
+			if g.gone() {
+				return false
+			}
 			visited++
-			if (pattern == nil || match(pattern, key)) && (typ == nil || equalFold(typ, upper(m.Type.String()))) {
+			if (all || glob.Match(pattern, key)) && (typ == nil || equalFold(typ, upper(m.Type.String()))) {
 				keys = append(keys, key)
 			}
 			return visited < count
 		})
 		if err != nil {
 			return err
+		}
+		if g.left {
+			return errClientGone
 		}
 	}
 	w := x.w()

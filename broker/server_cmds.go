@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sediment-dev/sediment/internal/glob"
 )
 
 // Version is the Redis version Sediment reports in INFO (redis_version), so
@@ -165,7 +167,7 @@ func runConfig(x *exec) error {
 	var out []string
 	for _, p := range params {
 		for _, pat := range x.args[2:] {
-			if match([]byte(strings.ToLower(string(pat))), []byte(p[0])) {
+			if glob.Match([]byte(strings.ToLower(string(pat))), []byte(p[0])) {
 				out = append(out, p[0], p[1])
 				break
 			}

@@ -7,7 +7,7 @@
 //   - only materialize imports Pebble (github.com/cockroachdb/pebble/v2);
 //     every other package of ours reaches it, if at all, through materialize;
 //   - only broker and cmd/sediment import github.com/tidwall/redcon;
-//   - codec imports only the standard library;
+//   - codec and internal/glob import only the standard library;
 //   - streams and groups import neither broker, redcon nor NATS;
 //   - materialize imports none of broker, streams and groups.
 package lint

@@ -13,6 +13,7 @@ const (
 	redcon    = "github.com/tidwall/redcon"
 	natsOrg   = "github.com/nats-io/"
 	codecPkg  = module + "/codec"
+	globPkg   = module + "/internal/glob"
 	matPkg    = module + "/materialize"
 	streams   = module + "/streams"
 	groups    = module + "/groups"
@@ -60,7 +61,7 @@ func loadPackages(t *testing.T) map[string]*pkgInfo {
 		path, imports, _ := strings.Cut(l, ":")
 		pkgs[path] = &pkgInfo{imports: strings.Fields(imports), deps: map[string]bool{}}
 	}
-	for _, want := range []string{codecPkg, matPkg, streams, groups, brokerPkg, cmdPkg} {
+	for _, want := range []string{codecPkg, globPkg, matPkg, streams, groups, brokerPkg, cmdPkg} {
 		if pkgs[want] == nil {
 			t.Fatalf("go list %s/... did not list %s; the rules below would pass vacuously", module, want)
 		}
@@ -157,9 +158,11 @@ func TestDependencyRules(t *testing.T) {
 		}
 	})
 
-	t.Run("codec is standard library only", func(t *testing.T) {
-		if got := pkgs[codecPkg].nonStd; len(got) > 0 {
-			t.Errorf("codec depends on %v: it may import only the standard library", got)
+	t.Run("codec and glob are standard library only", func(t *testing.T) {
+		for _, path := range []string{codecPkg, globPkg} {
+			if got := pkgs[path].nonStd; len(got) > 0 {
+				t.Errorf("%s depends on %v: it may import only the standard library", path, got)
+			}
 		}
 	})
 
