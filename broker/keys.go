@@ -95,13 +95,14 @@ func runType(x *exec) error {
 
 // scanKeys calls fn for each live key of db in slot order, starting at slot
 // from, until fn returns false after finishing a slot. It returns the slot
-// to resume from (0 when done).
+// to resume from (0 when done). Metadata keys are rewritten by every write
+// to their key: IterateKeys keeps a scan from walking their older versions.
 func scanKeys(v *materialize.View, db uint8, from uint16, fn func(key []byte, m codec.Meta) bool) (uint16, error) {
 	next := uint16(0)
 	err := v.SeekSlots(codec.TagMeta, db, from, func(slot uint16) (bool, error) {
 		p := codec.SlotDBPrefix(codec.TagMeta, slot, db)
 		more := true
-		err := v.Iterate(p, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
+		err := v.IterateKeys(p, codec.PrefixEnd(p), func(k, val []byte) (bool, error) {
 			d, err := codec.DecodeKey(k)
 			if err != nil {
 				return false, err

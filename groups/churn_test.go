@@ -164,6 +164,7 @@ func TestChurnCostFlat(t *testing.T) {
 						w.name, field, window, a, marks[0], b, marks[len(marks)-1])
 				}
 			}
+			check("point lookups", first.Gets, last.Gets)
 			check("iterators", first.Iterators, last.Iterators)
 			check("seeks", first.Seeks, last.Seeks)
 			check("steps", first.Steps, last.Steps)

@@ -13,6 +13,7 @@ import (
 // stream's first ID, acknowledged PEL entries): the same operation must
 // cost the same counts after 10,000 and after 100,000 earlier ones.
 type IterStats struct {
+	Gets      uint64 // point lookups (View.Get, View.Has) that reached Pebble
 	Iterators uint64 // iterators opened
 	Seeks     uint64 // seeks (First, Last, SeekGE, SeekLT) asked of Pebble
 	Steps     uint64 // Next/Prev asked of Pebble
@@ -29,6 +30,7 @@ type IterStats struct {
 // Sub returns s minus o, field by field.
 func (s IterStats) Sub(o IterStats) IterStats {
 	return IterStats{
+		Gets:          s.Gets - o.Gets,
 		Iterators:     s.Iterators - o.Iterators,
 		Seeks:         s.Seeks - o.Seeks,
 		Steps:         s.Steps - o.Steps,
@@ -40,7 +42,7 @@ func (s IterStats) Sub(o IterStats) IterStats {
 
 // iterCounters accumulates IterStats; safe for concurrent use.
 type iterCounters struct {
-	iterators, seeks, steps, internalSteps, points, covered atomic.Uint64
+	gets, iterators, seeks, steps, internalSteps, points, covered atomic.Uint64
 }
 
 // record adds the stats of it, which is about to be closed. c may be nil.
@@ -61,8 +63,16 @@ func (c *iterCounters) record(it *pebble.Iterator) {
 	c.covered.Add(st.InternalStats.PointsCoveredByRangeTombstones)
 }
 
+// get counts one point lookup. c may be nil.
+func (c *iterCounters) get() {
+	if c != nil {
+		c.gets.Add(1)
+	}
+}
+
 func (c *iterCounters) load() IterStats {
 	return IterStats{
+		Gets:          c.gets.Load(),
 		Iterators:     c.iterators.Load(),
 		Seeks:         c.seeks.Load(),
 		Steps:         c.steps.Load(),

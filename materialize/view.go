@@ -25,6 +25,7 @@ func (v *View) NowMs() int64 { return v.nowMs }
 
 // Get returns a copy of the value at k, and false if k is absent.
 func (v *View) Get(k []byte) ([]byte, bool, error) {
+	v.iters.get()
 	val, closer, err := v.r.Get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
@@ -39,6 +40,7 @@ func (v *View) Get(k []byte) ([]byte, bool, error) {
 
 // Has reports whether k exists.
 func (v *View) Has(k []byte) (bool, error) {
+	v.iters.get()
 	_, closer, err := v.r.Get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil
