@@ -142,6 +142,12 @@ func errUnsupportedOption(opt []byte) wireError {
 	return wireError(fmt.Sprintf("ERR Unsupported option %s", sanitize(cString(opt), 128)))
 }
 
+// errValueRange is Redis's reply to an integer outside [min, max]
+// (getRangeLongFromObjectOrReply without a message of its own).
+func errValueRange(min, max int64) wireError {
+	return wireError(fmt.Sprintf("ERR value is out of range, value must between %d and %d", min, max))
+}
+
 // errInvalidExpireIn is the invalid-expire-time error of the named command.
 func errInvalidExpireIn(cmd string) wireError {
 	return wireError(fmt.Sprintf("ERR invalid expire time in '%s' command", cmd))
