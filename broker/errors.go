@@ -53,6 +53,7 @@ const (
 	errXClaimRetryCount           wireError = "ERR Invalid RETRYCOUNT option argument for XCLAIM"
 	errXAutoClaimMinIdle          wireError = "ERR Invalid min-idle-time argument for XAUTOCLAIM"
 	errXAutoClaimCount            wireError = "ERR COUNT must be > 0"
+	errXAutoClaimMemory           wireError = "ERR Insufficient memory, failed allocating transient memory, COUNT too high."
 	errNoSuchKey                  wireError = "ERR no such key"
 	errXInfoFull                  wireError = "ERR XINFO STREAM FULL is not supported by Sediment yet"
 	errExpireNXAndOthers          wireError = "ERR NX and XX, GT or LT options at the same time are not compatible"
