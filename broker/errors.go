@@ -53,6 +53,7 @@ const (
 	errXClaimRetryCount           wireError = "ERR Invalid RETRYCOUNT option argument for XCLAIM"
 	errXAutoClaimMinIdle          wireError = "ERR Invalid min-idle-time argument for XAUTOCLAIM"
 	errXAutoClaimCount            wireError = "ERR COUNT must be > 0"
+	errXAutoClaimMemory           wireError = "ERR Insufficient memory, failed allocating transient memory, COUNT too high."
 	errNoSuchKey                  wireError = "ERR no such key"
 	errXInfoFull                  wireError = "ERR XINFO STREAM FULL is not supported by Sediment yet"
 	errExpireNXAndOthers          wireError = "ERR NX and XX, GT or LT options at the same time are not compatible"
@@ -140,6 +141,12 @@ func errNoGroupRead(key, group []byte) wireError {
 // errUnsupportedOption is EXPIRE's reply to an unknown option.
 func errUnsupportedOption(opt []byte) wireError {
 	return wireError(fmt.Sprintf("ERR Unsupported option %s", sanitize(cString(opt), 128)))
+}
+
+// errValueRange is Redis's reply to an integer outside [min, max]
+// (getRangeLongFromObjectOrReply without a message of its own).
+func errValueRange(min, max int64) wireError {
+	return wireError(fmt.Sprintf("ERR value is out of range, value must between %d and %d", min, max))
 }
 
 // errInvalidExpireIn is the invalid-expire-time error of the named command.

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/sediment-dev/sediment/codec"
@@ -219,11 +220,14 @@ func (g *clientGuard) release() {
 // iteration is returned exactly once.
 // https://redis.io/docs/latest/commands/scan/
 func runScan(x *exec) error {
-	cur, err := strconv.ParseUint(string(x.args[1]), 10, 64)
-	if err != nil {
+	cur, ok := parseCursor(x.args[1])
+	if !ok {
 		return errInvalidCursor
 	}
-	var pattern, typ []byte
+	var (
+		pattern, typ []byte
+		err          error
+	)
 	all := true // no MATCH, or MATCH *
 	count := int64(10)
 	for i := 2; i < len(x.args); i += 2 {
@@ -278,6 +282,40 @@ func runScan(x *exec) error {
 		w.WriteBulk(k)
 	}
 	return nil
+}
+
+// parseCursor parses a SCAN cursor as Redis's parseScanCursorOrReply does
+// with strtoul: the argument ends at its first NUL byte; an optional '+' or
+// '-' (which negates modulo 2^64), then decimal digits up to 2^64-1. The
+// empty string is cursor 0. A leading space, a sign without digits, any
+// other byte and overflow are invalid.
+func parseCursor(b []byte) (uint64, bool) {
+	b = cString(b)
+	if len(b) == 0 {
+		return 0, true
+	}
+	neg := b[0] == '-'
+	if b[0] == '+' || b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if n > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 func upper(s string) string {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"sort"
@@ -56,11 +57,15 @@ func runQuit(x *exec) error {
 	return nil
 }
 
-// SELECT index: 0 <= index < Options.Databases.
+// SELECT index: 0 <= index < Options.Databases. As Redis, an index
+// outside C's int range gets the range error before the database check.
 func runSelect(x *exec) error {
 	n, ok := parseInt(x.args[1])
 	if !ok {
 		return errNotInteger
+	}
+	if n < math.MinInt32 || n > math.MaxInt32 {
+		return errValueRange(math.MinInt32, math.MaxInt32)
 	}
 	if n < 0 || n >= int64(x.c.s.opts.Databases) {
 		return errDBIndex

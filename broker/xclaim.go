@@ -160,6 +160,9 @@ func runXAutoClaim(x *exec) error {
 		if err := lookupGroupFor(v, x.db(), args[1], args[2]); err != nil {
 			return nil, err
 		}
+		if a.Count >= autoClaimAllocFails {
+			return nil, errXAutoClaimMemory
+		}
 		var evs []codec.Event
 		next, entries, deleted, evs, err = groups.AutoClaim(v, x.db(), args[1], a)
 		return evs, err
@@ -180,5 +183,14 @@ func runXAutoClaim(x *exec) error {
 }
 
 // maxAutoClaimCount is Redis's bound on XAUTOCLAIM's COUNT: LONG_MAX divided
-// by its attempts factor.
-const maxAutoClaimCount = (1<<63 - 1) / groups.AutoClaimAttemptsFactor
+// by the larger of its attempts factor and the size of a stream ID (16), as
+// Redis allocates COUNT IDs for the deleted entries' list.
+const maxAutoClaimCount = (1<<63 - 1) / max(groups.AutoClaimAttemptsFactor, 16)
+
+// autoClaimAllocFails is the smallest COUNT for which Redis's allocation of
+// COUNT stream IDs (2^47 bytes: the whole user address space of x86-64 and
+// arm64 Linux) always fails, and it replies errXAutoClaimMemory after its
+// key and group checks. Sediment allocates nothing by COUNT; it replies the
+// same error so that its replies do not depend on the count's size. Smaller
+// counts may fail on a given Redis host too (docs/commands.md, XAUTOCLAIM).
+const autoClaimAllocFails = 1 << 43

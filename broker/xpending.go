@@ -55,12 +55,12 @@ func runXPending(x *exec) error {
 	var a groups.RangeArgs
 	at := 3
 	if equalFold(x.args[3], "IDLE") {
-		if n < 8 {
-			return errSyntax
-		}
-		idle, err := intArg(x.args[4])
+		idle, err := intArg(x.args[4]) // before the count check, as Redis
 		if err != nil {
 			return err
+		}
+		if n < 8 {
+			return errSyntax
 		}
 		a.MinIdleMs = idle
 		at = 5

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"math"
 	"time"
 
 	"github.com/tidwall/redcon"
@@ -49,7 +50,7 @@ func parseXRead(args [][]byte, isGroup bool) (xread, error) {
 			if ms < 0 {
 				return c, errTimeoutNeg
 			}
-			c.block, c.timeout = true, time.Duration(ms)*time.Millisecond
+			c.block, c.timeout = true, blockTimeout(ms)
 		case equalFold(a, "COUNT") && more > 0:
 			i++
 			n, err := intArg(args[i])
@@ -88,6 +89,17 @@ func parseXRead(args [][]byte, isGroup bool) (xread, error) {
 	n := (len(args) - streamsAt) / 2
 	c.keys, c.ids = args[streamsAt:streamsAt+n], args[streamsAt+n:]
 	return c, nil
+}
+
+// blockTimeout converts a BLOCK argument (ms >= 0) to the wait's timeout.
+// Redis 7.0 accepts any int64 and waits that long; a time.Duration holds
+// about 292 years, so a longer wait is a wait without timeout (0) rather
+// than a product that wraps, possibly to a timeout that fires at once.
+func blockTimeout(ms int64) time.Duration {
+	if ms > int64(math.MaxInt64/time.Millisecond) {
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // historyID parses an XREADGROUP history ID ("$" is an error there).
