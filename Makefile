@@ -6,7 +6,7 @@ FUZZ     ?= FuzzDecodeKey
 FUZZTIME ?= 30s
 FUZZPKG  ?= ./codec
 
-.PHONY: all help run build churnbench test test-short fuzz bench bench-rb bench-churn lint clean
+.PHONY: all help run build churnbench test test-short fuzz bench bench-rb bench-churn bench-blocked lint clean
 
 all: help
 
@@ -15,10 +15,12 @@ help:
 	@echo "make test        run every test with -race (differential tests need redis-server on PATH)"
 	@echo "make test-short  skip the slow tests"
 	@echo "make fuzz        FUZZ=FuzzID FUZZPKG=./codec FUZZTIME=30s"
-	@echo "make bench       bench-rb, then bench-churn (long: see docs/perf.md)"
+	@echo "make bench       bench-rb, bench-churn, then bench-blocked (long: see docs/perf.md)"
 	@echo "make bench-rb    redis-benchmark against Sediment and redis-server, side by side"
 	@echo "make bench-churn churn workloads (capped streams, acked PELs, XDEL queues) against both"
 	@echo "                 CHURN_N=20000 CHURN_BLOCKS=4 CHURN_MAX_TIME=60 for a quick run"
+	@echo "make bench-blocked  W blocked XREADGROUP workers, one producer, against both"
+	@echo "                 BLOCKED_N=2000 BLOCKED_WORKERS=\"10 100 1000\" BLOCKED_ROUNDS=1 (the defaults)"
 	@echo "make build       build bin/sediment"
 	@echo "make churnbench  build bin/churnbench, the churn load generator"
 	@echo "make lint        go vet + gofmt check"
@@ -48,7 +50,7 @@ churnbench:
 	$(GO) build -trimpath -o bin/churnbench ./cmd/churnbench
 
 bench: build churnbench
-	@echo "> benchmarking against redis-server (redis-benchmark, then churn)"
+	@echo "> benchmarking against redis-server (redis-benchmark, churn, then blocked)"
 	./scripts/bench.sh all
 
 bench-rb: build
@@ -58,6 +60,10 @@ bench-rb: build
 bench-churn: build churnbench
 	@echo "> benchmarking against redis-server (churn)"
 	./scripts/bench.sh churn
+
+bench-blocked: build churnbench
+	@echo "> benchmarking against redis-server (blocked XREADGROUP workers)"
+	./scripts/bench.sh blocked
 
 lint:
 	$(GO) vet ./...

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # scripts/bench.sh — Sediment against redis-server, side by side.
 #
-#   scripts/bench.sh [all|redis-benchmark|churn]      (default: all)
+#   scripts/bench.sh [all|redis-benchmark|churn|blocked]      (default: all)
 #
-# `make bench` builds bin/sediment and bin/churnbench and runs both parts
-# (all); `make bench-rb` runs only the redis-benchmark part and
-# `make bench-churn` only the churn part. The script starts Sediment and a
+# `make bench` builds bin/sediment and bin/churnbench and runs every part
+# (all); `make bench-rb` runs only the redis-benchmark part,
+# `make bench-churn` only the churn part and `make bench-blocked` only the
+# blocked part. The script starts Sediment and a
 # redis-server with comparable durability (AOF, appendfsync everysec, no RDB
 # snapshots) on free loopback ports, each with a fresh temp data dir, then:
 #
@@ -21,6 +22,17 @@
 # CPU µs per command; per workload, Sediment's last block / first block
 # (target <= 1.2) and the worst block's ratio (target >= 0.5).
 #
+# blocked: for each W in BLOCKED_WORKERS, runs bin/churnbench -workloads
+# blocked against Sediment, then redis-server: W connections loop
+# XREADGROUP ... COUNT 1 BLOCK 2000 on one group while one producer adds
+# BLOCKED_N entries, one XADD at a time; all that BLOCKED_ROUNDS times. It
+# prints, per W, each server's delivered entries/s, XADD p99 and CPU µs per
+# delivered entry (medians over the rounds), and the ratio sediment / redis
+# CPU per entry (target <= 2); then Sediment's CPU per entry at the largest
+# W over the smallest (target <= 1.5). Every entry must reach exactly one
+# worker, or the run fails. It raises the soft open-file limit (ulimit -n)
+# when the largest W needs it.
+#
 # Environment:
 #   BENCH_N          requests per redis-benchmark run (default 100000)
 #   ROUNDS           rounds; the median per server is reported (default 3)
@@ -33,7 +45,10 @@
 #   CHURN_MAX_TIME   seconds one churn workload may run on one server
 #                    (default 600); it then stops and reports what it measured
 #   CHURN_PROBE_N    calls of each pel-probe command (default 10000)
-#   CHURN_OUT        a directory to copy the churn CSVs to (default: none)
+#   CHURN_OUT        a directory to copy the churn and blocked CSVs to (default: none)
+#   BLOCKED_N        entries the producer adds per blocked run (default 2000)
+#   BLOCKED_WORKERS  worker counts, one blocked run each (default "10 100 1000")
+#   BLOCKED_ROUNDS   rounds of blocked runs; medians are reported (default 1)
 #   SEDIMENT_BIN     the Sediment binary (default bin/sediment)
 #   CHURNBENCH_BIN   the churn load generator (default bin/churnbench)
 #
@@ -51,6 +66,9 @@ CHURN_WORKLOADS=${CHURN_WORKLOADS:-}
 CHURN_MAX_TIME=${CHURN_MAX_TIME:-600}
 CHURN_PROBE_N=${CHURN_PROBE_N:-10000}
 CHURN_OUT=${CHURN_OUT:-}
+BLOCKED_N=${BLOCKED_N:-2000}
+BLOCKED_WORKERS=${BLOCKED_WORKERS:-10 100 1000}
+BLOCKED_ROUNDS=${BLOCKED_ROUNDS:-1}
 SEDIMENT_BIN=${SEDIMENT_BIN:-bin/sediment}
 CHURNBENCH_BIN=${CHURNBENCH_BIN:-bin/churnbench}
 HOST=127.0.0.1
@@ -60,11 +78,11 @@ die() { echo "bench: $*" >&2; exit 1; }
 log() { echo "bench: $*" >&2; }
 
 MODE=${1:-all}
-(($# <= 1)) || die "usage: $0 [all|redis-benchmark|churn]"
+(($# <= 1)) || die "usage: $0 [all|redis-benchmark|churn|blocked]"
 case $MODE in
-  all) PARTS=(redis-benchmark churn) ;;
-  redis-benchmark | churn) PARTS=("$MODE") ;;
-  *) die "unknown part '$MODE' (usage: $0 [all|redis-benchmark|churn])" ;;
+  all) PARTS=(redis-benchmark churn blocked) ;;
+  redis-benchmark | churn | blocked) PARTS=("$MODE") ;;
+  *) die "unknown part '$MODE' (usage: $0 [all|redis-benchmark|churn|blocked])" ;;
 esac
 has_part() { [[ " ${PARTS[*]} " == *" $1 "* ]]; }
 
@@ -80,24 +98,53 @@ for tool in "${tools[@]}"; do
     die "$tool not found on PATH (apt-get install redis-server redis-tools)"
 done
 [[ -x $SEDIMENT_BIN ]] || die "$SEDIMENT_BIN not found: run 'make build' (or 'make bench')"
+if has_part churn || has_part blocked; then
+  [[ -x $CHURNBENCH_BIN ]] || die "$CHURNBENCH_BIN not found: run 'make churnbench' (or 'make bench-churn')"
+  if [[ -n $CHURN_OUT ]]; then
+    mkdir -p "$CHURN_OUT" || die "cannot create CHURN_OUT=$CHURN_OUT"
+  fi
+fi
 if has_part churn; then
   for v in CHURN_N CHURN_BLOCKS CHURN_MAX_TIME CHURN_PROBE_N; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
   done
-  [[ -x $CHURNBENCH_BIN ]] || die "$CHURNBENCH_BIN not found: run 'make churnbench' (or 'make bench-churn')"
-  # Check the workload names before any server starts.
-  CHURN_LIST=$("$CHURNBENCH_BIN" -list) || die "$CHURNBENCH_BIN -list failed"
+  # Check the workload names before any server starts. The blocked
+  # workload is a part of its own.
+  CHURN_LIST=$("$CHURNBENCH_BIN" -list | awk -F'\t' '$1 != "blocked"') || die "$CHURNBENCH_BIN -list failed"
   [[ -n $CHURN_WORKLOADS ]] || CHURN_WORKLOADS=$(cut -f1 <<<"$CHURN_LIST" | paste -sd, -)
   prev=""
   IFS=, read -ra CHURN_UNITS_IN <<<"$CHURN_WORKLOADS"
   for w in "${CHURN_UNITS_IN[@]}"; do
+    [[ $w != blocked ]] || die "CHURN_WORKLOADS: blocked is a part of its own: $0 blocked (make bench-blocked)"
     cut -f1 <<<"$CHURN_LIST" | grep -qxF -- "$w" ||
       die "CHURN_WORKLOADS: unknown workload '$w' (have: $(cut -f1 <<<"$CHURN_LIST" | paste -sd' ' -))"
     [[ $w != pel-probe || $prev == group-ack ]] || die "CHURN_WORKLOADS: pel-probe must come right after group-ack"
     prev=$w
   done
-  if [[ -n $CHURN_OUT ]]; then
-    mkdir -p "$CHURN_OUT" || die "cannot create CHURN_OUT=$CHURN_OUT"
+fi
+if has_part blocked; then
+  for v in BLOCKED_N BLOCKED_ROUNDS; do
+    [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
+  done
+  read -ra BLOCKED_WS <<<"$BLOCKED_WORKERS"
+  ((${#BLOCKED_WS[@]} > 0)) || die "BLOCKED_WORKERS is empty"
+  BLOCKED_MAX_W=0
+  for w in "${BLOCKED_WS[@]}"; do
+    [[ $w =~ ^[1-9][0-9]*$ ]] || die "BLOCKED_WORKERS: '$w' is not a positive integer"
+    if ((w > BLOCKED_MAX_W)); then BLOCKED_MAX_W=$w; fi
+  done
+  # Each server and the load generator hold one socket per worker, each in
+  # its own process. Go programs raise their soft limit to the hard one by
+  # themselves; redis-server needs the soft limit, which the servers
+  # inherit from here.
+  need=$((BLOCKED_MAX_W + 256))
+  soft=$(ulimit -Sn) hard=$(ulimit -Hn)
+  if [[ $soft != unlimited ]] && ((soft < need)); then
+    if [[ $hard != unlimited ]] && ((hard < need)); then
+      die "BLOCKED_WORKERS up to $BLOCKED_MAX_W needs an open-file limit of $need per process, but the hard limit (ulimit -Hn) is $hard: raise it or lower BLOCKED_WORKERS"
+    fi
+    ulimit -Sn "$need" || die "cannot raise the open-file limit (ulimit -n) from $soft to $need"
+    log "raised the open-file limit (ulimit -n) from $soft to $need for $BLOCKED_MAX_W workers"
   fi
 fi
 
@@ -450,11 +497,131 @@ churn_part() {
   churn_report <(echo "$CHURN_LIST") "$sed_csv" "$red_csv"
 }
 
+# ---------------------------------------------------------------- blocked
+
+# run_blocked server port pid workers csv: one churnbench run of the
+# blocked workload with that many workers; appends its CSV row to csv. A
+# wrong delivery (an entry received twice or never) fails the run.
+run_blocked() {
+  local server=$1 port=$2 pid=$3 workers=$4 csv=$5 limit
+  limit=$((120 + BLOCKED_N / 20 + workers / 10))
+  log "blocked: W=$workers on $server"
+  if ! timeout "$limit" "$CHURNBENCH_BIN" -addr "$HOST:$port" -pid "$pid" -workloads blocked \
+    -n "$BLOCKED_N" -workers "$workers" -csv -v >"$WORK/blocked.out"; then
+    cat "$WORK/blocked.out" >&2
+    die "churnbench failed or timed out ($server, blocked, W=$workers)"
+  fi
+  tail -n +2 "$WORK/blocked.out" >>"$csv"
+}
+
+# blocked_report sediment.csv redis.csv prints one row per worker count
+# (each CSV starts with its header), with the median of each figure over
+# the runs, then the summary figures against their targets.
+blocked_report() {
+  awk '
+    # med returns the median of the space-separated numbers in list, or "".
+    function med(list,   v, n, i, j, t) {
+      n = split(list, v, " ")
+      if (n == 0) return ""
+      for (i = 2; i <= n; i++)
+        for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+      return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+    }
+    function pad(s, width, left,   n, t) {
+      t = s
+      n = length(s) - gsub(/µ/, "", t) * (length("µ") - 1)
+      while (n++ < width) s = left ? s " " : " " s
+      return s
+    }
+    function row(a, b, c, d, e, f, g, h) {
+      print pad(a, 8, 1) pad(b, 12) pad(c, 14) pad(d, 12) pad(e, 14) pad(f, 14) pad(g, 16) pad(h, 13)
+    }
+    function cell(v, fmt) { return v == "" ? "-" : sprintf(fmt, v) }
+    FNR == 1 { file++; next }
+    {
+      split($0, f, ",")
+      srv = file == 1 ? "s" : "r"
+      w = f[2]
+      if (!(w in seen)) { seen[w] = 1; ws[++nw] = w }
+      epsL[srv, w] = epsL[srv, w] " " f[6]; p99L[srv, w] = p99L[srv, w] " " f[8]; src = f[10]
+      if (f[9] != "") cpuL[srv, w] = cpuL[srv, w] " " f[9]
+      if (f[11] > 0) notes = notes sprintf("%s W=%d: %d BLOCK timeouts within the measured time (each re-sends XREADGROUP)\n", srv == "s" ? "sediment" : "redis", w, f[11])
+      if (f[14] == 1) notes = notes sprintf("%s W=%d: stopped early\n", srv == "s" ? "sediment" : "redis", w)
+    }
+    END {
+      for (k in epsL) eps[k] = med(epsL[k])
+      for (k in p99L) p99[k] = med(p99L[k])
+      for (k in cpuL) cpu[k] = med(cpuL[k])
+      printf "cpu = server CPU per delivered entry, from /proc/PID/%s\n\n", src == "schedstat" ? "task/*/schedstat (ns)" : "stat (10 ms ticks)"
+      row("workers", "sed entr/s", "redis entr/s", "sed p99 ms", "redis p99 ms", "sed cpu µs/e", "redis cpu µs/e", "cpu sed/red")
+      worst = ""; lo = ""; hi = ""
+      for (i = 1; i <= nw; i++) {
+        w = ws[i]
+        ratio = "-"
+        if (cpu["s", w] != "" && cpu["r", w] > 0) {
+          r = cpu["s", w] / cpu["r", w]; ratio = sprintf("%.2f", r)
+          if (worst == "" || r > worst) { worst = r; worstAt = w }
+        }
+        row(w, cell(eps["s", w], "%.0f"), cell(eps["r", w], "%.0f"), cell(p99["s", w], "%.3f"), cell(p99["r", w], "%.3f"),
+          cell(cpu["s", w], "%.1f"), cell(cpu["r", w], "%.1f"), ratio)
+        if (lo == "" || w + 0 < lo + 0) lo = w
+        if (hi == "" || w + 0 > hi + 0) hi = w
+      }
+      if (worst == "") print "worst cpu sediment/redis: n/a"
+      else printf "worst cpu sediment/redis: %.2f at W=%s (target <= 2: %s)\n", worst, worstAt, worst <= 2 ? "ok" : "MISSED"
+      if (lo == hi || cpu["s", lo] == "" || cpu["s", lo] <= 0) {
+        print "sediment cpu per entry, largest W / smallest W: n/a (needs two worker counts)"
+      } else {
+        g = cpu["s", hi] / cpu["s", lo]
+        rg = (cpu["r", lo] > 0 && cpu["r", hi] != "") ? sprintf("%.2f", cpu["r", hi] / cpu["r", lo]) : "n/a"
+        printf "sediment cpu per entry W=%s / W=%s: %.2f (target <= 1.5: %s); redis: %s\n", hi, lo, g, g <= 1.5 ? "ok" : "MISSED", rg
+      }
+      printf "%s", notes
+    }' "$@"
+}
+
+# blocked_part runs the blocked workload for each worker count, against
+# Sediment, then redis-server, and prints the side-by-side table.
+blocked_part() {
+  local w round LOAD_BEFORE LOAD_AFTER START ELAPSED
+  local sed_csv=$WORK/blocked-sediment.csv red_csv=$WORK/blocked-redis.csv
+  local header=workload,workers,entries,delivered,seconds,entries_per_s,xadd_ms_per_op,xadd_p99_ms,cpu_us_per_entry,cpu_source,timeouts,duplicates,missing,partial
+  echo "$header" >"$sed_csv"
+  echo "$header" >"$red_csv"
+  log "blocked: n=$BLOCKED_N workers=$BLOCKED_WORKERS rounds=$BLOCKED_ROUNDS (open-file limit $(ulimit -Sn))"
+  LOAD_BEFORE=$(loadavg)
+  START=$SECONDS
+  for round in $(seq 1 "$BLOCKED_ROUNDS"); do
+    ((BLOCKED_ROUNDS == 1)) || log "blocked: round $round/$BLOCKED_ROUNDS"
+    for w in "${BLOCKED_WS[@]}"; do
+      run_blocked sediment "$SED_PORT" "$SED_PID" "$w" "$sed_csv"
+      run_blocked redis "$RED_PORT" "$RED_PID" "$w" "$red_csv"
+    done
+  done
+  ELAPSED=$((SECONDS - START))
+  LOAD_AFTER=$(loadavg)
+  log "blocked runs took ${ELAPSED}s"
+  if [[ -n $CHURN_OUT ]]; then
+    cp "$sed_csv" "$red_csv" "$CHURN_OUT/"
+    log "blocked CSVs written to $CHURN_OUT"
+  fi
+
+  echo
+  echo "blocked: W workers, one connection each, loop XREADGROUP GROUP g c<i> COUNT 1 BLOCK 2000 STREAMS key >;"
+  echo "one producer adds BLOCKED_N=$BLOCKED_N entries, XADD key * f v, one at a time; every entry reached exactly one worker"
+  echo "medians of BLOCKED_ROUNDS=$BLOCKED_ROUNDS rounds (W by W, sediment then redis)"
+  echo "sediment ${SED_VERSION:-?} vs redis-server ${RED_VERSION:-?}, appendfsync everysec on both"
+  echo "$(nproc 2>/dev/null || echo '?') CPUs; load average before: $LOAD_BEFORE, after: $LOAD_AFTER; runs took ${ELAPSED}s"
+  echo "entr/s = entries delivered per second; p99 = the producer's XADD round trip, 99th percentile"
+  blocked_report "$sed_csv" "$red_csv"
+}
+
 # ---------------------------------------------------------------- main
 
 for part in "${PARTS[@]}"; do
   case $part in
     redis-benchmark) redis_benchmark_part ;;
     churn) churn_part ;;
+    blocked) blocked_part ;;
   esac
 done

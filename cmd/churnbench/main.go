@@ -6,6 +6,8 @@
 //	churnbench -addr 127.0.0.1:6380 [-n 1000000] [-blocks 10]
 //	           [-workloads capped-exact,capped-approx,group-ack,pel-probe,xdel-queue]
 //	           [-pid PID] [-max-time 0] [-probe-n 10000] [-csv] [-v]
+//	churnbench -addr 127.0.0.1:6380 -workloads blocked [-n 2000]
+//	           [-workers 10,100,1000] [-block 2s] [-drain 10s] [-pid PID] [-csv] [-v]
 //	churnbench -list
 //
 // One client sends one command at a time (no pipelining) to a server on a
@@ -28,8 +30,17 @@
 // by itself. A failed command or an unexpected reply stops the program
 // with the command in the error.
 //
+// The blocked workload is of another kind and runs on its own: for each
+// -workers count W, W connections loop XREADGROUP ... BLOCK on one group
+// while one producer adds -n entries, one XADD at a time. It reports the
+// entries delivered per second, the XADD round trip (mean and p99) and,
+// with -pid, the server's CPU per delivered entry, from the threads'
+// /proc/PID/task/*/schedstat (nanoseconds) where the kernel has it. It
+// fails when an entry is received twice or never (blocked.go).
+//
 // scripts/bench.sh runs it against Sediment and redis-server side by side
-// (`make bench-churn`); docs/perf.md describes the workloads.
+// (`make bench-churn`, `make bench-blocked`); docs/perf.md describes the
+// workloads.
 package main
 
 import (
@@ -41,6 +52,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -71,6 +83,11 @@ type config struct {
 	csv       bool
 	verbose   bool
 	list      bool
+	// The blocked workload, which runs alone:
+	blocked bool
+	workers []int         // worker counts, one run each
+	block   time.Duration // XREADGROUP's BLOCK, whole milliseconds
+	drain   time.Duration // how long to wait for deliveries after the last XADD
 }
 
 func parse(args []string, stderr io.Writer) (config, error) {
@@ -79,7 +96,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("churnbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:6380", "server address (loopback only)")
-	fs.IntVar(&c.n, "n", 1_000_000, "commands per workload")
+	fs.IntVar(&c.n, "n", 1_000_000, "commands per workload (blocked: entries added per run)")
 	fs.IntVar(&c.blocks, "blocks", 10, "consecutive blocks each workload is measured in")
 	fs.StringVar(&names, "workloads", strings.Join(workloadNames(), ","), "comma-separated workloads, run in this order")
 	fs.IntVar(&c.pid, "pid", 0, "server process ID; when set, report its CPU time per command")
@@ -89,6 +106,10 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.csv, "csv", false, "print CSV instead of tables")
 	fs.BoolVar(&c.verbose, "v", false, "log each block to stderr as it completes")
 	fs.BoolVar(&c.list, "list", false, "list the workloads and exit")
+	var workers string
+	fs.StringVar(&workers, "workers", "10,100,1000", "blocked: comma-separated worker counts, one run each")
+	fs.DurationVar(&c.block, "block", 2*time.Second, "blocked: the workers' XREADGROUP BLOCK timeout")
+	fs.DurationVar(&c.drain, "drain", 10*time.Second, "blocked: how long to wait for deliveries after the last XADD")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -101,10 +122,13 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	if err := checkLoopback(c.addr); err != nil {
 		return c, err
 	}
+	alone := strings.TrimSpace(names) == blockedName
 	switch {
 	case c.blocks < 1:
 		return c, fmt.Errorf("-blocks must be at least 1, got %d", c.blocks)
-	case c.n < c.blocks:
+	case c.n < 1:
+		return c, fmt.Errorf("-n must be at least 1, got %d", c.n)
+	case !alone && c.n < c.blocks:
 		return c, fmt.Errorf("-n (%d) must be at least -blocks (%d)", c.n, c.blocks)
 	case c.pid < 0:
 		return c, fmt.Errorf("-pid must not be negative, got %d", c.pid)
@@ -115,9 +139,15 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	case c.probeN < 1:
 		return c, fmt.Errorf("-probe-n must be at least 1, got %d", c.probeN)
 	}
+	if alone {
+		return parseBlocked(c, workers)
+	}
 	var prev string
 	for _, name := range strings.Split(names, ",") {
 		name = strings.TrimSpace(name)
+		if name == blockedName {
+			return c, fmt.Errorf("workload %s runs on its own (-workloads %s)", blockedName, blockedName)
+		}
 		w := lookupWorkload(name)
 		if w == nil {
 			return c, fmt.Errorf("unknown workload %q (have %s)", name, strings.Join(workloadNames(), ", "))
@@ -131,6 +161,25 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		}
 		c.workloads = append(c.workloads, w)
 		prev = name
+	}
+	return c, nil
+}
+
+// parseBlocked completes c for the blocked workload.
+func parseBlocked(c config, workers string) (config, error) {
+	c.blocked = true
+	for _, f := range strings.Split(workers, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return c, fmt.Errorf("-workers: %q is not a positive count", f)
+		}
+		c.workers = append(c.workers, n)
+	}
+	switch {
+	case c.block < time.Millisecond:
+		return c, fmt.Errorf("-block must be at least 1ms, got %v", c.block)
+	case c.drain <= 0:
+		return c, fmt.Errorf("-drain must be positive, got %v", c.drain)
 	}
 	return c, nil
 }
@@ -163,6 +212,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		for _, w := range workloads {
 			fmt.Fprintf(stdout, "%s\t%s\n", w.name, w.desc)
 		}
+		fmt.Fprintf(stdout, "%s\t%s (runs on its own)\n", blockedName, blockedDesc)
 		return nil
 	}
 	r, err := newRunner(ctx, c, stderr)
@@ -170,6 +220,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer r.close()
+	if c.blocked {
+		return runBlockedAll(r, stdout)
+	}
 	if c.csv {
 		writeCSVHeader(stdout)
 	}
@@ -240,7 +293,6 @@ func writeTable(w io.Writer, res *result, withCPU bool) {
 	if withCPU {
 		cols = append(cols, "cpu µs/op")
 	}
-	widths := make([]int, len(cols))
 	table := [][]string{cols}
 	for _, b := range res.blocks {
 		label := b.label
@@ -258,6 +310,21 @@ func writeTable(w io.Writer, res *result, withCPU bool) {
 		}
 		table = append(table, row)
 	}
+	printRows(w, table)
+	first, last := res.blocks[0], res.blocks[len(res.blocks)-1]
+	if res.numbered && len(res.blocks) > 1 && first.msPerOp() > 0 {
+		fmt.Fprintf(w, "last/first block: %.2f\n", last.msPerOp()/first.msPerOp())
+	}
+	if res.stopped != "" {
+		fmt.Fprintf(w, "* %s\n", res.stopped)
+	}
+	fmt.Fprintln(w)
+}
+
+// printRows prints table with its columns aligned: the first to the left,
+// the others to the right.
+func printRows(w io.Writer, table [][]string) {
+	widths := make([]int, len(table[0]))
 	for _, row := range table {
 		for i, s := range row {
 			widths[i] = max(widths[i], len([]rune(s)))
@@ -275,12 +342,4 @@ func writeTable(w io.Writer, res *result, withCPU bool) {
 		}
 		fmt.Fprintln(w, sb.String())
 	}
-	first, last := res.blocks[0], res.blocks[len(res.blocks)-1]
-	if res.numbered && len(res.blocks) > 1 && first.msPerOp() > 0 {
-		fmt.Fprintf(w, "last/first block: %.2f\n", last.msPerOp()/first.msPerOp())
-	}
-	if res.stopped != "" {
-		fmt.Fprintf(w, "* %s\n", res.stopped)
-	}
-	fmt.Fprintln(w)
 }

@@ -258,6 +258,8 @@ type runner struct {
 	cpu    *procCPU // nil without -pid
 	log    io.Writer
 	prefix string // key prefix unique to this run
+
+	fileLimit string // the blocked workload's: openFileLimit before dialing
 }
 
 func newRunner(ctx context.Context, cfg config, log io.Writer) (*runner, error) {
