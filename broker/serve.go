@@ -92,10 +92,15 @@ func (c *consumers) removeLocked(w *consumerWaiter) {
 	for _, k := range w.keys {
 		byGroup := c.queues[k]
 		q := byGroup[w.group]
-		for i, o := range q {
-			if o == w {
-				q = append(q[:i:i], q[i+1:]...)
-				break
+		if len(q) > 0 && q[0] == w {
+			q[0] = nil
+			q = q[1:] // served from the head: O(1)
+		} else {
+			for i, o := range q {
+				if o == w {
+					q = append(q[:i:i], q[i+1:]...) // a timeout or a client gone
+					break
+				}
 			}
 		}
 		if len(q) == 0 {
