@@ -149,6 +149,17 @@ func Open(opts Options) (*Store, error) {
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
+	// Churn (capped streams, acknowledged PELs) leaves point tombstones
+	// below each live range. Reads never visit them (they seek from the
+	// metadata), so they cost only disk space until compaction drops them:
+	// tombstone-dense compactions (an sstable with >= 10% of its blocks
+	// holding >= 100 tombstones, or tombstones >= half a block's bytes) are
+	// what reclaims it soonest. These are Pebble's defaults, set here so a
+	// change of default does not pass unnoticed; docs/perf.md has the
+	// measurements (no effect on operation cost at 1M capped XADDs).
+	po.Experimental.TombstoneDenseCompactionThreshold = 0.10
+	po.Experimental.NumDeletionsThreshold = 100
+	po.Experimental.DeletionSizeRatioThreshold = 0.5
 	dir := o.Dir
 	if o.InMemory {
 		po.FS = vfs.NewMem()
