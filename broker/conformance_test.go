@@ -294,6 +294,15 @@ type confStep struct {
 }
 
 func cc(args ...string) confStep        { return confStep{args: args} }
+
+// confAddN adds entries 1-1 .. 1-n to key, one XADD each.
+func confAddN(key string, n int) []confStep {
+	steps := make([]confStep, n)
+	for i := range steps {
+		steps[i] = cc("XADD", key, fmt.Sprint("1-", i+1), "f", fmt.Sprint(i+1))
+	}
+	return steps
+}
 func ccSorted(args ...string) confStep  { return confStep{args: args, sorted: true} }
 func ccNoCheck(args ...string) confStep { return confStep{args: args, skip: true} }
 
@@ -631,6 +640,23 @@ var conformanceCases = []confCase{
 		cc("XTRIM", "nokey", "MINID", "1"),
 		cc("EXISTS", "nokey"),
 	}},
+	// '~' removes whole nodes of 100 entries ever added, as Redis's radix
+	// tree nodes fill, also after exact trims have cut the first node short,
+	// and LIMIT counts whole nodes.
+	{name: "xtrim approximate nodes after exact trims", steps: append(confAddN("s", 1000),
+		cc("XTRIM", "s", "MAXLEN", "666"),
+		cc("XTRIM", "s", "MAXLEN", "~", "444", "LIMIT", "50"),
+		cc("XTRIM", "s", "MAXLEN", "~", "444", "LIMIT", "100"),
+		cc("XLEN", "s"),
+		cc("XTRIM", "s", "MAXLEN", "=", "555"),
+		cc("XTRIM", "s", "MAXLEN", "~", "444"),
+		cc("XTRIM", "s", "MINID", "~", "1-750"),
+		cc("XRANGE", "s", "-", "+", "COUNT", "1"),
+		cc("XADD", "s", "MAXLEN", "~", "100", "1-1001", "f", "v"),
+		cc("XLEN", "s"),
+		cc("XTRIM", "s", "MAXLEN", "~", "0"),
+		cc("XLEN", "s"),
+	)},
 	{name: "xtrim errors", steps: []confStep{
 		cc("XADD", "s", "1-1", "a", "1"),
 		cc("XTRIM", "s", "FOO", "1"),

@@ -267,58 +267,99 @@ type trimPlan struct {
 	oldFirst, last codec.ID
 	first          codec.ID
 	ids            []codec.ID
-	pointwise      bool
 }
 
 // planTrim decides which oldest entries t removes from a stream with
 // metadata m, whose entries are in Pebble except pending (IDs being added
 // in this same decision, after every stored entry; m already counts them).
 // It walks the live entries from m's first ID: the cost is the number of
-// entries removed, whatever the stream's history.
+// entries removed (plus at most one node for '~'), whatever the stream's
+// history.
+//
+// Exact trims remove entries one by one, as Redis's streamTrim does inside
+// a node. Approximate ('~') trims remove whole nodes only, as Redis does:
+// a node is removed while the stream keeps at least MaxLen entries without
+// it (MAXLEN) or its last entry is below MinID (MINID), and while the
+// removed count stays within Limit. Sediment has no radix-tree nodes; it
+// places Redis's node boundaries at every NodeMaxEntries-th entry ever
+// added, which is where Redis's nodes start when entries are only appended
+// and trimmed (a node counts its entries deleted from inside it too). When
+// an XDEL has removed an entry inside the live range, that position is
+// unknown and nodes are counted from the first live entry instead.
 func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending []codec.ID, t Trim) (trimPlan, error) {
-	length := m.Stream.Length
-	var max uint64 // how many to remove at most, before walking
-	switch t.Strategy {
-	case TrimMaxLen:
-		if length <= t.MaxLen {
-			return trimPlan{}, nil
-		}
-		max = length - t.MaxLen
-	case TrimMinID:
-		max = length
-	default:
+	s := m.Stream
+	if t.Strategy != TrimMaxLen && t.Strategy != TrimMinID {
 		return trimPlan{}, fmt.Errorf("streams: bad trim strategy %d", t.Strategy)
 	}
+	if t.Strategy == TrimMaxLen && s.Length <= t.MaxLen {
+		return trimPlan{}, nil
+	}
+	// node is the number of live entries left in the node being walked
+	// ('~' only); the first node is cut short by earlier exact trims.
+	var node uint64
 	if t.Approx {
-		if max < length { // removing everything takes the partial tail block too
-			max -= max % NodeMaxEntries
-		}
-		if t.Limit > 0 && uint64(t.Limit) < max {
-			max = uint64(t.Limit) - uint64(t.Limit)%NodeMaxEntries
-		}
-		if max == 0 {
-			return trimPlan{}, nil
+		node = NodeMaxEntries
+		if first := s.EntriesAdded - s.Length; s.EntriesAdded >= s.Length && (s.MaxDeletedID.IsZero() || s.MaxDeletedID.Less(s.FirstID)) {
+			node -= first % NodeMaxEntries
 		}
 	}
-	keep := func(id codec.ID) bool { return t.Strategy == TrimMinID && !id.Less(t.MinID) }
-	pl := trimPlan{pointwise: max <= PointTrimMax}
-	stopped := false
-	remove := func(id codec.ID) bool {
-		if pl.n == max || keep(id) {
-			pl.first, stopped = id, true
-			return false
-		}
+	var (
+		pl        trimPlan
+		stopped   bool
+		nodeIDs   []codec.ID // '~': the IDs of the node being walked
+		nodeCount uint64
+		closeNode func() bool
+	)
+	take := func(id codec.ID) {
 		if pl.n == 0 {
 			pl.oldFirst = id
 		}
 		pl.n, pl.last = pl.n+1, id
-		if pl.pointwise {
+		if pl.n <= PointTrimMax {
 			pl.ids = append(pl.ids, id)
 		}
+	}
+	// visit walks one entry; it returns false once the trim ends before id.
+	visit := func(id codec.ID) bool {
+		if !t.Approx {
+			if (t.Strategy == TrimMaxLen && s.Length-pl.n <= t.MaxLen) || (t.Strategy == TrimMinID && !id.Less(t.MinID)) {
+				pl.first, stopped = id, true
+				return false
+			}
+			take(id)
+			return true
+		}
+		nodeIDs = append(nodeIDs, id)
+		nodeCount++
+		if nodeCount < node {
+			return true
+		}
+		return closeNode()
+	}
+	// closeNode decides on the node just walked ('~').
+	closeNode = func() bool {
+		remove := false
+		switch t.Strategy {
+		case TrimMaxLen:
+			remove = s.Length-pl.n-nodeCount >= t.MaxLen
+		case TrimMinID:
+			remove = nodeIDs[len(nodeIDs)-1].Less(t.MinID)
+		}
+		if t.Limit > 0 && pl.n+nodeCount > uint64(t.Limit) {
+			remove = false
+		}
+		if !remove {
+			pl.first, stopped = nodeIDs[0], true
+			return false
+		}
+		for _, id := range nodeIDs {
+			take(id)
+		}
+		nodeIDs, nodeCount, node = nodeIDs[:0], 0, NodeMaxEntries
 		return true
 	}
-	// Stored entries lie in [first ID, the last pending ID's predecessor].
-	stored := m.Stream
+	// Stored entries lie in [first ID, the first pending ID's predecessor].
+	stored := s
 	if len(pending) > 0 {
 		stored.Length -= uint64(len(pending))
 		stored.LastID = pending[0]
@@ -332,30 +373,27 @@ func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending [
 			if err != nil {
 				return false, err
 			}
-			return remove(id), nil
+			return visit(id), nil
 		})
 		if err != nil {
 			return trimPlan{}, err
 		}
 	}
 	for _, id := range pending {
-		if stopped || !remove(id) {
+		if stopped || !visit(id) {
 			break
 		}
+	}
+	if !stopped && t.Approx && nodeCount > 0 {
+		closeNode() // the tail node, partly filled
 	}
 	if !stopped {
 		pl.first = codec.ID{}
 	}
-	if !t.Approx || pl.n%NodeMaxEntries == 0 || pl.n == length {
-		return pl, nil
+	if pl.n > PointTrimMax {
+		pl.ids = nil // one range deletion instead
 	}
-	// MINID ~ stopped inside a block: remove whole blocks only, as Redis
-	// removes whole nodes.
-	whole := pl.n - pl.n%NodeMaxEntries
-	if whole == 0 {
-		return trimPlan{}, nil
-	}
-	return planTrim(v, db, key, m, pending, Trim{Strategy: TrimMaxLen, Approx: true, MaxLen: length - whole})
+	return pl, nil
 }
 
 // applyTrim updates m for the trim pl and returns its event.
