@@ -293,7 +293,7 @@ type confStep struct {
 	skip   bool   // compare only the reply's type (the contents differ by design)
 }
 
-func cc(args ...string) confStep        { return confStep{args: args} }
+func cc(args ...string) confStep { return confStep{args: args} }
 
 // confAddN adds entries 1-1 .. 1-n to key, one XADD each.
 func confAddN(key string, n int) []confStep {
