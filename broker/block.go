@@ -9,20 +9,21 @@ import (
 	"github.com/tidwall/redcon"
 )
 
-// Blocking reads (XREAD/XREADGROUP BLOCK) wait in a registry of waiters
+// Blocking reads that consume nothing (XREAD BLOCK) wait in a registry of waiters
 // keyed by (db, key). The order is: try; register and subscribe to the key's
 // wake subject (confirmed by the NATS server); try again; wait. A write that
 // commits after the second try publishes a wake the subscription receives; one
 // that committed before it is seen by the try. So no wake-up is lost.
 //
-// Waiters on one key are served first-come first-served: on a wake, the
-// registry tries each waiter in arrival order, under its lock, so an entry
-// delivered to the first XREADGROUP waiter is not offered to the second.
+// On a wake, the registry tries each waiter of the key in arrival order,
+// under its lock; every XREAD waiter gets the new entries. The attempt only
+// reads: nothing under the registry lock calls into the write path.
+// Blocked XREADGROUP clients, which consume, are served by the writer
+// instead (serve.go).
 
-// attempt runs a blocked command's read (or XREADGROUP's delivery). It
-// returns a reply writer when the command is done (data, or an error such
-// as UNBLOCKED), the change-log seq of any write it made, or ok false to
-// keep waiting.
+// attempt runs a blocked command's read. It returns a reply writer when the
+// command is done, the change-log seq of any write it made (0 for reads),
+// or ok false to keep waiting.
 type attempt func() (reply func(*redcon.Writer), seq uint64, ok bool)
 
 type waitKey struct {

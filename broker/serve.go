@@ -159,15 +159,18 @@ func (c *consumers) ready(v *materialize.View, events []codec.Event, record func
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var last waitKey
-	for i, e := range events {
+	var (
+		last   waitKey
+		primed bool
+	)
+	for _, e := range events {
 		switch e.Op {
 		case codec.OpXAdd, codec.OpDelKey, codec.OpGroupDel:
 			k := waitKey{e.DB, string(e.Key)}
-			if i > 0 && k == last {
-				continue // one XADD's or trim's events name the key once more
+			if primed && k == last {
+				continue // served already for this key
 			}
-			last = k
+			last, primed = k, true
 			for group := range c.queues[k] {
 				c.serveLocked(v, k, group, record)
 			}

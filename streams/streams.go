@@ -299,8 +299,10 @@ func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending [
 	var node uint64
 	if t.Approx {
 		node = NodeMaxEntries
-		if first := s.EntriesAdded - s.Length; s.EntriesAdded >= s.Length && (s.MaxDeletedID.IsZero() || s.MaxDeletedID.Less(s.FirstID)) {
-			node -= first % NodeMaxEntries
+		noGaps := s.MaxDeletedID.IsZero() || s.MaxDeletedID.Less(s.FirstID)
+		if noGaps && s.EntriesAdded >= s.Length {
+			// The first live entry is the (entries-added - length)-th ever added.
+			node -= (s.EntriesAdded - s.Length) % NodeMaxEntries
 		}
 	}
 	var (
