@@ -83,6 +83,18 @@ func (r *registry) block(ctx context.Context, keys []waitKey, timeout time.Durat
 	}
 	r.mu.Unlock()
 
+	if res, ok := await(ctx, w.res, timeout); ok {
+		return res, true
+	}
+	if res, served := r.cancel(w); served {
+		return res, true
+	}
+	return waitResult{}, false
+}
+
+// await receives from res until the timeout passes (0: forever) or ctx
+// ends; ok is false when nothing was received.
+func await(ctx context.Context, res <-chan waitResult, timeout time.Duration) (waitResult, bool) {
 	var timer <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -90,13 +102,10 @@ func (r *registry) block(ctx context.Context, keys []waitKey, timeout time.Durat
 		timer = t.C
 	}
 	select {
-	case res := <-w.res:
-		return res, true
+	case r := <-res:
+		return r, true
 	case <-timer:
 	case <-ctx.Done():
-	}
-	if res, served := r.cancel(w); served {
-		return res, true
 	}
 	return waitResult{}, false
 }

@@ -126,17 +126,8 @@ func (c *consumers) cancel(w *consumerWaiter) {
 // wait blocks until w is served, the timeout passes (0: forever) or its
 // client leaves. It returns the result, or false when nothing was served.
 func (c *consumers) wait(w *consumerWaiter, timeout time.Duration) (waitResult, bool) {
-	var timer <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		timer = t.C
-	}
-	select {
-	case res := <-w.res:
+	if res, ok := await(w.ctx, w.res, timeout); ok {
 		return res, true
-	case <-timer:
-	case <-w.ctx.Done():
 	}
 	c.mu.Lock()
 	served := w.done
