@@ -111,6 +111,7 @@ type Store struct {
 	groupEvents []codec.Event  // scratch: the current group's events
 	writerDone  chan struct{}  // closed when the writer goroutine exits
 	iters       iterCounters   // storage work of every view's iterators
+	ttl         ttlSlots       // which slots active expiry visits, and from where
 	ready       atomic.Pointer[ReadyFunc]
 	served      []servedWrite // scratch: the current group's served writes
 
@@ -422,6 +423,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 	s.committed.Store(seq)
 	for _, e := range committed {
 		s.cache.observe(e)
+		s.ttl.observe(e)
 	}
 	clear(committed) // drop references to the group's events
 	s.groupEvents = committed[:0]
