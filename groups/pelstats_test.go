@@ -141,3 +141,50 @@ func checkPELStats(t *testing.T, s *materialize.Store, step int) {
 		t.Fatalf("step %d: summary %+v, %v", step, sum, err)
 	}
 }
+
+// TestPELStatsLegacyValues reads group and consumer values in the layouts
+// written before PEL stats were kept (24 and 16 bytes): readers recount the
+// PEL, and the next write stores the new layout with exact stats.
+func TestPELStatsLegacyValues(t *testing.T) {
+	s, _ := open(t)
+	addN(t, s, key, 1, 5)
+	mustCreate(t, s, key, grp, groups.CreateArgs{})
+	readNew(t, s, key, groups.ReadArgs{Group: grp, Consumer: alice, Count: 3})
+	readNew(t, s, key, groups.ReadArgs{Group: grp, Consumer: bob, Count: 1})
+	// Rewrite both values in their legacy layouts.
+	if err := commit(t, s, func(v *materialize.View) ([]codec.Event, error) {
+		g := lookup(t, s, key, grp)
+		a, _ := consumer(t, s, grp, alice)
+		return []codec.Event{
+			{Op: codec.OpGroupSet, Key: key, Args: [][]byte{grp, codec.AppendGroup(nil, g)[:24]}},
+			{Op: codec.OpConsumerSet, Key: key, Args: [][]byte{grp, alice, codec.AppendConsumer(nil, a)[:16]}},
+		}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _, _ := s.View().Get(codec.GroupKey(0, key, grp)); len(b) != 24 {
+		t.Fatalf("group value is %d bytes, want the legacy 24", len(b))
+	}
+	sum, err := groups.PendingSummary(s.View(), 0, key, grp)
+	if err != nil || sum.Count != 4 || sum.Min != id(1) || sum.Max != id(4) || len(sum.Consumers) != 2 {
+		t.Fatalf("summary over legacy values = %+v, %v", sum, err)
+	}
+	infos, err := groups.ConsumerInfos(s.View(), 0, key, grp)
+	if err != nil || len(infos) != 2 {
+		t.Fatalf("consumers = %+v, %v", infos, err)
+	}
+	for _, ci := range infos {
+		if want := map[string]int64{string(alice): 3, string(bob): 1}[string(ci.Name)]; ci.Pending != want {
+			t.Errorf("consumer %q pending %d, want %d", ci.Name, ci.Pending, want)
+		}
+	}
+	// The next write of each stores the new layout with exact stats.
+	ack(t, s, key, grp, id(1))
+	if b, _, _ := s.View().Get(codec.GroupKey(0, key, grp)); len(b) != 48 {
+		t.Fatalf("group value is %d bytes after a write, want 48", len(b))
+	}
+	checkPELStats(t, s, -1)
+	if c, _ := consumer(t, s, grp, alice); c.PELUnknown || c.PEL.Count != 2 || c.PEL.First != id(2) {
+		t.Errorf("alice after ack = %+v", c)
+	}
+}
