@@ -172,7 +172,7 @@ func runConfig(x *exec) error {
 	var out []string
 	for _, p := range params {
 		for _, pat := range x.args[2:] {
-			if glob.Match([]byte(strings.ToLower(string(pat))), []byte(p[0])) {
+			if glob.Match(bytesToLower(pat), []byte(p[0])) {
 				out = append(out, p[0], p[1])
 				break
 			}
@@ -190,7 +190,7 @@ func runConfig(x *exec) error {
 func runInfo(x *exec) error {
 	want := map[string]bool{}
 	for _, a := range x.args[1:] {
-		want[strings.ToLower(string(a))] = true
+		want[string(bytesToLower(a))] = true
 	}
 	all := len(want) == 0 || want["all"] || want["default"] || want["everything"]
 	s := x.c.s
