@@ -43,7 +43,8 @@ type consumerWaiter struct {
 	// to deliver yet (and no events); otherwise reply is the client's reply
 	// (entries or an error such as UNBLOCKED) and events what it records.
 	deliver func(v *materialize.View) (reply func(*redcon.Writer), events []codec.Event, ok bool)
-	done    bool            // set under consumers.mu once served or cancelled
+	done    bool            // set under consumers.mu once out of the queues
+	served  bool            // set under consumers.mu when a result is on its way to res
 	res     chan waitResult // capacity 1
 }
 
@@ -130,7 +131,7 @@ func (c *consumers) wait(w *consumerWaiter, timeout time.Duration) (waitResult, 
 		return res, true
 	}
 	c.mu.Lock()
-	served := w.done
+	served := w.served
 	c.removeLocked(w)
 	c.mu.Unlock()
 	if served {
@@ -196,6 +197,7 @@ func (c *consumers) serveLocked(v *materialize.View, k waitKey, group string, re
 			return
 		}
 		c.removeLocked(w)
+		w.served = true
 		record(materialize.Served{Events: events, Done: func(seq uint64, err error) {
 			if err != nil {
 				c.log("blocked XREADGROUP failed", "err", err)

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/tidwall/redcon"
 
+	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/materialize"
 )
 
@@ -91,5 +94,36 @@ func TestBlockedConsumersCostFlatInW(t *testing.T) {
 		if f.many > f.few+f.few/10+2 {
 			t.Errorf("%s for %d entries: %d with 64 workers, %d with 2", f.name, entries, f.many, f.few)
 		}
+	}
+}
+
+// TestConsumerLeftBeforeServe: a queued client whose connection ended is
+// dropped by the writer without a result, and its wait returns at once
+// instead of waiting for a result that never comes.
+func TestConsumerLeftBeforeServe(t *testing.T) {
+	c := newConsumers(func(string, ...any) {})
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &consumerWaiter{keys: []waitKey{{0, "s"}}, group: "g", ctx: ctx, res: make(chan waitResult, 1),
+		deliver: func(*materialize.View) (func(*redcon.Writer), []codec.Event, bool) {
+			t.Error("a client that left was served")
+			return nil, nil, false
+		}}
+	c.queue(w)
+	cancel()
+	c.ready(nil, []codec.Event{codec.XAddEvent(0, []byte("s"), codec.ID{Ms: 1}, nil)}, func(materialize.Served) {
+		t.Error("a client that left was recorded as served")
+	})
+	done := make(chan bool)
+	go func() { _, ok := c.wait(w, 0); done <- ok }()
+	select {
+	case ok := <-done:
+		if ok {
+			t.Error("wait reported a result for a client that was never served")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("wait never returned for a client dropped by the writer")
+	}
+	if c.n.Load() != 0 {
+		t.Errorf("%d waiters still counted", c.n.Load())
 	}
 }
