@@ -218,25 +218,24 @@ func runXReadGroup(x *exec) error {
 	// deliveries. blocked: called from a wake, where a missing key or group
 	// ends the wait with an error and an empty read writes nothing.
 	deliver := func(v *materialize.View, blocked bool) ([]streamReply, []codec.Event, error) {
-		var (
-			out    []streamReply
-			events []codec.Event
-		)
+		var out []streamReply
+		// One session for the decision: a stream named twice sees what
+		// the first read of it delivered.
+		sess := groups.NewSession(v, x.db())
 		for i, key := range c.keys {
 			var (
 				entries []streams.Entry
-				evs     []codec.Event
 				err     error
 			)
 			if isGT(c.ids[i]) {
-				entries, evs, err = groups.ReadNew(v, x.db(), key, args)
+				entries, err = sess.ReadNew(key, args)
 			} else if _, _, err = groups.Lookup(v, x.db(), key, c.group); err == nil {
 				// Redis checks the key and group before the ID, stream by stream.
 				var after codec.ID
 				if after, err = historyID(c.ids[i]); err != nil {
 					return nil, nil, err
 				}
-				entries, evs, err = groups.ReadHistory(v, x.db(), key, args, after)
+				entries, err = sess.ReadHistory(key, args, after)
 			}
 			if blocked && errors.Is(err, materialize.ErrWrongType) {
 				return nil, nil, errUnblockedNoKey // the key is no longer a stream
@@ -253,13 +252,16 @@ func runXReadGroup(x *exec) error {
 			if err != nil {
 				return nil, nil, err
 			}
-			events = append(events, evs...)
 			if len(entries) > 0 || !isGT(c.ids[i]) {
 				out = append(out, streamReply{key, entries})
 			}
 		}
 		if blocked && len(out) == 0 {
 			return nil, nil, nil
+		}
+		events, err := sess.Finish()
+		if err != nil {
+			return nil, nil, err
 		}
 		return out, events, nil
 	}

@@ -41,20 +41,11 @@ func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.En
 		edit.setGroup(g)
 	}
 	var out []streams.Entry
-	// The PEL as this call changes it: an ID named twice is claimed twice,
-	// as in Redis, the second time seeing the first claim.
-	staged := map[codec.ID]*codec.PELEntry{}
+	// An ID named twice is claimed twice, as in Redis, the second time
+	// seeing the first claim (edit.entry).
 	for _, id := range a.IDs {
-		var (
-			pe      codec.PELEntry
-			pending bool
-		)
-		if cur, ok := staged[id]; ok {
-			if cur == nil {
-				continue // dropped from the PEL earlier in this call
-			}
-			pe, pending = *cur, true
-		} else if pe, pending, err = pelEntry(v, db, key, a.Group, id); err != nil {
+		pe, pending, err := edit.entry(id)
+		if err != nil {
 			return nil, nil, err
 		}
 		e, exists, err := streams.Get(v, db, key, id)
@@ -66,7 +57,6 @@ func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.En
 				if err := edit.del(id, pe.Consumer); err != nil {
 					return nil, nil, err
 				}
-				staged[id] = nil
 			}
 			continue
 		}
@@ -92,7 +82,6 @@ func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.En
 		if err := edit.set(id, pe, pending, prev); err != nil {
 			return nil, nil, err
 		}
-		staged[id] = &pe
 		out = append(out, e)
 	}
 	if len(out) > 0 {

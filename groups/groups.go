@@ -182,48 +182,14 @@ type ReadArgs struct {
 	NoAck           bool
 }
 
-// ReadNew delivers entries after the group's last-delivered-id to the
-// consumer (XREADGROUP with '>'): they enter the PEL (unless NoAck) with
-// delivery count 1, and last-delivered-id moves to the last one. The
-// consumer is created if needed and its seen-time updated even when nothing
-// is delivered. Errors: ErrNoGroup, materialize.ErrWrongType.
-// https://redis.io/docs/latest/commands/xreadgroup/
+// ReadNew is Session.ReadNew alone in its decision, with its events.
 func ReadNew(v *materialize.View, db uint8, key []byte, a ReadArgs) ([]streams.Entry, []codec.Event, error) {
-	m, g, err := Lookup(v, db, key, a.Group)
+	s := NewSession(v, db)
+	entries, err := s.ReadNew(key, a)
 	if err != nil {
 		return nil, nil, err
 	}
-	entries, err := streams.After(v, db, key, g.LastDeliveredID, a.Count)
-	if err != nil {
-		return nil, nil, err
-	}
-	now := v.NowMs()
-	edit := newPELEdit(v, db, key, a.Group, g)
-	if err := edit.touch(a.Consumer, now, len(entries) > 0); err != nil {
-		return nil, nil, err
-	}
-	if len(entries) == 0 {
-		events, err := edit.finish()
-		return nil, events, err
-	}
-	for _, e := range entries {
-		if a.NoAck {
-			continue
-		}
-		prev, pending, err := pelEntry(v, db, key, a.Group, e.ID)
-		if err != nil {
-			return nil, nil, err
-		}
-		pe := codec.PELEntry{DeliveryTimeMs: now, DeliveryCount: 1, Consumer: a.Consumer}
-		if err := edit.set(e.ID, pe, pending, prev.Consumer); err != nil {
-			return nil, nil, err
-		}
-	}
-	for _, e := range entries {
-		advance(m.Stream, &edit.g, e.ID)
-	}
-	edit.gDirty = true
-	events, err := edit.finish()
+	events, err := s.Finish()
 	return entries, events, err
 }
 
@@ -282,67 +248,15 @@ func estimateEntriesRead(s codec.StreamMeta, id codec.ID) int64 {
 	return InvalidEntriesRead
 }
 
-// ReadHistory returns the consumer's own pending entries with ID > after, up
-// to Count (XREADGROUP with an explicit ID). Each returned entry's delivery
-// count is incremented and its delivery time set to now, as Redis does;
-// entries deleted from the stream come back with nil Fields and keep their
-// delivery count and time.
+// ReadHistory is Session.ReadHistory alone in its decision, with its events.
 func ReadHistory(v *materialize.View, db uint8, key []byte, a ReadArgs, after codec.ID) ([]streams.Entry, []codec.Event, error) {
-	_, g, err := Lookup(v, db, key, a.Group)
+	s := NewSession(v, db)
+	entries, err := s.ReadHistory(key, a, after)
 	if err != nil {
 		return nil, nil, err
 	}
-	now := v.NowMs()
-	edit := newPELEdit(v, db, key, a.Group, g)
-	if err := edit.touch(a.Consumer, now, false); err != nil {
-		return nil, nil, err
-	}
-	ce, err := edit.consumer(a.Consumer)
-	if err != nil {
-		return nil, nil, err
-	}
-	var ids []codec.ID
-	p := codec.ConsumerPELPrefix(db, key, a.Group, a.Consumer)
-	if start, ok := after.Next(); ok {
-		if lower, upper, ok := pendingBounds(p, ce.c.PEL, start, codec.MaxID); ok {
-			err = v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
-				id, err := codec.DecodeID(k[len(p):])
-				if err != nil {
-					return false, err
-				}
-				ids = append(ids, id)
-				return a.Count <= 0 || len(ids) < a.Count, nil
-			})
-			if err != nil {
-				return nil, nil, err
-			}
-		}
-	}
-	out := make([]streams.Entry, 0, len(ids))
-	for _, id := range ids {
-		e, found, err := streams.Get(v, db, key, id)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !found {
-			// Deleted since delivery: reported with nil fields and, as in
-			// Redis, not counted as delivered again.
-			out = append(out, streams.Entry{ID: id})
-			continue
-		}
-		out = append(out, e)
-		pe, ok, err := pelEntry(v, db, key, a.Group, id)
-		if err != nil {
-			return nil, nil, err
-		}
-		if ok {
-			pe.DeliveryTimeMs = now
-			pe.DeliveryCount++
-			edit.update(id, pe)
-		}
-	}
-	events, err := edit.finish()
-	return out, events, err
+	events, err := s.Finish()
+	return entries, events, err
 }
 
 func pelEntry(v *materialize.View, db uint8, key, group []byte, id codec.ID) (codec.PELEntry, bool, error) {
@@ -367,13 +281,9 @@ func Ack(v *materialize.View, db uint8, key, group []byte, ids []codec.ID) (int,
 	}
 	edit := newPELEdit(v, db, key, group, g)
 	n := 0
-	seen := make(map[codec.ID]bool, len(ids))
 	for _, id := range ids {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		pe, pending, err := pelEntry(v, db, key, group, id)
+		pe, pending, err := edit.entry(id) // an ID named twice is pending once
+
 		if err != nil {
 			return 0, nil, err
 		}

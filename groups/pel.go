@@ -31,6 +31,11 @@ type pelEdit struct {
 	consumers map[string]*consumerEdit
 	order     []string // consumer names in first-touch order: deterministic events
 	events    []codec.Event
+
+	// staged is the PEL entries this edit wrote (nil: acknowledged or
+	// dropped), so that an ID named twice, or a stream read twice in one
+	// decision, sees the first change (entry).
+	staged map[codec.ID]*codec.PELEntry
 }
 
 // pelDelta is what one edit did to one PEL (the group's or a consumer's):
@@ -53,6 +58,25 @@ type consumerEdit struct {
 // newPELEdit starts an edit of group, whose current value (from Lookup) is g.
 func newPELEdit(v *materialize.View, db uint8, key, group []byte, g codec.Group) *pelEdit {
 	return &pelEdit{v: v, db: db, key: key, group: group, g: g, consumers: map[string]*consumerEdit{}}
+}
+
+// entry returns id's PEL entry as this edit left it: staged by the edit, or
+// else stored. pending is false when id is not in the PEL.
+func (e *pelEdit) entry(id codec.ID) (pe codec.PELEntry, pending bool, err error) {
+	if cur, ok := e.staged[id]; ok {
+		if cur == nil {
+			return codec.PELEntry{}, false, nil
+		}
+		return *cur, true, nil
+	}
+	return pelEntry(e.v, e.db, e.key, e.group, id)
+}
+
+func (e *pelEdit) stage(id codec.ID, pe *codec.PELEntry) {
+	if e.staged == nil {
+		e.staged = map[codec.ID]*codec.PELEntry{}
+	}
+	e.staged[id] = pe
 }
 
 // consumer returns the consumer's staged state, loading it on first use.
@@ -92,6 +116,7 @@ func (e *pelEdit) touch(name []byte, now int64, delivered bool) error {
 // was pending, and then prevOwner is the consumer that owned it (a consumer
 // name may be empty: pending, not prevOwner's length, decides).
 func (e *pelEdit) set(id codec.ID, pe codec.PELEntry, pending bool, prevOwner []byte) error {
+	e.stage(id, &pe)
 	if !pending {
 		e.events = append(e.events, codec.PELSetEvent(e.db, e.key, e.group, id, pe, nil))
 		e.gDirty = true
@@ -120,11 +145,13 @@ func (e *pelEdit) set(id codec.ID, pe codec.PELEntry, pending bool, prevOwner []
 // update rewrites a pending entry kept by the same consumer (a history
 // re-delivery): the PEL's membership does not change.
 func (e *pelEdit) update(id codec.ID, pe codec.PELEntry) {
+	e.stage(id, &pe)
 	e.events = append(e.events, codec.PELSetEvent(e.db, e.key, e.group, id, pe, nil))
 }
 
 // del acknowledges id, owned by owner.
 func (e *pelEdit) del(id codec.ID, owner []byte) error {
+	e.stage(id, nil)
 	e.events = append(e.events, codec.PELDelEvent(e.db, e.key, e.group, id, owner))
 	e.gDirty = true
 	if err := e.gEdit.remove(&e.g.PEL, id); err != nil {

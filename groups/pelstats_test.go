@@ -13,7 +13,7 @@ import (
 
 // TestPELStatsMatchRecount runs random sequences of every operation that
 // changes a PEL (reads, history reads, acks, claims, autoclaims, deleting
-// consumers, XDEL, SETID back) with fixed seeds, sometimes several in one
+// consumers, XDEL, SETID back, several reads in one session) with fixed seeds, sometimes several in one
 // commit group, and after each step compares the PEL stats kept in the group
 // and consumer values with a full recount of the P and Q ranges.
 func TestPELStatsMatchRecount(t *testing.T) {
@@ -30,7 +30,7 @@ func TestPELStatsMatchRecount(t *testing.T) {
 				n := 1 + r.IntN(3) // decisions submitted back to back share a commit group
 				var pend []*materialize.Pending
 				for range n {
-					op := r.IntN(10)
+					op := r.IntN(11)
 					who := names[r.IntN(len(names))]
 					// Every random choice is made here, not in the decision,
 					// which runs on the writer goroutine.
@@ -75,6 +75,22 @@ func TestPELStatsMatchRecount(t *testing.T) {
 							}
 							_, evs, err := streams.Del(v, 0, key, some)
 							return evs, err
+						case 10:
+							// One XREADGROUP naming the stream three times.
+							sess := groups.NewSession(v, 0)
+							ra := groups.ReadArgs{Group: grp, Consumer: who, Count: count}
+							for i := range 3 {
+								var err error
+								if (i+flip)%2 == 0 {
+									_, err = sess.ReadNew(key, ra)
+								} else {
+									_, err = sess.ReadHistory(key, ra, at)
+								}
+								if err != nil {
+									return nil, err
+								}
+							}
+							return sess.Finish()
 						default:
 							return groups.SetID(v, 0, key, grp, at, false, groups.InvalidEntriesRead)
 						}
