@@ -296,12 +296,24 @@ type confStep struct {
 func cc(args ...string) confStep { return confStep{args: args} }
 
 // confAddN adds entries 1-1 .. 1-n to key, one XADD each.
-func confAddN(key string, n int) []confStep {
+func confAddN(key string, n int) []confStep { return confAddMs(key, 1, n) }
+
+// confAddMs adds n entries ms-1 ... ms-n to key.
+func confAddMs(key string, ms, n int) []confStep {
 	steps := make([]confStep, n)
 	for i := range steps {
-		steps[i] = cc("XADD", key, fmt.Sprint("1-", i+1), "f", fmt.Sprint(i+1))
+		steps[i] = cc("XADD", key, fmt.Sprint(ms, "-", i+1), "f", fmt.Sprint(i+1))
 	}
 	return steps
+}
+
+// confSteps concatenates step lists.
+func confSteps(lists ...[]confStep) []confStep {
+	var out []confStep
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
 }
 func ccSorted(args ...string) confStep  { return confStep{args: args, sorted: true} }
 func ccNoCheck(args ...string) confStep { return confStep{args: args, skip: true} }
@@ -656,6 +668,32 @@ var conformanceCases = []confCase{
 		cc("XLEN", "s"),
 		cc("XTRIM", "s", "MAXLEN", "~", "0"),
 		cc("XLEN", "s"),
+	)},
+	// An emptied stream has no nodes: '~' counts nodes from the first entry
+	// added after (trimmed to nothing, or every entry XDELed), and XSETID
+	// ENTRIESADDED does not move them.
+	{name: "xtrim approximate nodes after the stream was emptied", steps: confSteps(
+		confAddMs("s", 1, 150),
+		[]confStep{cc("XTRIM", "s", "MAXLEN", "0")},
+		confAddMs("s", 2, 150),
+		[]confStep{cc("XTRIM", "s", "MAXLEN", "~", "100"), cc("XLEN", "s"), cc("XTRIM", "s", "MAXLEN", "~", "40"), cc("XLEN", "s")},
+		confAddMs("t", 1, 30),
+		[]confStep{cc("XTRIM", "t", "MINID", "2")},
+		confAddMs("t", 2, 150),
+		[]confStep{cc("XTRIM", "t", "MAXLEN", "~", "100"), cc("XLEN", "t")},
+		confAddMs("u", 1, 3),
+		[]confStep{cc("XDEL", "u", "1-1", "1-2", "1-3")},
+		confAddMs("u", 2, 150),
+		[]confStep{cc("XTRIM", "u", "MAXLEN", "~", "100"), cc("XLEN", "u")},
+		confAddMs("w", 1, 150),
+		[]confStep{
+			cc("XTRIM", "w", "MAXLEN", "=", "120"),
+			cc("XSETID", "w", "1-150", "ENTRIESADDED", "1000"),
+			cc("XTRIM", "w", "MAXLEN", "~", "40"),
+			cc("XLEN", "w"),
+		},
+		confAddMs("w", 2, 120),
+		[]confStep{cc("XTRIM", "w", "MAXLEN", "~", "10"), cc("XLEN", "w")},
 	)},
 	{name: "xtrim errors", steps: []confStep{
 		cc("XADD", "s", "1-1", "a", "1"),

@@ -443,8 +443,9 @@ func TestMetaStreamRoundTrip(t *testing.T) {
 			FirstID:      ID{0x2122232425262728, 0x292a2b2c2d2e2f30},
 			MaxDeletedID: ID{0x3132333435363738, 0x393a3b3c3d3e3f40},
 			EntriesAdded: 0x4142434445464748,
+			NodeOrigin:   0x494a4b4c4d4e4f50,
 		}},
-		{Type: TypeStream, ExpireAtMs: -1, Stream: StreamMeta{math.MaxUint64, MaxID, MaxID, MaxID, math.MaxUint64}},
+		{Type: TypeStream, ExpireAtMs: -1, Stream: StreamMeta{math.MaxUint64, MaxID, MaxID, MaxID, math.MaxUint64, math.MaxUint64}},
 	}
 	for _, m := range metas {
 		enc := AppendMeta([]byte("prefix"), m)
@@ -452,9 +453,9 @@ func TestMetaStreamRoundTrip(t *testing.T) {
 			t.Fatalf("AppendMeta dropped the prefix")
 		}
 		enc = enc[len("prefix"):]
-		// ver(1) type(1) expire(8) length(8) last(16) first(16) maxdel(16) added(8)
-		if len(enc) != 74 || streamMetaLen != 64 {
-			t.Fatalf("stream meta is %d bytes (streamMetaLen %d), want 74 (64)", len(enc), streamMetaLen)
+		// ver(1) type(1) expire(8) length(8) last(16) first(16) maxdel(16) added(8) origin(8)
+		if len(enc) != 82 || streamMetaLen != 72 {
+			t.Fatalf("stream meta is %d bytes (streamMetaLen %d), want 82 (72)", len(enc), streamMetaLen)
 		}
 		s := m.Stream
 		want := []byte{metaVersion, 'x'}
@@ -464,12 +465,27 @@ func TestMetaStreamRoundTrip(t *testing.T) {
 		want = AppendID(want, s.FirstID)
 		want = AppendID(want, s.MaxDeletedID)
 		want = binary.BigEndian.AppendUint64(want, s.EntriesAdded)
+		want = binary.BigEndian.AppendUint64(want, s.NodeOrigin)
 		if !bytes.Equal(enc, want) {
 			t.Fatalf("AppendMeta = %x, want %x", enc, want)
 		}
 		got, err := DecodeMeta(enc)
 		if err != nil || got.Type != TypeStream || got.ExpireAtMs != m.ExpireAtMs || got.Stream != m.Stream || got.Value != nil {
 			t.Fatalf("DecodeMeta(AppendMeta(%+v)) = %+v, %v", m, got, err)
+		}
+		// The legacy layout, without node-origin, decodes with origin 0.
+		legacy := enc[:len(enc)-8]
+		got, err = DecodeMeta(legacy)
+		ls := m.Stream
+		ls.NodeOrigin = 0
+		if err != nil || got.Stream != ls {
+			t.Fatalf("DecodeMeta(legacy %x) = %+v, %v", legacy, got, err)
+		}
+		for _, n := range []int{len(enc) - 9, len(enc) - 1, len(enc) + 1} {
+			b := append(append([]byte(nil), enc...), 0)[:n]
+			if _, err := DecodeMeta(b); err == nil {
+				t.Fatalf("DecodeMeta accepted a stream meta of %d bytes", n)
+			}
 		}
 	}
 }
@@ -894,7 +910,8 @@ func TestDocExamples(t *testing.T) {
 				"00 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00 " +
 				"00 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00 " +
 				"00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 " +
-				"00 00 00 00 00 00 00 01"},
+				"00 00 00 00 00 00 00 01 " +
+				"00 00 00 00 00 00 00 00"},
 		{"fields", AppendFields(nil, [][]byte{[]byte("item"), []byte("book")}),
 			"00 00 00 02 00 00 00 04 69 74 65 6d 00 00 00 04 62 6f 6f 6b"},
 		{"xadd event", AppendEvent(nil, XAddEvent(0, orders, id, [][]byte{[]byte("item"), []byte("book")})),
@@ -1259,7 +1276,7 @@ func decoders() []decoder {
 		{"DecodeMeta(string)", func(b []byte) error { _, err := DecodeMeta(b); return err },
 			[][]byte{AppendMeta(nil, Meta{Type: TypeString, Value: []byte("v\x00")})}, false, false},
 		{"DecodeMeta(stream)", func(b []byte) error { _, err := DecodeMeta(b); return err },
-			[][]byte{AppendMeta(nil, Meta{Type: TypeStream, ExpireAtMs: 9, Stream: StreamMeta{1, ID{2, 3}, ID{4, 5}, ID{6, 7}, 8}})}, true, true},
+			[][]byte{AppendMeta(nil, Meta{Type: TypeStream, ExpireAtMs: 9, Stream: StreamMeta{1, ID{2, 3}, ID{4, 5}, ID{6, 7}, 8, 9}})}, false, true}, // the 74-byte legacy prefix is valid
 		{"DecodeFields", func(b []byte) error { _, err := DecodeFields(b); return err }, fieldsIn, true, true},
 		{"DecodeGroup", func(b []byte) error { _, err := DecodeGroup(b); return err }, [][]byte{AppendGroup(nil, Group{LastDeliveredID: ID{1, 2}, EntriesRead: -1})}, false, true},  // the 24-byte legacy prefix is valid
 		{"DecodeConsumer", func(b []byte) error { _, err := DecodeConsumer(b); return err }, [][]byte{AppendConsumer(nil, Consumer{SeenTimeMs: 1, ActiveTimeMs: -1})}, false, true}, // the 16-byte legacy prefix is valid

@@ -202,7 +202,8 @@ func FuzzDecodeRecord(f *testing.F) {
 func FuzzDecodeMeta(f *testing.F) {
 	f.Add(AppendMeta(nil, Meta{Type: TypeString, Value: []byte("v\x00")}))
 	f.Add(AppendMeta(nil, Meta{Type: TypeString, ExpireAtMs: -1}))
-	f.Add(AppendMeta(nil, Meta{Type: TypeStream, ExpireAtMs: 5, Stream: StreamMeta{1, ID{2, 3}, ID{4, 5}, ID{6, 7}, 8}}))
+	f.Add(AppendMeta(nil, Meta{Type: TypeStream, ExpireAtMs: 5, Stream: StreamMeta{1, ID{2, 3}, ID{4, 5}, ID{6, 7}, 8, 9}}))
+	f.Add(AppendMeta(nil, Meta{Type: TypeStream, ExpireAtMs: 5, Stream: StreamMeta{1, ID{2, 3}, ID{4, 5}, ID{6, 7}, 8, 0}})[:74])
 	f.Add(AppendMeta(nil, Meta{}))
 	f.Add(AppendGroup(nil, Group{LastDeliveredID: ID{1, 2}, EntriesRead: -1}))
 	f.Add(AppendConsumer(nil, Consumer{SeenTimeMs: 1, ActiveTimeMs: -1}))
@@ -220,17 +221,32 @@ func FuzzDecodeMeta(f *testing.F) {
 			if m.Type != TypeString && m.Type != TypeStream {
 				t.Fatalf("DecodeMeta accepted type %q", byte(m.Type))
 			}
-			canonical("DecodeMeta", AppendMeta(nil, m))
+			re := AppendMeta(nil, m)
+			if m.Type == TypeStream && len(b) == 10+streamMetaLegacyLen {
+				if m.Stream.NodeOrigin != 0 {
+					t.Fatalf("legacy stream meta %x decoded node-origin %d", b, m.Stream.NodeOrigin)
+				}
+				re = re[:len(re)-8] // the legacy layout has no node-origin
+			}
+			canonical("DecodeMeta", re)
 		} else {
 			mustCorrupt(t, "DecodeMeta", err)
 		}
 		if g, err := DecodeGroup(b); err == nil {
-			canonical("DecodeGroup", AppendGroup(nil, g))
+			re := AppendGroup(nil, g)
+			if g.PELUnknown {
+				re = re[:groupLegacyLen] // the legacy layout has no PEL stats
+			}
+			canonical("DecodeGroup", re)
 		} else {
 			mustCorrupt(t, "DecodeGroup", err)
 		}
 		if c, err := DecodeConsumer(b); err == nil {
-			canonical("DecodeConsumer", AppendConsumer(nil, c))
+			re := AppendConsumer(nil, c)
+			if c.PELUnknown {
+				re = re[:len(re)-pelStatsLen] // the legacy layout has no PEL stats
+			}
+			canonical("DecodeConsumer", re)
 		} else {
 			mustCorrupt(t, "DecodeConsumer", err)
 		}

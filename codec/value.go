@@ -55,9 +55,18 @@ type StreamMeta struct {
 	FirstID      ID     // first live entry (0-0 when empty)
 	MaxDeletedID ID     // largest ID removed by XDEL (trimming leaves it, as in Redis)
 	EntriesAdded uint64 // entries ever added
+	// NodeOrigin is entries-added when the stream last went from empty to
+	// one entry: Redis's radix-tree nodes are numbered from there, every
+	// stream-node-max-entries entries (streams.planTrim's model of '~').
+	NodeOrigin uint64
 }
 
-const streamMetaLen = 8 + 3*IDLen + 8
+// streamMetaLen is StreamMeta's encoded size; streamMetaLegacyLen the size
+// before NodeOrigin was kept (decoded with NodeOrigin 0).
+const (
+	streamMetaLen       = 8 + 3*IDLen + 8 + 8
+	streamMetaLegacyLen = 8 + 3*IDLen + 8
+)
 
 // AppendMeta appends the encoding of m to b.
 func AppendMeta(b []byte, m Meta) []byte {
@@ -73,6 +82,7 @@ func AppendMeta(b []byte, m Meta) []byte {
 		b = AppendID(b, s.FirstID)
 		b = AppendID(b, s.MaxDeletedID)
 		b = binary.BigEndian.AppendUint64(b, s.EntriesAdded)
+		b = binary.BigEndian.AppendUint64(b, s.NodeOrigin)
 	}
 	return b
 }
@@ -88,7 +98,7 @@ func DecodeMeta(b []byte) (Meta, error) {
 	case TypeString:
 		m.Value = rest
 	case TypeStream:
-		if len(rest) != streamMetaLen {
+		if len(rest) != streamMetaLen && len(rest) != streamMetaLegacyLen {
 			return Meta{}, corruptf("stream meta of %d bytes", len(rest))
 		}
 		m.Stream.Length = binary.BigEndian.Uint64(rest)
@@ -96,6 +106,9 @@ func DecodeMeta(b []byte) (Meta, error) {
 		m.Stream.FirstID, _ = DecodeID(rest[24:])
 		m.Stream.MaxDeletedID, _ = DecodeID(rest[40:])
 		m.Stream.EntriesAdded = binary.BigEndian.Uint64(rest[56:])
+		if len(rest) == streamMetaLen {
+			m.Stream.NodeOrigin = binary.BigEndian.Uint64(rest[64:])
+		}
 	default:
 		return Meta{}, corruptf("meta type %q", b[1])
 	}

@@ -90,6 +90,7 @@ func Add(v *materialize.View, db uint8, key []byte, fv [][]byte, a AddArgs) (cod
 	events = append(events, codec.XAddEvent(db, key, id, fv))
 	if s.Length == 0 {
 		s.FirstID = id
+		s.NodeOrigin = s.EntriesAdded // Redis starts a new first node
 	}
 	s.Length++
 	s.LastID = id

@@ -282,10 +282,12 @@ type trimPlan struct {
 // it (MAXLEN) or its last entry is below MinID (MINID), and while the
 // removed count stays within Limit. Sediment has no radix-tree nodes; it
 // places Redis's node boundaries at every NodeMaxEntries-th entry ever
-// added, which is where Redis's nodes start when entries are only appended
-// and trimmed (a node counts its entries deleted from inside it too). When
-// an XDEL has removed an entry inside the live range, that position is
-// unknown and nodes are counted from the first live entry instead.
+// added since the stream was last empty (the node origin), which is where
+// Redis's nodes start when entries are only appended and trimmed (a node
+// counts its entries deleted from inside it too; an empty stream has no
+// nodes). When an XDEL has removed an entry inside the live range, that
+// position is unknown and nodes are counted from the first live entry
+// instead.
 func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending []codec.ID, t Trim) (trimPlan, error) {
 	s := m.Stream
 	if t.Strategy != TrimMaxLen && t.Strategy != TrimMinID {
@@ -299,10 +301,8 @@ func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending [
 	var node uint64
 	if t.Approx {
 		node = NodeMaxEntries
-		noGaps := s.MaxDeletedID.IsZero() || s.MaxDeletedID.Less(s.FirstID)
-		if noGaps && s.EntriesAdded >= s.Length {
-			// The first live entry is the (entries-added - length)-th ever added.
-			node -= (s.EntriesAdded - s.Length) % NodeMaxEntries
+		if s.MaxDeletedID.IsZero() || s.MaxDeletedID.Less(s.FirstID) {
+			node -= nodePos(s) // no XDEL gap: the position is known
 		}
 	}
 	var (
@@ -398,6 +398,30 @@ func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending [
 	return pl, nil
 }
 
+// setEntriesAdded sets s's entries-added to n (XSETID ENTRIESADDED) and
+// moves its node origin with it, so that the first live entry keeps its
+// place in its node (Redis's nodes do not change), as far as the new count
+// allows.
+func setEntriesAdded(s *codec.StreamMeta, n uint64) {
+	pos := nodePos(*s)
+	s.EntriesAdded = n
+	if n < s.Length+pos {
+		s.NodeOrigin = 0
+		return
+	}
+	s.NodeOrigin = n - s.Length - pos
+}
+
+// nodePos is the first live entry's position in its node, in Redis's
+// numbering: entries are added to nodes of NodeMaxEntries from the node
+// origin on, and trims leave the first node's removed entries counted in it.
+func nodePos(s codec.StreamMeta) uint64 {
+	if s.EntriesAdded < s.Length+s.NodeOrigin {
+		return 0 // not reachable but by a corrupt or hand-set value
+	}
+	return (s.EntriesAdded - s.Length - s.NodeOrigin) % NodeMaxEntries
+}
+
 // applyTrim updates m for the trim pl and returns its event.
 func applyTrim(db uint8, key []byte, m *codec.Meta, pl trimPlan) codec.Event {
 	m.Stream.Length -= pl.n
@@ -460,7 +484,7 @@ func SetID(v *materialize.View, db uint8, key []byte, id codec.ID, a SetIDArgs) 
 	}
 	s.LastID = id
 	if a.EntriesAdded != -1 {
-		s.EntriesAdded = uint64(a.EntriesAdded)
+		setEntriesAdded(s, uint64(a.EntriesAdded))
 	}
 	if !a.MaxDeletedID.IsZero() {
 		s.MaxDeletedID = a.MaxDeletedID
