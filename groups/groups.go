@@ -140,10 +140,21 @@ func DelConsumer(v *materialize.View, db uint8, key, group, consumer []byte) (in
 			return 0, nil, err
 		}
 	}
+	n := 0
 	for _, id := range ids {
+		// A Q key whose P entry another consumer owns is stale (left by
+		// versions before the PEL stats); the consumer's deletion clears it.
+		pe, pending, err := edit.entry(id)
+		if err != nil {
+			return 0, nil, err
+		}
+		if !pending || !bytes.Equal(pe.Consumer, consumer) {
+			continue
+		}
 		if err := edit.del(id, consumer); err != nil {
 			return 0, nil, err
 		}
+		n++
 	}
 	if err := edit.drop(consumer); err != nil {
 		return 0, nil, err
@@ -152,7 +163,7 @@ func DelConsumer(v *materialize.View, db uint8, key, group, consumer []byte) (in
 	if err != nil {
 		return 0, nil, err
 	}
-	return len(ids), append(events, codec.ConsumerDelEvent(db, key, group, consumer)), nil
+	return n, append(events, codec.ConsumerDelEvent(db, key, group, consumer)), nil
 }
 
 // Lookup returns the group's state; ErrNoGroup when the key or the group is
@@ -347,10 +358,8 @@ func PendingSummary(v *materialize.View, db uint8, key, group []byte) (Summary, 
 		if err != nil {
 			return false, err
 		}
-		if c.PELUnknown {
-			if c.PEL, err = recount(v, codec.ConsumerPELPrefix(db, key, group, name)); err != nil {
-				return false, err
-			}
+		if err := fillConsumerPEL(v, db, key, group, name, &c); err != nil {
+			return false, err
 		}
 		if c.PEL.Count > 0 {
 			s.Consumers = append(s.Consumers, ConsumerCount{append([]byte(nil), name...), int64(c.PEL.Count)})
@@ -458,10 +467,8 @@ func Infos(v *materialize.View, db uint8, key []byte, m codec.StreamMeta) ([]Gro
 		if err != nil {
 			return false, err
 		}
-		if g.PELUnknown {
-			if g.PEL, err = recount(v, codec.GroupPrefix(codec.TagPEL, db, key, name)); err != nil {
-				return false, err
-			}
+		if err := fillGroupPEL(v, db, key, name, &g); err != nil {
+			return false, err
 		}
 		out = append(out, GroupInfo{Name: append([]byte(nil), name...), LastDeliveredID: g.LastDeliveredID,
 			EntriesRead: g.EntriesRead, Pending: int64(g.PEL.Count)})
@@ -531,10 +538,8 @@ func ConsumerInfos(v *materialize.View, db uint8, key, group []byte) ([]Consumer
 		if err != nil {
 			return false, err
 		}
-		if c.PELUnknown {
-			if c.PEL, err = recount(v, codec.ConsumerPELPrefix(db, key, group, name)); err != nil {
-				return false, err
-			}
+		if err := fillConsumerPEL(v, db, key, group, name, &c); err != nil {
+			return false, err
 		}
 		out = append(out, ConsumerInfo{Name: append([]byte(nil), name...), IdleMs: max(v.NowMs()-c.SeenTimeMs, 0),
 			Pending: int64(c.PEL.Count)})

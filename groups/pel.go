@@ -290,16 +290,10 @@ func loadGroup(v *materialize.View, db uint8, key, group []byte) (codec.Group, b
 		return codec.Group{}, false, err
 	}
 	g, err := codec.DecodeGroup(b)
-	if err != nil {
-		return g, false, err
+	if err == nil {
+		err = fillGroupPEL(v, db, key, group, &g)
 	}
-	if g.PELUnknown {
-		if g.PEL, err = recount(v, codec.GroupPrefix(codec.TagPEL, db, key, group)); err != nil {
-			return g, false, err
-		}
-		g.PELUnknown = false
-	}
-	return g, true, nil
+	return g, err == nil, err
 }
 
 // loadConsumer reads a consumer's value, recounting legacy PEL stats.
@@ -309,26 +303,54 @@ func loadConsumer(v *materialize.View, db uint8, key, group, consumer []byte) (c
 		return codec.Consumer{}, false, err
 	}
 	c, err := codec.DecodeConsumer(b)
-	if err != nil {
-		return c, false, err
+	if err == nil {
+		err = fillConsumerPEL(v, db, key, group, consumer, &c)
 	}
-	if c.PELUnknown {
-		if c.PEL, err = recount(v, codec.ConsumerPELPrefix(db, key, group, consumer)); err != nil {
-			return c, false, err
-		}
-		c.PELUnknown = false
+	return c, err == nil, err
+}
+
+// fillGroupPEL recounts g's PEL stats when g was decoded from the legacy
+// layout (PELUnknown).
+func fillGroupPEL(v *materialize.View, db uint8, key, group []byte, g *codec.Group) error {
+	if !g.PELUnknown {
+		return nil
 	}
-	return c, true, nil
+	s, err := recount(v, codec.GroupPrefix(codec.TagPEL, db, key, group), nil)
+	g.PEL, g.PELUnknown = s, err != nil
+	return err
+}
+
+// fillConsumerPEL recounts c's PEL stats when c was decoded from the legacy
+// layout. Versions before the stats could leave a stale Q key behind for a
+// consumer named "" (OpPELSet's previous owner was ambiguous), so only the
+// IDs whose P entry the consumer owns count.
+func fillConsumerPEL(v *materialize.View, db uint8, key, group, consumer []byte, c *codec.Consumer) error {
+	if !c.PELUnknown {
+		return nil
+	}
+	owned := func(id codec.ID) (bool, error) {
+		pe, ok, err := pelEntry(v, db, key, group, id)
+		return ok && bytes.Equal(pe.Consumer, consumer), err
+	}
+	s, err := recount(v, codec.ConsumerPELPrefix(db, key, group, consumer), owned)
+	c.PEL, c.PELUnknown = s, err != nil
+	return err
 }
 
 // recount computes the PELStats of the PEL range under p by a full scan:
-// only for values written before the stats were kept.
-func recount(v *materialize.View, p []byte) (codec.PELStats, error) {
+// only for values written before the stats were kept. keep, when set,
+// tells which IDs count.
+func recount(v *materialize.View, p []byte, keep func(codec.ID) (bool, error)) (codec.PELStats, error) {
 	var s codec.PELStats
 	err := v.Iterate(p, codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
 		id, err := codec.DecodeID(k[len(p):])
 		if err != nil {
 			return false, err
+		}
+		if keep != nil {
+			if ok, err := keep(id); err != nil || !ok {
+				return err == nil, err
+			}
 		}
 		if s.Count == 0 {
 			s.First = id

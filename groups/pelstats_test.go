@@ -204,3 +204,59 @@ func TestPELStatsLegacyValues(t *testing.T) {
 		t.Errorf("alice after ack = %+v", c)
 	}
 }
+
+// TestPELStatsLegacyStaleQKey: versions before the PEL stats could leave a
+// Q key behind for a consumer named "" when its entry moved to another
+// consumer. Recounting that consumer's legacy value, and deleting it, count
+// only the entries it owns.
+func TestPELStatsLegacyStaleQKey(t *testing.T) {
+	s, _ := open(t)
+	empty := []byte{}
+	addN(t, s, key, 1, 5)
+	mustCreate(t, s, key, grp, groups.CreateArgs{})
+	readNew(t, s, key, groups.ReadArgs{Group: grp, Consumer: empty, Count: 3})
+	if err := commit(t, s, func(v *materialize.View) ([]codec.Event, error) {
+		c, _ := consumer(t, s, grp, empty)
+		b, _ := consumer(t, s, grp, bob)
+		// The old claim of 3 by bob: no previous owner, so Q|""|3 stays.
+		return []codec.Event{
+			codec.PELSetEvent(0, key, grp, id(3), codec.PELEntry{DeliveryCount: 2, Consumer: bob}, nil),
+			{Op: codec.OpConsumerSet, Key: key, Args: [][]byte{grp, empty, codec.AppendConsumer(nil, c)[:16]}},
+			{Op: codec.OpConsumerSet, Key: key, Args: [][]byte{grp, bob, codec.AppendConsumer(nil, b)[:16]}},
+		}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if has, _ := s.View().Has(codec.ConsumerPELKey(0, key, grp, empty, id(3))); !has {
+		t.Fatal("setup: no stale Q key")
+	}
+	infos, err := groups.ConsumerInfos(s.View(), 0, key, grp)
+	if err != nil || len(infos) != 2 {
+		t.Fatalf("consumers = %+v, %v", infos, err)
+	}
+	for _, ci := range infos {
+		if want := map[string]int64{"": 2, string(bob): 1}[string(ci.Name)]; ci.Pending != want {
+			t.Errorf("consumer %q pending %d, want %d", ci.Name, ci.Pending, want)
+		}
+	}
+	var n int
+	if err := commit(t, s, func(v *materialize.View) ([]codec.Event, error) {
+		var evs []codec.Event
+		var err error
+		n, evs, err = groups.DelConsumer(v, 0, key, grp, empty)
+		return evs, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Errorf("DELCONSUMER \"\" = %d, want 2", n)
+	}
+	if g := lookup(t, s, key, grp); g.PEL != (codec.PELStats{Count: 1, First: id(3)}) {
+		t.Errorf("group PEL stats after DELCONSUMER = %+v, want 1 from 3", g.PEL)
+	}
+	if _, ok, _ := s.View().Get(codec.PELKey(0, key, grp, id(3))); !ok {
+		t.Error("bob's entry 3 left the PEL with the stale key")
+	}
+	ack(t, s, key, grp, id(3))
+	checkPELStats(t, s, -1)
+}
