@@ -359,6 +359,12 @@ func (s *Store) commitGroup(group []*writeReq) {
 	s.groupCut = s.logCut
 	committed := s.groupEvents[:0]
 	served := s.served[:0]
+	defer func() { // however the group ends: keep the scratch, drop references
+		clear(committed)
+		s.groupEvents = committed[:0]
+		clear(served)
+		s.served = served[:0]
+	}()
 	ready := s.ready.Load()
 	// record stages one write's events as change-log record seq+1.
 	record := func(now time.Time, events []codec.Event) error {
@@ -406,10 +412,6 @@ func (s *Store) commitGroup(group []*writeReq) {
 			return
 		}
 	}
-	defer func() {
-		clear(served)
-		s.served = served[:0]
-	}()
 	if seq == s.seq {
 		s.doneServed(served, nil)
 		return
@@ -425,8 +427,6 @@ func (s *Store) commitGroup(group []*writeReq) {
 		s.cache.observe(e)
 		s.ttl.observe(e)
 	}
-	clear(committed) // drop references to the group's events
-	s.groupEvents = committed[:0]
 	s.doneServed(served, nil)
 }
 
