@@ -247,6 +247,7 @@ func (s *Store) View() *View {
 // writeReq is one Write call waiting for the writer goroutine.
 type writeReq struct {
 	decide func(v *View) ([]codec.Event, error)
+	txn    func(tx *Txn) error // instead of decide: WriteTxn
 	seq    uint64
 	err    error
 	done   chan struct{}
@@ -366,15 +367,21 @@ func (s *Store) commitGroup(group []*writeReq) {
 		s.served = served[:0]
 	}()
 	ready := s.ready.Load()
-	// record stages one write's events as change-log record seq+1.
-	record := func(now time.Time, events []codec.Event) error {
+	// record stages one write's events as change-log record seq+1 (applied
+	// tells that a Txn has applied them already).
+	record := func(now time.Time, events []codec.Event, applied bool) error {
 		seq++
 		var err error
-		if rec, err = s.stage(b, rec[:0], seq, now, events); err != nil {
-			return err
+		if !applied {
+			for _, e := range events {
+				if err := applyEvent(b, e); err != nil {
+					return err
+				}
+				s.staged.observe(e)
+			}
 		}
-		for _, e := range events {
-			s.staged.observe(e)
+		if rec, err = s.stageRecord(b, rec[:0], seq, now, events); err != nil {
+			return err
 		}
 		committed = append(committed, events...)
 		return nil
@@ -382,12 +389,22 @@ func (s *Store) commitGroup(group []*writeReq) {
 	for _, r := range group {
 		now := s.opts.Now()
 		v := &View{r: b, nowMs: now.UnixMilli(), cache: s.cache, staged: &s.staged, iters: &s.iters}
-		events, err := r.decide(v)
+		var events []codec.Event
+		var err error
+		if r.txn != nil {
+			var fatal error
+			if events, err, fatal = s.decideTxn(r, v, b); fatal != nil {
+				s.failGroup(group, served, fatal)
+				return
+			}
+		} else {
+			events, err = r.decide(v)
+		}
 		if err != nil || len(events) == 0 {
 			r.err = err
 			continue
 		}
-		if err := record(now, events); err != nil {
+		if err := record(now, events, r.txn != nil); err != nil {
 			// Only corrupt events fail here: a programming error. Nothing of
 			// the group is committed.
 			s.failGroup(group, served, err)
@@ -401,7 +418,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 		(*ready)(v, events, func(sv Served) {
 			w := servedWrite{done: sv.Done}
 			if len(sv.Events) > 0 && serr == nil {
-				if serr = record(now, sv.Events); serr == nil {
+				if serr = record(now, sv.Events, false); serr == nil {
 					w.seq = seq
 				}
 			}
@@ -448,14 +465,10 @@ func (s *Store) failGroup(group []*writeReq, served []servedWrite, err error) {
 	s.doneServed(served, err)
 }
 
-// stage adds events and their change-log record (sequence seq) to b. rec is
-// scratch space for the record's encoding; the grown slice is returned.
-func (s *Store) stage(b *pebble.Batch, rec []byte, seq uint64, now time.Time, events []codec.Event) ([]byte, error) {
-	for _, e := range events {
-		if err := applyEvent(b, e); err != nil {
-			return rec, err
-		}
-	}
+// stageRecord adds the change-log record (sequence seq) of events, already
+// applied to b, to b. rec is scratch space for the record's encoding; the
+// grown slice is returned.
+func (s *Store) stageRecord(b *pebble.Batch, rec []byte, seq uint64, now time.Time, events []codec.Event) ([]byte, error) {
 	// ULIDs must increase even if the clock steps back.
 	ms := ulid.Timestamp(now)
 	if ms < s.ulidMs {
