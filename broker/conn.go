@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/redcon"
@@ -35,6 +36,9 @@ type conn struct {
 	pendingSeq uint64          // highest change-log seq whose reply is not yet flushed
 	closeAfter bool            // QUIT or protocol error: flush, then close
 	pending    []*pendingReply // submitted writes (and errors behind them), in request order
+	multi      *multiState     // open transaction (MULTI), or nil
+	watched    []*watchedKey   // WATCHed keys (watches); changed under watches.mu
+	dirty      atomic.Bool     // a watched key was touched: EXEC aborts (set by the writer)
 
 	mu      sync.Mutex // guards name, closing and read deadlines; db for readers other than the connection goroutine
 	name    string
@@ -70,6 +74,7 @@ func (c *conn) shutdown() {
 func (c *conn) serve() {
 	defer c.nc.Close()
 	defer c.cancel()
+	defer c.s.watch.clear(c)
 	for n := 1; ; n++ {
 		args, err := c.rd.ReadCommand()
 		if err != nil {
@@ -127,12 +132,16 @@ func (c *conn) drain() {
 }
 
 // writeErr replies err in Redis's words (toWire); unmapped errors are logged.
-func (c *conn) writeErr(cmd string, err error) {
+func (c *conn) writeErr(cmd string, err error) { c.writeErrTo(c.w, cmd, err) }
+
+// writeErrTo writes err in Redis's words to w (EXEC's reply buffer or the
+// connection's writer).
+func (c *conn) writeErrTo(w *redcon.Writer, cmd string, err error) {
 	msg, ok := toWire(err)
 	if !ok {
 		c.s.opts.Logger.Warn("internal error", "cmd", cmd, "client", c.id, "err", err)
 	}
-	c.w.WriteError(msg)
+	w.WriteError(msg)
 }
 
 // flush makes every write whose reply is buffered durable (appendfsync
@@ -151,8 +160,13 @@ func (c *conn) flush() error {
 
 // execute runs one request and buffers its reply.
 func (c *conn) execute(args [][]byte) {
-	c.s.stats.commands.Add(1)
 	cmd := lookup(args[0])
+	if c.multi != nil && (cmd == nil || !notQueued(cmd)) {
+		c.drain()
+		c.queue(cmd, args)
+		return
+	}
+	c.s.stats.commands.Add(1)
 	if cmd == nil || !cmd.arityOK(len(args)) || !cmd.pipelined() {
 		// Anything but a pipelinable write runs after, and sees, every
 		// write submitted before it.
@@ -183,16 +197,32 @@ type exec struct {
 	c    *conn
 	cmd  *command
 	args [][]byte
+	tx   *txnCtx // inside EXEC, or nil
 }
 
 // w returns the reply writer.
-func (x *exec) w() *redcon.Writer { return x.c.w }
+func (x *exec) w() *redcon.Writer {
+	if x.tx != nil {
+		return x.tx.w
+	}
+	return x.c.w
+}
 
 // db returns the connection's selected database.
 func (x *exec) db() uint8 { return x.c.db }
 
-// view returns a read View of the latest committed state.
-func (x *exec) view() *materialize.View { return x.c.s.store.View() }
+// view returns a read View of the latest committed state (inside EXEC: of
+// the transaction so far).
+func (x *exec) view() *materialize.View {
+	if x.tx != nil {
+		return x.tx.tx.View()
+	}
+	return x.c.s.store.View()
+}
+
+// inTxn reports whether the command runs inside EXEC: it must not block,
+// wait for the writer or flush the connection.
+func (x *exec) inTxn() bool { return x.tx != nil }
 
 // writeAsync submits decide on the write path (see materialize.Store.Submit)
 // and returns at once; reply writes the command's reply once the write has
@@ -202,6 +232,13 @@ func (x *exec) view() *materialize.View { return x.c.s.store.View() }
 // pipeline thus share commit groups instead of waiting for one another.
 // The command must be pipelined() (a write that never blocks).
 func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error), reply func()) error {
+	if x.tx != nil {
+		if err := x.tx.write(decide); err != nil {
+			return err
+		}
+		reply()
+		return nil
+	}
 	it := &pendingReply{cmd: x.cmd.name, reply: reply}
 	it.p = x.c.s.store.Submit(func(v *materialize.View) ([]codec.Event, error) {
 		evs, err := decide(v)
@@ -216,6 +253,9 @@ func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error
 // its record for durability before the reply is flushed, and publishes
 // wake-ups for the keys its events may unblock.
 func (x *exec) write(decide func(v *materialize.View) ([]codec.Event, error)) error {
+	if x.tx != nil {
+		return x.tx.write(decide)
+	}
 	var events []codec.Event
 	seq, err := x.c.s.store.Write(func(v *materialize.View) ([]codec.Event, error) {
 		evs, err := decide(v)

@@ -66,6 +66,11 @@ const (
 	errInvalidCursor              wireError = "ERR invalid cursor"
 	errInternal                   wireError = "ERR internal error"
 	errBadClientName              wireError = "ERR Client names cannot contain spaces, newlines or special characters."
+	errMultiNested                wireError = "ERR MULTI calls can not be nested"
+	errExecNoMulti                wireError = "ERR EXEC without MULTI"
+	errDiscardNoMulti             wireError = "ERR DISCARD without MULTI"
+	errWatchInMulti               wireError = "ERR WATCH inside MULTI is not allowed"
+	errExecAbort                  wireError = "EXECABORT Transaction discarded because of previous errors."
 	// Not a Redis message: Redis cannot notice a client leaving while KEYS
 	// runs. Sediment stops the scan, and this reply is rarely read: the
 	// client has gone, or the server is closing the connection.

@@ -189,6 +189,7 @@ var limitNoNumbers = []string{
 	"ttl", "pttl", "expiretime", "pexpiretime", "persist",
 	"xlen", "xdel", "xack",
 	"ping", "echo", "quit", "client", "command", "info", "time", "config",
+	"multi", "exec", "discard", "watch", "unwatch",
 }
 
 // TestLimitsCoverTable fails when a command of the table is neither in

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/materialize"
 )
 
@@ -74,6 +75,7 @@ type Server struct {
 	store *materialize.Store
 	wake  *waker
 	cons  *consumers // blocked XREADGROUP clients, served by the writer
+	watch *watches   // WATCHed keys
 	start time.Time
 
 	ctx    context.Context // cancelled by Close: ends blocking waits
@@ -115,7 +117,11 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: o, store: store, conns: map[*conn]struct{}{}, start: o.Now()}
 	s.cons = newConsumers(o.Logger.Warn)
-	store.SetReady(s.cons.ready)
+	s.watch = newWatches()
+	store.SetReady(func(v *materialize.View, events []codec.Event, record func(materialize.Served)) {
+		s.watch.touch(events)
+		s.cons.ready(v, events, record)
+	})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if s.wake, err = newWaker(o.NATSURL, o.Logger); err != nil {
 		store.Close()

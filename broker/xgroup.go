@@ -62,7 +62,9 @@ func runXGroup(x *exec) error {
 		return err
 	}
 	if name == "help" {
-		x.c.drain() // XGROUP is a pipelined write: reply after earlier writes
+		if !x.inTxn() {
+			x.c.drain() // XGROUP is a pipelined write: reply after earlier writes
+		}
 		x.w().WriteArray(len(xgroupHelp))
 		for _, l := range xgroupHelp {
 			x.w().WriteString(l)

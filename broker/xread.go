@@ -189,7 +189,7 @@ func runXRead(x *exec) error {
 	if err != nil {
 		return err
 	}
-	if len(rs) > 0 || !c.block {
+	if len(rs) > 0 || !c.block || x.inTxn() { // inside EXEC: as on a timeout
 		writeStreamReplies(x.w(), rs)
 		return nil
 	}
@@ -271,7 +271,7 @@ func runXReadGroup(x *exec) error {
 		rs []streamReply
 		w  *consumerWaiter
 	)
-	blockable := c.block
+	blockable := c.block && !x.inTxn() // inside EXEC: as on a timeout
 	for _, id := range c.ids {
 		blockable = blockable && isGT(id)
 	}

@@ -1,0 +1,192 @@
+package broker
+
+import (
+	"github.com/tidwall/redcon"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+// Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH with Redis 7.0's
+// semantics (https://redis.io/docs/latest/develop/interact/transactions/).
+//
+// After MULTI a connection queues every command but these five, QUIT and
+// RESET, replying QUEUED. An unknown command or a wrong argument count is
+// replied at once and makes EXEC reply EXECABORT; anything else (syntax,
+// wrong type) is the command's own error inside EXEC's reply, and the other
+// commands stand. EXEC is one materialize.WriteTxn: the commands run in
+// order on the writer goroutine, each seeing the ones before it, and their
+// events form one change-log record, committed atomically. Blocking
+// commands do not block inside EXEC: they reply as on a timeout.
+
+func init() {
+	const tx = flagNoScript | flagLoading | flagStale
+	register(
+		&command{name: "multi", arity: 1, flags: tx | flagFast, group: "transactions", since: "1.2.0", summary: "Starts a transaction.", run: runMulti},
+		&command{name: "exec", arity: 1, flags: tx, group: "transactions", since: "1.2.0", summary: "Executes all commands in a transaction.", run: runExec},
+		&command{name: "discard", arity: 1, flags: tx | flagFast, group: "transactions", since: "2.0.0", summary: "Discards a transaction.", run: runDiscard},
+		&command{name: "watch", arity: -2, flags: tx | flagFast, first: 1, last: -1, step: 1, group: "transactions", since: "2.2.0", summary: "Monitors changes to keys to determine the execution of a transaction.", run: runWatch},
+		&command{name: "unwatch", arity: 1, flags: tx | flagFast, group: "transactions", since: "2.2.0", summary: "Forgets about watched keys of a transaction.", run: runUnwatch},
+	)
+}
+
+// multiState is a connection's open transaction.
+type multiState struct {
+	queue   []queued
+	aborted bool // a command was rejected while queueing: EXEC replies EXECABORT
+}
+
+type queued struct {
+	cmd  *command
+	args [][]byte // the reader's slices: owned, never reused
+}
+
+// notQueued reports whether cmd runs at once inside MULTI, as in Redis's
+// processCommand.
+func notQueued(cmd *command) bool {
+	switch cmd.name {
+	case "exec", "discard", "multi", "watch", "quit", "reset":
+		return true
+	}
+	return false
+}
+
+// queue handles a request that arrives while c is in MULTI and is not one
+// of notQueued's. It replies at once.
+func (c *conn) queue(cmd *command, args [][]byte) {
+	switch {
+	case cmd == nil:
+		c.multi.aborted = true
+		c.w.WriteError(string(errUnknownCommand(args)))
+	case !cmd.arityOK(len(args)):
+		c.multi.aborted = true
+		c.w.WriteError(string(errWrongArgs(cmd.name)))
+	default:
+		c.multi.queue = append(c.multi.queue, queued{cmd, args})
+		c.w.WriteString("QUEUED")
+	}
+}
+
+// MULTI. Reply: OK.
+func runMulti(x *exec) error {
+	if x.c.multi != nil {
+		return errMultiNested
+	}
+	x.c.multi = &multiState{}
+	x.w().WriteString("OK")
+	return nil
+}
+
+// DISCARD. Reply: OK. Also forgets the watched keys.
+func runDiscard(x *exec) error {
+	if x.c.multi == nil {
+		return errDiscardNoMulti
+	}
+	x.c.multi = nil
+	x.c.s.watch.clear(x.c)
+	x.w().WriteString("OK")
+	return nil
+}
+
+// UNWATCH. Reply: OK.
+func runUnwatch(x *exec) error {
+	x.c.s.watch.clear(x.c)
+	x.w().WriteString("OK")
+	return nil
+}
+
+// WATCH key [key ...]. Reply: OK. Registers inside a write decision (no
+// events) so that it is ordered with every write (watches).
+func runWatch(x *exec) error {
+	if x.c.multi != nil {
+		return errWatchInMulti
+	}
+	err := x.write(func(v *materialize.View) ([]codec.Event, error) {
+		for _, k := range x.args[1:] {
+			_, ok, del, err := v.MetaForWrite(x.db(), k)
+			if err != nil {
+				return nil, err
+			}
+			x.c.s.watch.add(x.c, watchedKey{key: waitKey{x.db(), string(k)}, existed: ok || len(del) > 0, expired: len(del) > 0})
+		}
+		return nil, nil
+	})
+	if err != nil {
+		return err
+	}
+	x.w().WriteString("OK")
+	return nil
+}
+
+// EXEC. Reply: one reply per queued command; the null array when a watched
+// key was touched; EXECABORT when queueing rejected a command.
+func runExec(x *exec) error {
+	c := x.c
+	m := c.multi
+	if m == nil {
+		return errExecNoMulti
+	}
+	c.multi = nil
+	defer c.s.watch.clear(c)
+	if m.aborted {
+		return errExecAbort
+	}
+	if c.dirty.Load() {
+		writeNullArray(x.w())
+		return nil
+	}
+	replies := redcon.NewWriter(nil) // buffered only: copied to the connection after the commit
+	aborted := false
+	var events []codec.Event
+	seq, err := c.s.store.WriteTxn(func(tx *materialize.Txn) error {
+		if c.dirty.Load() { // touched by a write decided since the check above
+			aborted = true
+			return nil
+		}
+		expired, err := c.expiredSince(tx.View())
+		if err != nil || expired {
+			aborted = true
+			return err
+		}
+		replies.WriteArray(len(m.queue))
+		for _, q := range m.queue {
+			qx := &exec{c: c, cmd: q.cmd, args: q.args, tx: &txnCtx{tx: tx, w: replies}}
+			c.s.stats.commands.Add(1)
+			if err := q.cmd.run(qx); err != nil {
+				c.writeErrTo(replies, q.cmd.name, err)
+			}
+		}
+		events = tx.Events()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if aborted {
+		writeNullArray(x.w())
+		return nil
+	}
+	if seq != 0 {
+		c.pendingSeq = seq
+		c.s.wake.publishEvents(events)
+	}
+	x.w().WriteRaw(replies.Buffer())
+	return nil
+}
+
+// txnCtx is the EXEC a command runs inside: its writes emit into tx and its
+// reply goes to w, EXEC's reply buffer.
+type txnCtx struct {
+	tx *materialize.Txn
+	w  *redcon.Writer
+}
+
+// inTxn runs decide inside EXEC: an error is the command's, with nothing
+// emitted; otherwise its events are emitted at once.
+func (t *txnCtx) write(decide func(v *materialize.View) ([]codec.Event, error)) error {
+	evs, err := decide(t.tx.View())
+	if err != nil {
+		return err
+	}
+	return t.tx.Emit(evs...)
+}
