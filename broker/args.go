@@ -4,12 +4,13 @@ import (
 	"math"
 
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/command"
 )
 
 // parseInt parses a signed 64-bit decimal the way Redis's string2ll does:
 // no spaces, no '+', no leading zeros, no overflow. It is the reader's
-// parser, shared so that arguments and protocol headers agree.
-func parseInt(b []byte) (int64, bool) { return readerParseInt(b) }
+// parser too, so that arguments and protocol headers agree.
+func parseInt(b []byte) (int64, bool) { return command.ParseInt(b) }
 
 // intArg parses an integer argument or returns Redis's not-an-integer error.
 func intArg(b []byte) (int64, error) {
@@ -21,21 +22,7 @@ func intArg(b []byte) (int64, error) {
 }
 
 // equalFold reports whether b equals the ASCII upper-case word s, ignoring case.
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		c := b[i]
-		if 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
-}
+func equalFold(b []byte, s string) bool { return command.EqualFold(b, s) }
 
 // streamID parses an explicit stream ID argument ("ms-seq" or "ms", the
 // missing sequence taking missingSeq) or returns Redis's invalid-ID error.

@@ -40,7 +40,7 @@ func runCommand(x *exec) error {
 			}
 		}
 	case equalFold(sub, "DOCS"):
-		var cmds []*command
+		var cmds []*cmdSpec
 		for _, c := range namedCommands(x.args[2:]) {
 			if c != nil {
 				cmds = append(cmds, c)
@@ -66,19 +66,19 @@ func runCommand(x *exec) error {
 }
 
 // namedCommands looks up names; with none it returns every command.
-func namedCommands(names [][]byte) []*command {
+func namedCommands(names [][]byte) []*cmdSpec {
 	if len(names) == 0 {
 		return sortedCommands()
 	}
-	out := make([]*command, len(names))
+	out := make([]*cmdSpec, len(names))
 	for i, n := range names {
 		out[i] = lookup(n)
 	}
 	return out
 }
 
-func sortedCommands() []*command {
-	out := make([]*command, 0, len(commandTable))
+func sortedCommands() []*cmdSpec {
+	out := make([]*cmdSpec, 0, len(commandTable))
 	for _, c := range commandTable {
 		out = append(out, c)
 	}
@@ -88,11 +88,11 @@ func sortedCommands() []*command {
 
 // writeCommandInfo writes one COMMAND INFO entry: name, arity, flags,
 // first key, last key, step, ACL categories, tips, key specs, subcommands.
-func writeCommandInfo(w *redcon.Writer, c *command) {
+func writeCommandInfo(w *redcon.Writer, c *cmdSpec) {
 	w.WriteArray(10)
 	w.WriteBulkString(c.name)
 	w.WriteInt(c.arity)
-	flags := c.flags.names()
+	flags := c.flags.Names()
 	w.WriteArray(len(flags))
 	for _, f := range flags {
 		w.WriteString(f)
@@ -111,7 +111,7 @@ func writeCommandInfo(w *redcon.Writer, c *command) {
 }
 
 // aclCategories derives Redis's ACL categories from the flags and group.
-func (c *command) aclCategories() []string {
+func (c *cmdSpec) aclCategories() []string {
 	var out []string
 	if c.flags&flagWrite != 0 {
 		out = append(out, "@write")

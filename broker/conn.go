@@ -195,7 +195,7 @@ func (c *conn) execute(args [][]byte) {
 // exec is one command's execution context.
 type exec struct {
 	c    *conn
-	cmd  *command
+	cmd  *cmdSpec
 	args [][]byte
 	tx   *txnCtx // inside EXEC, or nil
 }

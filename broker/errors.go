@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/groups"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/streams"
@@ -15,15 +16,14 @@ import (
 // exact wording (Redis 7.0 src/server.c shared objects, t_stream.c,
 // networking.c) so that clients that match on it behave as with Redis.
 
-// wireError is an error whose text is sent to the client as is (after '-').
-type wireError string
-
-func (e wireError) Error() string { return string(e) }
+// wireError is an error whose text is sent to the client as is (after
+// '-'); the command packages' errors are the same type.
+type wireError = command.WireError
 
 const (
-	errSyntax                     wireError = "ERR syntax error"
-	errNotInteger                 wireError = "ERR value is not an integer or out of range"
-	errWrongType                  wireError = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	errSyntax                               = command.ErrSyntax
+	errNotInteger                           = command.ErrNotInteger
+	errWrongType                            = command.ErrWrongType
 	errInvalidStreamID            wireError = "ERR Invalid stream ID specified as stream command argument"
 	errXAddIDSmall                wireError = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
 	errXAddIDZero                 wireError = "ERR The ID specified in XADD must be greater than 0-0"
@@ -95,9 +95,7 @@ const (
 )
 
 // errWrongArgs is Redis's arity error: ERR wrong number of arguments for 'xadd' command.
-func errWrongArgs(name string) wireError {
-	return wireError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", strings.ToLower(name)))
-}
+func errWrongArgs(name string) wireError { return command.ErrWrongArgs(strings.ToLower(name)) }
 
 // errUnknownCommand is Redis's reply to an unknown command: the name and up
 // to the first arguments, each quoted, as in server.c processCommand.
@@ -155,9 +153,7 @@ func errValueRange(min, max int64) wireError {
 }
 
 // errInvalidExpireIn is the invalid-expire-time error of the named command.
-func errInvalidExpireIn(cmd string) wireError {
-	return wireError(fmt.Sprintf("ERR invalid expire time in '%s' command", cmd))
-}
+func errInvalidExpireIn(cmd string) wireError { return command.ErrInvalidExpire(cmd) }
 
 // errXClaimOption is XCLAIM's reply to an argument it does not know.
 func errXClaimOption(opt []byte) wireError {

@@ -18,7 +18,7 @@ func init() {
 		{"expireat", "Sets the expiration time of a key to a Unix timestamp.", "1.2.0", 1000, true},
 		{"pexpireat", "Sets the expiration time of a key to a Unix milliseconds timestamp.", "2.6.0", 1, true},
 	} {
-		register(&command{name: c.name, arity: -3, flags: flagWrite | flagFast, first: 1, last: 1, step: 1,
+		register(&cmdSpec{name: c.name, arity: -3, flags: flagWrite | flagFast, first: 1, last: 1, step: 1,
 			group: "generic", since: c.since, summary: c.summary, run: makeExpire(c.name, c.unitMs, c.absolute)})
 	}
 	for _, c := range []struct {
@@ -30,10 +30,10 @@ func init() {
 		{"expiretime", "Returns the expiration time of a key as a Unix timestamp.", "7.0.0", false, true},
 		{"pexpiretime", "Returns the expiration time of a key as a Unix milliseconds timestamp.", "7.0.0", true, true},
 	} {
-		register(&command{name: c.name, arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1,
+		register(&cmdSpec{name: c.name, arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1,
 			group: "generic", since: c.since, summary: c.summary, run: makeTTL(c.ms, c.absolute)})
 	}
-	register(&command{name: "persist", arity: 2, flags: flagWrite | flagFast, first: 1, last: 1, step: 1,
+	register(&cmdSpec{name: "persist", arity: 2, flags: flagWrite | flagFast, first: 1, last: 1, step: 1,
 		group: "generic", since: "2.2.0", summary: "Removes the expiration time of a key.", run: runPersist})
 }
 

@@ -11,23 +11,23 @@ import (
 
 func init() {
 	register(
-		&command{name: "del", arity: -2, flags: flagWrite, first: 1, last: -1, step: 1,
+		&cmdSpec{name: "del", arity: -2, flags: flagWrite, first: 1, last: -1, step: 1,
 			group: "generic", since: "1.0.0", summary: "Deletes one or more keys.", run: runDel},
-		&command{name: "unlink", arity: -2, flags: flagWrite | flagFast, first: 1, last: -1, step: 1,
+		&cmdSpec{name: "unlink", arity: -2, flags: flagWrite | flagFast, first: 1, last: -1, step: 1,
 			group: "generic", since: "4.0.0", summary: "Asynchronously deletes one or more keys.", run: runDel},
-		&command{name: "exists", arity: -2, flags: flagReadonly | flagFast, first: 1, last: -1, step: 1,
+		&cmdSpec{name: "exists", arity: -2, flags: flagReadonly | flagFast, first: 1, last: -1, step: 1,
 			group: "generic", since: "1.0.0", summary: "Determines whether one or more keys exist.", run: runExists},
-		&command{name: "type", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1,
+		&cmdSpec{name: "type", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1,
 			group: "generic", since: "1.0.0", summary: "Determines the type of value stored at a key.", run: runType},
-		&command{name: "keys", arity: 2, flags: flagReadonly, group: "generic", since: "1.0.0",
+		&cmdSpec{name: "keys", arity: 2, flags: flagReadonly, group: "generic", since: "1.0.0",
 			summary: "Returns all key names that match a pattern.", run: runKeys},
-		&command{name: "scan", arity: -2, flags: flagReadonly, group: "generic", since: "2.8.0",
+		&cmdSpec{name: "scan", arity: -2, flags: flagReadonly, group: "generic", since: "2.8.0",
 			summary: "Iterates over the key names in the database.", run: runScan},
-		&command{name: "dbsize", arity: 1, flags: flagReadonly | flagFast, group: "server", since: "1.0.0",
+		&cmdSpec{name: "dbsize", arity: 1, flags: flagReadonly | flagFast, group: "server", since: "1.0.0",
 			summary: "Returns the number of keys in the database.", run: runDBSize},
-		&command{name: "flushdb", arity: -1, flags: flagWrite, group: "server", since: "1.0.0",
+		&cmdSpec{name: "flushdb", arity: -1, flags: flagWrite, group: "server", since: "1.0.0",
 			summary: "Removes all keys from the current database.", run: runFlushDB},
-		&command{name: "flushall", arity: -1, flags: flagWrite, group: "server", since: "1.0.0",
+		&cmdSpec{name: "flushall", arity: -1, flags: flagWrite, group: "server", since: "1.0.0",
 			summary: "Removes all keys from all databases.", run: runFlushAll},
 	)
 }

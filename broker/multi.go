@@ -22,11 +22,11 @@ import (
 func init() {
 	const tx = flagNoScript | flagLoading | flagStale
 	register(
-		&command{name: "multi", arity: 1, flags: tx | flagFast, group: "transactions", since: "1.2.0", summary: "Starts a transaction.", run: runMulti},
-		&command{name: "exec", arity: 1, flags: tx, group: "transactions", since: "1.2.0", summary: "Executes all commands in a transaction.", run: runExec},
-		&command{name: "discard", arity: 1, flags: tx | flagFast, group: "transactions", since: "2.0.0", summary: "Discards a transaction.", run: runDiscard},
-		&command{name: "watch", arity: -2, flags: tx | flagFast, first: 1, last: -1, step: 1, group: "transactions", since: "2.2.0", summary: "Monitors changes to keys to determine the execution of a transaction.", run: runWatch},
-		&command{name: "unwatch", arity: 1, flags: tx | flagFast, group: "transactions", since: "2.2.0", summary: "Forgets about watched keys of a transaction.", run: runUnwatch},
+		&cmdSpec{name: "multi", arity: 1, flags: tx | flagFast, group: "transactions", since: "1.2.0", summary: "Starts a transaction.", run: runMulti},
+		&cmdSpec{name: "exec", arity: 1, flags: tx, group: "transactions", since: "1.2.0", summary: "Executes all commands in a transaction.", run: runExec},
+		&cmdSpec{name: "discard", arity: 1, flags: tx | flagFast, group: "transactions", since: "2.0.0", summary: "Discards a transaction.", run: runDiscard},
+		&cmdSpec{name: "watch", arity: -2, flags: tx | flagFast, first: 1, last: -1, step: 1, group: "transactions", since: "2.2.0", summary: "Monitors changes to keys to determine the execution of a transaction.", run: runWatch},
+		&cmdSpec{name: "unwatch", arity: 1, flags: tx | flagFast, group: "transactions", since: "2.2.0", summary: "Forgets about watched keys of a transaction.", run: runUnwatch},
 	)
 }
 
@@ -37,13 +37,13 @@ type multiState struct {
 }
 
 type queued struct {
-	cmd  *command
+	cmd  *cmdSpec
 	args [][]byte // the reader's slices: owned, never reused
 }
 
 // notQueued reports whether cmd runs at once inside MULTI, as in Redis's
 // processCommand.
-func notQueued(cmd *command) bool {
+func notQueued(cmd *cmdSpec) bool {
 	switch cmd.name {
 	case "exec", "discard", "multi", "watch", "quit", "reset":
 		return true
@@ -53,7 +53,7 @@ func notQueued(cmd *command) bool {
 
 // queue handles a request that arrives while c is in MULTI and is not one
 // of notQueued's. It replies at once.
-func (c *conn) queue(cmd *command, args [][]byte) {
+func (c *conn) queue(cmd *cmdSpec, args [][]byte) {
 	switch {
 	case cmd == nil:
 		c.multi.aborted = true

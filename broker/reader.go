@@ -3,6 +3,7 @@ package broker
 import (
 	"bufio"
 	"bytes"
+	"github.com/sediment-dev/sediment/command"
 	"io"
 	"math"
 )
@@ -394,51 +395,7 @@ func readerParseHeader(line []byte) (int64, bool) {
 	if len(line) < 2 || line[len(line)-1] != '\r' {
 		return 0, false
 	}
-	return readerParseInt(line[1 : len(line)-1])
-}
-
-// readerParseInt parses a decimal int64 exactly like Redis's string2ll: an
-// optional '-', then "0" or digits without a leading zero, with overflow
-// detection. "+1", "01", "-0", " 1" and "" are all invalid.
-func readerParseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 { // len("-9223372036854775808") == 20
-		return 0, false
-	}
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	neg := false
-	if b[0] == '-' {
-		neg = true
-		b = b[1:]
-		if len(b) == 0 {
-			return 0, false
-		}
-	}
-	if b[0] < '1' || b[0] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if v > (math.MaxUint64-d)/10 {
-			return 0, false
-		}
-		v = v*10 + d
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return int64(-v), true // wraps correctly for v == 1<<63
-	}
-	if v > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(v), true
+	return command.ParseInt(line[1 : len(line)-1])
 }
 
 // readerIsSpace is C's isspace in the "C" locale.

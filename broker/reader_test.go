@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/sediment-dev/sediment/command"
 )
 
 // readerAll reads commands until an error and returns them with that error.
@@ -442,9 +444,9 @@ func TestReaderParseInt(t *testing.T) {
 		{"+1", 0, false}, {" 1", 0, false}, {"1 ", 0, false}, {"1a", 0, false}, {"1_0", 0, false},
 	}
 	for _, tc := range tests {
-		got, ok := readerParseInt([]byte(tc.in))
+		got, ok := command.ParseInt([]byte(tc.in))
 		if got != tc.want || ok != tc.ok {
-			t.Errorf("readerParseInt(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+			t.Errorf("command.ParseInt(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
 	}
 }

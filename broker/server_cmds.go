@@ -22,15 +22,15 @@ var SedimentVersion = "dev"
 
 func init() {
 	register(
-		&command{name: "ping", arity: -1, flags: flagFast, group: "connection", since: "1.0.0", summary: "Returns the server's liveliness response.", run: runPing},
-		&command{name: "echo", arity: 2, flags: flagFast, group: "connection", since: "1.0.0", summary: "Returns the given string.", run: runEcho},
-		&command{name: "quit", arity: -1, flags: flagFast, group: "connection", since: "1.0.0", summary: "Closes the connection.", run: runQuit},
-		&command{name: "select", arity: 2, flags: flagFast, group: "connection", since: "1.0.0", summary: "Changes the selected database.", run: runSelect},
-		&command{name: "client", arity: -2, flags: 0, group: "connection", since: "2.4.0", summary: "A container for client connection commands.", run: runClient},
-		&command{name: "command", arity: -1, flags: 0, group: "server", since: "2.8.13", summary: "Returns detailed information about all commands.", run: runCommand},
-		&command{name: "info", arity: -1, flags: 0, group: "server", since: "1.0.0", summary: "Returns information and statistics about the server.", run: runInfo},
-		&command{name: "time", arity: 1, flags: flagFast, group: "server", since: "2.6.0", summary: "Returns the server time.", run: runTime},
-		&command{name: "config", arity: -2, flags: flagAdmin, group: "server", since: "2.0.0", summary: "A container for server configuration commands.", run: runConfig},
+		&cmdSpec{name: "ping", arity: -1, flags: flagFast, group: "connection", since: "1.0.0", summary: "Returns the server's liveliness response.", run: runPing},
+		&cmdSpec{name: "echo", arity: 2, flags: flagFast, group: "connection", since: "1.0.0", summary: "Returns the given string.", run: runEcho},
+		&cmdSpec{name: "quit", arity: -1, flags: flagFast, group: "connection", since: "1.0.0", summary: "Closes the connection.", run: runQuit},
+		&cmdSpec{name: "select", arity: 2, flags: flagFast, group: "connection", since: "1.0.0", summary: "Changes the selected database.", run: runSelect},
+		&cmdSpec{name: "client", arity: -2, flags: 0, group: "connection", since: "2.4.0", summary: "A container for client connection commands.", run: runClient},
+		&cmdSpec{name: "command", arity: -1, flags: 0, group: "server", since: "2.8.13", summary: "Returns detailed information about all commands.", run: runCommand},
+		&cmdSpec{name: "info", arity: -1, flags: 0, group: "server", since: "1.0.0", summary: "Returns information and statistics about the server.", run: runInfo},
+		&cmdSpec{name: "time", arity: 1, flags: flagFast, group: "server", since: "2.6.0", summary: "Returns the server time.", run: runTime},
+		&cmdSpec{name: "config", arity: -2, flags: flagAdmin, group: "server", since: "2.0.0", summary: "A container for server configuration commands.", run: runConfig},
 	)
 }
 

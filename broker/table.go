@@ -3,45 +3,28 @@ package broker
 import (
 	"fmt"
 	"strings"
+
+	"github.com/sediment-dev/sediment/command"
 )
 
-// cmdFlag mirrors the flags of Redis's command table (src/commands/*.json).
-type cmdFlag uint32
+// cmdFlag is the command table's flags (command.Flag).
+type cmdFlag = command.Flag
 
 const (
-	flagWrite cmdFlag = 1 << iota
-	flagReadonly
-	flagFast
-	flagBlocking
-	flagAdmin
-	flagNoScript
-	flagLoading
-	flagStale
-	flagDenyOOM
+	flagWrite    = command.FlagWrite
+	flagReadonly = command.FlagReadonly
+	flagFast     = command.FlagFast
+	flagBlocking = command.FlagBlocking
+	flagAdmin    = command.FlagAdmin
+	flagNoScript = command.FlagNoScript
+	flagLoading  = command.FlagLoading
+	flagStale    = command.FlagStale
+	flagDenyOOM  = command.FlagDenyOOM
 )
-
-var flagNames = []struct {
-	f    cmdFlag
-	name string
-}{
-	{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagDenyOOM, "denyoom"}, {flagAdmin, "admin"},
-	{flagNoScript, "noscript"}, {flagBlocking, "blocking"}, {flagLoading, "loading"}, {flagStale, "stale"}, {flagFast, "fast"},
-}
-
-// names returns the flag names in COMMAND INFO's order.
-func (f cmdFlag) names() []string {
-	var out []string
-	for _, fn := range flagNames {
-		if f&fn.f != 0 {
-			out = append(out, fn.name)
-		}
-	}
-	return out
-}
 
 // command is one entry of the command table: the single source for
 // dispatch, arity checks, COMMAND INFO/DOCS and docs/commands.md.
-type command struct {
+type cmdSpec struct {
 	name  string  // lower case
 	arity int     // Redis semantics: N exactly, -N at least N (name included)
 	flags cmdFlag //
@@ -56,11 +39,11 @@ type command struct {
 
 // commandTable is the table, keyed by lower-case name. It is filled by
 // register calls in init functions and read-only afterwards.
-var commandTable = map[string]*command{}
+var commandTable = map[string]*cmdSpec{}
 
 // register adds c to the table. It panics on a duplicate name, as
 // net/http.ServeMux.Handle does: that is a programming error.
-func register(cmds ...*command) {
+func register(cmds ...*cmdSpec) {
 	for _, c := range cmds {
 		if c.name != strings.ToLower(c.name) {
 			panic(fmt.Sprintf("broker: command %q must be lower case", c.name))
@@ -73,7 +56,7 @@ func register(cmds ...*command) {
 }
 
 // lookup returns the command named by name (any case), or nil.
-func lookup(name []byte) *command {
+func lookup(name []byte) *cmdSpec {
 	var buf [32]byte
 	if len(name) > len(buf) {
 		return nil
@@ -91,10 +74,10 @@ func lookup(name []byte) *command {
 // pipelined reports whether the command is a write that never blocks: its
 // write is submitted without waiting (exec.writeAsync), so a pipeline's
 // consecutive writes commit together.
-func (c *command) pipelined() bool { return c.flags&flagWrite != 0 && c.flags&flagBlocking == 0 }
+func (c *cmdSpec) pipelined() bool { return c.flags&flagWrite != 0 && c.flags&flagBlocking == 0 }
 
 // arityOK reports whether n arguments (name included) satisfy arity.
-func (c *command) arityOK(n int) bool {
+func (c *cmdSpec) arityOK(n int) bool {
 	if c.arity >= 0 {
 		return n == c.arity
 	}

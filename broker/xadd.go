@@ -8,9 +8,9 @@ import (
 
 func init() {
 	register(
-		&command{name: "xadd", arity: -5, flags: flagWrite | flagDenyOOM | flagFast, first: 1, last: 1, step: 1,
+		&cmdSpec{name: "xadd", arity: -5, flags: flagWrite | flagDenyOOM | flagFast, first: 1, last: 1, step: 1,
 			group: "stream", since: "5.0.0", summary: "Appends a new message to a stream. Creates the key if it doesn't exist.", run: runXAdd},
-		&command{name: "xtrim", arity: -4, flags: flagWrite, first: 1, last: 1, step: 1,
+		&cmdSpec{name: "xtrim", arity: -4, flags: flagWrite, first: 1, last: 1, step: 1,
 			group: "stream", since: "5.0.0", summary: "Deletes messages from the beginning of a stream.", run: runXTrim},
 	)
 }

@@ -11,9 +11,9 @@ import (
 
 func init() {
 	register(
-		&command{name: "xclaim", arity: -6, flags: flagWrite | flagFast, first: 1, last: 1, step: 1,
+		&cmdSpec{name: "xclaim", arity: -6, flags: flagWrite | flagFast, first: 1, last: 1, step: 1,
 			group: "stream", since: "5.0.0", summary: "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member.", run: runXClaim},
-		&command{name: "xautoclaim", arity: -6, flags: flagWrite | flagFast, first: 1, last: 1, step: 1,
+		&cmdSpec{name: "xautoclaim", arity: -6, flags: flagWrite | flagFast, first: 1, last: 1, step: 1,
 			group: "stream", since: "6.2.0", summary: "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member.", run: runXAutoClaim},
 	)
 }

@@ -11,9 +11,9 @@ import (
 
 func init() {
 	register(
-		&command{name: "xgroup", arity: -2, flags: flagWrite, first: 2, last: 2, step: 1,
+		&cmdSpec{name: "xgroup", arity: -2, flags: flagWrite, first: 2, last: 2, step: 1,
 			group: "stream", since: "5.0.0", summary: "A container for consumer groups commands.", run: runXGroup},
-		&command{name: "xack", arity: -4, flags: flagWrite | flagFast, first: 1, last: 1, step: 1,
+		&cmdSpec{name: "xack", arity: -4, flags: flagWrite | flagFast, first: 1, last: 1, step: 1,
 			group: "stream", since: "5.0.0", summary: "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream.", run: runXAck},
 	)
 }

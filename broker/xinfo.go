@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "xinfo", arity: -2, flags: flagReadonly, first: 2, last: 2, step: 1,
+	register(&cmdSpec{name: "xinfo", arity: -2, flags: flagReadonly, first: 2, last: 2, step: 1,
 		group: "stream", since: "5.0.0", summary: "A container for stream introspection commands.", run: runXInfo})
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "xpending", arity: -3, flags: flagReadonly, first: 1, last: 1, step: 1,
+	register(&cmdSpec{name: "xpending", arity: -3, flags: flagReadonly, first: 1, last: 1, step: 1,
 		group: "stream", since: "5.0.0", summary: "Returns the information and entries from a stream consumer group's pending entries list.", run: runXPending})
 }
 

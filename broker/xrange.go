@@ -8,13 +8,13 @@ import (
 
 func init() {
 	register(
-		&command{name: "xrange", arity: -4, flags: flagReadonly, first: 1, last: 1, step: 1,
+		&cmdSpec{name: "xrange", arity: -4, flags: flagReadonly, first: 1, last: 1, step: 1,
 			group: "stream", since: "5.0.0", summary: "Returns the messages from a stream within a range of IDs.", run: makeXRange(false)},
-		&command{name: "xrevrange", arity: -4, flags: flagReadonly, first: 1, last: 1, step: 1,
+		&cmdSpec{name: "xrevrange", arity: -4, flags: flagReadonly, first: 1, last: 1, step: 1,
 			group: "stream", since: "5.0.0", summary: "Returns the messages from a stream within a range of IDs in reverse order.", run: makeXRange(true)},
-		&command{name: "xlen", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1,
+		&cmdSpec{name: "xlen", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1,
 			group: "stream", since: "5.0.0", summary: "Return the number of messages in a stream.", run: runXLen},
-		&command{name: "xdel", arity: -3, flags: flagWrite | flagFast, first: 1, last: 1, step: 1,
+		&cmdSpec{name: "xdel", arity: -3, flags: flagWrite | flagFast, first: 1, last: 1, step: 1,
 			group: "stream", since: "5.0.0", summary: "Returns the number of messages after removing them from a stream.", run: runXDel},
 	)
 }

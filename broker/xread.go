@@ -15,9 +15,9 @@ import (
 
 func init() {
 	register(
-		&command{name: "xread", arity: -4, flags: flagReadonly | flagBlocking, first: 0, last: 0, step: 1,
+		&cmdSpec{name: "xread", arity: -4, flags: flagReadonly | flagBlocking, first: 0, last: 0, step: 1,
 			group: "stream", since: "5.0.0", summary: "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.", run: runXRead},
-		&command{name: "xreadgroup", arity: -7, flags: flagWrite | flagBlocking, first: 0, last: 0, step: 1,
+		&cmdSpec{name: "xreadgroup", arity: -7, flags: flagWrite | flagBlocking, first: 0, last: 0, step: 1,
 			group: "stream", since: "5.0.0", summary: "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.", run: runXReadGroup},
 	)
 }

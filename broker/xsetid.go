@@ -7,7 +7,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "xsetid", arity: -3, flags: flagWrite | flagDenyOOM | flagFast, first: 1, last: 1, step: 1,
+	register(&cmdSpec{name: "xsetid", arity: -3, flags: flagWrite | flagDenyOOM | flagFast, first: 1, last: 1, step: 1,
 		group: "stream", since: "5.0.0", summary: "An internal command for replicating stream values.", run: runXSetID})
 }
 

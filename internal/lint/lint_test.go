@@ -18,6 +18,10 @@ const (
 	streams   = module + "/streams"
 	groups    = module + "/groups"
 	brokerPkg = module + "/broker"
+	cmdRtPkg  = module + "/command"
+	typesPkg  = module + "/types/"
+	numPkg    = module + "/internal/num"
+	lcsPkg    = module + "/internal/lcs"
 	cmdPkg    = module + "/cmd/sediment"
 )
 
@@ -158,8 +162,8 @@ func TestDependencyRules(t *testing.T) {
 		}
 	})
 
-	t.Run("codec and glob are standard library only", func(t *testing.T) {
-		for _, path := range []string{codecPkg, globPkg} {
+	t.Run("codec and the internal helpers are standard library only", func(t *testing.T) {
+		for _, path := range []string{codecPkg, globPkg, numPkg, lcsPkg} {
 			if got := pkgs[path].nonStd; len(got) > 0 {
 				t.Errorf("%s depends on %v: it may import only the standard library", path, got)
 			}
@@ -176,10 +180,46 @@ func TestDependencyRules(t *testing.T) {
 		}
 	})
 
+	t.Run("command packages stay off the edge", func(t *testing.T) {
+		n := 0
+		for _, path := range sortedPaths(pkgs) {
+			if !matches(path, cmdRtPkg) {
+				continue
+			}
+			n++
+			for _, target := range []string{brokerPkg, redcon, natsOrg} {
+				if got := transitive(pkgs[path], target); len(got) > 0 {
+					t.Errorf("%s depends on %v: command packages must not import broker, redcon or NATS", path, got)
+				}
+			}
+		}
+		if n < 2 {
+			t.Errorf("found %d command packages; the rule would pass vacuously", n)
+		}
+	})
+
+	t.Run("type packages stay below the commands", func(t *testing.T) {
+		n := 0
+		for _, path := range sortedPaths(pkgs) {
+			if !matches(path, typesPkg) {
+				continue
+			}
+			n++
+			for _, target := range []string{brokerPkg, cmdRtPkg, redcon, natsOrg} {
+				if got := transitive(pkgs[path], target); len(got) > 0 {
+					t.Errorf("%s depends on %v: type packages must not import broker, command, redcon or NATS", path, got)
+				}
+			}
+		}
+		if n == 0 {
+			t.Error("found no type packages; the rule would pass vacuously")
+		}
+	})
+
 	t.Run("materialize stays below the domain", func(t *testing.T) {
-		for _, target := range []string{brokerPkg, streams, groups} {
+		for _, target := range []string{brokerPkg, streams, groups, cmdRtPkg, typesPkg} {
 			if got := transitive(pkgs[matPkg], target); len(got) > 0 {
-				t.Errorf("materialize depends on %v: it must not import broker, streams or groups", got)
+				t.Errorf("materialize depends on %v: it must not import broker, command, streams, groups or types", got)
 			}
 		}
 	})

@@ -1,0 +1,49 @@
+package broker
+
+import (
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/command"
+	"github.com/sediment-dev/sediment/command/reply"
+	"github.com/sediment-dev/sediment/command/str"
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+// The command families that live in command packages (the others are
+// still broker handlers, moving there one family at a time).
+func init() {
+	registerSpecs(str.Specs()...)
+}
+
+// registerSpecs adds command packages' specs to the table. Each request
+// runs with a command.Ctx whose runtime is its exec: the reply renders into
+// the connection's writer (or EXEC's buffer), writes go through the
+// connection's write path (or EXEC's transaction).
+func registerSpecs(specs ...command.Spec) {
+	for _, sp := range specs {
+		run := sp.Run
+		register(&cmdSpec{name: sp.Name, arity: sp.Arity, flags: sp.Flags, first: sp.First, last: sp.Last, step: sp.Step,
+			group: sp.Group, since: sp.Since, summary: sp.Summary,
+			run: func(x *exec) error {
+				lim := command.Limits{MaxBulkLen: x.c.rd.lim.MaxBulkLen}
+				return run(command.NewCtx(x.args, x.db(), reply.New(x.w()), lim, execRuntime{x}))
+			}})
+	}
+}
+
+// execRuntime is the command.Runtime of one request.
+type execRuntime struct{ x *exec }
+
+func (r execRuntime) View() *materialize.View { return r.x.view() }
+
+// Write submits a pipelinable write without waiting (its reply runs when
+// the connection drains); any other write waits for its commit.
+func (r execRuntime) Write(decide func(v *materialize.View) ([]codec.Event, error), reply func()) error {
+	if r.x.cmd.pipelined() {
+		return r.x.writeAsync(decide, reply)
+	}
+	if err := r.x.write(decide); err != nil {
+		return err
+	}
+	reply()
+	return nil
+}

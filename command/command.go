@@ -1,0 +1,113 @@
+// Package command is the command runtime: what a command family package
+// declares (Spec) and what a command runs against (Ctx). It holds no
+// connection: the broker builds a Ctx for each request, inside a
+// transaction or not, and renders the reply for the connection.
+//
+// A command's Run parses its arguments (pure: no reads), then either
+// replies from a read of Ctx.View (read-only commands, which never wait for
+// the writer), or hands Ctx.Write a decision — run on the writer goroutine
+// against a View that sees every earlier write, returning change events or
+// an error — and a reply function run once the write has committed. An
+// error returned by Run or by the decision is the command's reply (mapped
+// to Redis's words by the broker) and writes nothing.
+//
+// Design: docs/rfcs/20261123_command_runtime.md.
+package command
+
+import (
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/command/reply"
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+// Flag mirrors the flags of Redis's command table (src/commands/*.json).
+type Flag uint32
+
+// The flags, as COMMAND INFO names them.
+const (
+	FlagWrite Flag = 1 << iota
+	FlagReadonly
+	FlagFast
+	FlagBlocking
+	FlagAdmin
+	FlagNoScript
+	FlagLoading
+	FlagStale
+	FlagDenyOOM
+)
+
+var flagNames = []struct {
+	f    Flag
+	name string
+}{
+	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"}, {FlagAdmin, "admin"},
+	{FlagNoScript, "noscript"}, {FlagBlocking, "blocking"}, {FlagLoading, "loading"}, {FlagStale, "stale"}, {FlagFast, "fast"},
+}
+
+// Names returns the flag names in COMMAND INFO's order.
+func (f Flag) Names() []string {
+	var out []string
+	for _, fn := range flagNames {
+		if f&fn.f != 0 {
+			out = append(out, fn.name)
+		}
+	}
+	return out
+}
+
+// Spec is one command of the table: the single source for dispatch, arity
+// checks, COMMAND INFO/DOCS and docs/commands.md.
+type Spec struct {
+	Name  string // lower case
+	Arity int    // Redis semantics: N exactly, -N at least N (name included)
+	Flags Flag
+	// First, Last, Step: key positions as in COMMAND INFO (0 = no keys,
+	// Last -1 = up to the last argument).
+	First, Last, Step int
+	Group             string // COMMAND DOCS group: "string", "hash", "generic", ...
+	Since             string // the Redis version that introduced it
+	Summary           string
+	Run               func(x *Ctx) error
+}
+
+// Runtime is what the broker provides a Ctx with.
+type Runtime interface {
+	// View returns the state the command reads: the latest committed state,
+	// or inside EXEC the transaction's so far.
+	View() *materialize.View
+	// Write runs decide on the write path, then reply once the write has
+	// committed (outside EXEC, possibly after later pipelined requests were
+	// read). decide's error is the command's reply instead.
+	Write(decide func(v *materialize.View) ([]codec.Event, error), reply func()) error
+}
+
+// Ctx is one command's execution: its arguments, database, reply writer,
+// the server's limits and the runtime.
+type Ctx struct {
+	Args   [][]byte // the command name first, as sent
+	DB     uint8
+	Reply  reply.Writer
+	Limits Limits
+	rt     Runtime
+}
+
+// Limits are the server settings commands check data against.
+type Limits struct {
+	// MaxBulkLen is proto-max-bulk-len in bytes (default 512 MiB): LCS's
+	// table limit.
+	MaxBulkLen int64
+}
+
+// NewCtx returns the Ctx of one request (the broker's job).
+func NewCtx(args [][]byte, db uint8, w reply.Writer, l Limits, rt Runtime) *Ctx {
+	return &Ctx{Args: args, DB: db, Reply: w, Limits: l, rt: rt}
+}
+
+// View returns the state to read (Runtime.View).
+func (x *Ctx) View() *materialize.View { return x.rt.View() }
+
+// Write runs decide on the write path and reply after the commit
+// (Runtime.Write).
+func (x *Ctx) Write(decide func(v *materialize.View) ([]codec.Event, error), reply func()) error {
+	return x.rt.Write(decide, reply)
+}

@@ -1,0 +1,43 @@
+package command
+
+import (
+	"fmt"
+)
+
+// WireError is an error whose text is sent to the client as is (after
+// '-'), in Redis's exact wording, so that clients matching on it behave as
+// with Redis. Every such text of the command packages lives in this file.
+type WireError string
+
+func (e WireError) Error() string { return string(e) }
+
+// Errors shared by command families (Redis 7.0 server.c shared objects,
+// t_string.c, object.c).
+const (
+	ErrSyntax        WireError = "ERR syntax error"
+	ErrNotInteger    WireError = "ERR value is not an integer or out of range"
+	ErrNotFloat      WireError = "ERR value is not a valid float"
+	ErrWrongType     WireError = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	ErrOverflow      WireError = "ERR increment or decrement would overflow"
+	ErrIncrNaN       WireError = "ERR increment would produce NaN or Infinity"
+	ErrStringTooLong WireError = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+	ErrOffsetRange   WireError = "ERR offset is out of range"
+	ErrDecrOverflow  WireError = "ERR decrement would overflow"
+	ErrLCSNotString  WireError = "ERR The specified keys must contain string values"
+	ErrLCSLenAndIdx  WireError = "ERR If you want both the length and indexes, please just use IDX."
+	ErrLCSTooLong    WireError = "ERR String too long for LCS"
+	ErrLCSTooBig     WireError = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
+	ErrLCSNoMemory   WireError = "ERR Insufficient memory, failed allocating transient memory for LCS"
+)
+
+// ErrWrongArgs is Redis's arity error: ERR wrong number of arguments for
+// 'mset' command.
+func ErrWrongArgs(name string) WireError {
+	return WireError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
+}
+
+// ErrInvalidExpire is the invalid-expire-time error of the named command
+// (lower case, as Redis prints it).
+func ErrInvalidExpire(cmd string) WireError {
+	return WireError(fmt.Sprintf("ERR invalid expire time in '%s' command", cmd))
+}

@@ -1,0 +1,39 @@
+package reply
+
+import (
+	"math"
+	"testing"
+)
+
+type buf struct{ b []byte }
+
+func (s *buf) Buffer() []byte     { return s.b }
+func (s *buf) SetBuffer(b []byte) { s.b = b }
+
+// TestRESP2 pins each kind's RESP2 bytes (Redis 7.0's rendering for a RESP2
+// client).
+func TestRESP2(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    func(w Writer)
+		want string
+	}{
+		{"array", func(w Writer) { w.Array(2); w.Int(1); w.Int(-2) }, "*2\r\n:1\r\n:-2\r\n"},
+		{"map", func(w Writer) { w.Map(1); w.BulkString("len"); w.Int(3) }, "*2\r\n$3\r\nlen\r\n:3\r\n"},
+		{"set", func(w Writer) { w.Set(1); w.Bulk([]byte("a\x00b")) }, "*1\r\n$3\r\na\x00b\r\n"},
+		{"empty bulk", func(w Writer) { w.Bulk(nil) }, "$0\r\n\r\n"},
+		{"simple", func(w Writer) { w.OK(); w.Simple("QUEUED") }, "+OK\r\n+QUEUED\r\n"},
+		{"bool", func(w Writer) { w.Bool(true); w.Bool(false) }, ":1\r\n:0\r\n"},
+		{"nulls", func(w Writer) { w.NullBulk(); w.NullArray() }, "$-1\r\n*-1\r\n"},
+		{"error", func(w Writer) { w.Error("ERR a\r\nb") }, "-ERR a  b\r\n"},
+		{"double", func(w Writer) { w.Double(1.5); w.Double(3); w.Double(math.Inf(-1)) }, "$3\r\n1.5\r\n$1\r\n3\r\n$4\r\n-inf\r\n"},
+		{"double 17 digits", func(w Writer) { w.Double(0.1) }, "$19\r\n0.10000000000000001\r\n"},
+		{"verbatim and big number", func(w Writer) { w.Verbatim("txt", []byte("hi")); w.BigNumber("123") }, "$2\r\nhi\r\n$3\r\n123\r\n"},
+	} {
+		s := &buf{b: []byte("pre")}
+		tc.f(New(s))
+		if got := string(s.b); got != "pre"+tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, "pre"+tc.want)
+		}
+	}
+}
