@@ -10,7 +10,8 @@
 # redis-server with comparable durability (AOF, appendfsync everysec, no RDB
 # snapshots) on free loopback ports, each with a fresh temp data dir, then:
 #
-# redis-benchmark: runs redis-benchmark for SET, GET and XADD, unpipelined
+# redis-benchmark: runs redis-benchmark for SET, GET, INCR, MSET (10 keys)
+# and XADD, unpipelined
 # and with -P 16, alternating the two servers test by test for ROUNDS
 # rounds, and prints the median requests/s of each server and their ratio.
 #
@@ -258,6 +259,8 @@ start_redis
 for port in "$SED_PORT" "$RED_PORT"; do
   [[ $(redis-cli -h "$HOST" -p "$port" SET bench:check 1) == OK ]] || die "SET failed on port $port"
   [[ $(redis-cli -h "$HOST" -p "$port" GET bench:check) == 1 ]] || die "GET failed on port $port"
+  [[ $(redis-cli -h "$HOST" -p "$port" INCR bench:check) == 2 ]] || die "INCR failed on port $port"
+  [[ $(redis-cli -h "$HOST" -p "$port" MSET bench:a 1 bench:b 2) == OK ]] || die "MSET failed on port $port"
   [[ $(redis-cli -h "$HOST" -p "$port" XADD bench:check:s '*' f 1) =~ ^[0-9]+-[0-9]+$ ]] ||
     die "XADD failed on port $port"
 done
@@ -270,21 +273,29 @@ log "sediment ${SED_VERSION:-?} on $HOST:$SED_PORT, redis-server ${RED_VERSION:-
 loadavg() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?'; }
 
 declare -A RESULTS # "server|TEST|pipeline" -> space-separated rps values
+declare -A CPU     # "server|TEST|pipeline" -> space-separated server CPU µs per request
 
-# run_bench server port workload pipeline: one redis-benchmark run; records
-# requests/s per test it reports (SET and GET for setget, XADD for xadd).
+# cpu_ticks pid: user+system CPU time of pid, in clock ticks (10 ms).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# run_bench server port pid workload pipeline: one redis-benchmark run of
+# one test (set, get, incr, mset or xadd); records its requests/s and the
+# server's CPU µs per request.
 run_bench() {
-  local server=$1 port=$2 workload=$3 pipe=$4 out line name rps
+  local server=$1 port=$2 pid=$3 workload=$4 pipe=$5 out line name rps t0 t1
   local args=(-h "$HOST" -p "$port" -c "$CLIENTS" -n "$N" -r 100000 -P "$pipe" -q --csv)
   case $workload in
-    setget) args+=(-t set,get) ;;
     xadd) args+=(XADD bench:s '*' f __rand_int__) ;;
+    *) args+=(-t "$workload") ;;
   esac
+  t0=$(cpu_ticks "$pid")
   if ! out=$(timeout "$TIMEOUT" redis-benchmark "${args[@]}" 2>"$WORK/bench.err"); then
     cat "$WORK/bench.err" >&2
     die "redis-benchmark failed or timed out ($server, $workload, -P $pipe)"
   fi
-  local got=0
+  t1=$(cpu_ticks "$pid")
+  local got=0 cpu
+  cpu=$(awk -v d=$((t1 - t0)) -v n="$N" 'BEGIN { printf "%.1f", d * 10000 / n }')
   while IFS= read -r line; do
     line=${line%$'\r'}
     [[ $line == '"test"'* || -z $line ]] && continue
@@ -294,13 +305,15 @@ run_bench() {
     rps=${rps%%\"*}
     [[ $rps =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "cannot parse redis-benchmark line: $line"
     case $name in
-      SET | GET) ;;
+      SET | GET | INCR) ;;
+      MSET*) name=MSET ;;
       XADD*) name=XADD ;;
       *) continue ;;
     esac
     RESULTS["$server|$name|$pipe"]+="$rps "
+    CPU["$server|$name|$pipe"]+="$cpu "
     got=$((got + 1))
-    log "  $(printf '%-8s %-4s P=%-2s %12s req/s' "$server" "$name" "$pipe" "$rps")"
+    log "  $(printf '%-8s %-4s P=%-2s %12s req/s %8s cpu µs/req' "$server" "$name" "$pipe" "$rps" "$cpu")"
   done <<<"$out"
   ((got > 0)) || die "no results from redis-benchmark ($server, $workload, -P $pipe): $out"
 }
@@ -316,17 +329,17 @@ median() {
 # redis_benchmark_part runs ROUNDS rounds of redis-benchmark, alternating
 # the servers, and prints the table.
 redis_benchmark_part() {
-  local round workload pipe name s r ratio
+  local round workload pipe name s r ratio sc rc
   log "redis-benchmark: n=$N clients=$CLIENTS rounds=$ROUNDS pipelines=${PIPELINES[*]} (appendfsync everysec on both)"
   local LOAD_BEFORE LOAD_AFTER START ELAPSED FMT
   LOAD_BEFORE=$(loadavg)
   START=$SECONDS
   for round in $(seq 1 "$ROUNDS"); do
     log "round $round/$ROUNDS"
-    for workload in setget xadd; do
+    for workload in set get incr mset xadd; do
       for pipe in "${PIPELINES[@]}"; do
-        run_bench sediment "$SED_PORT" "$workload" "$pipe"
-        run_bench redis "$RED_PORT" "$workload" "$pipe"
+        run_bench sediment "$SED_PORT" "$SED_PID" "$workload" "$pipe"
+        run_bench redis "$RED_PORT" "$RED_PID" "$workload" "$pipe"
       done
     done
   done
@@ -339,20 +352,26 @@ redis_benchmark_part() {
   echo "sediment ${SED_VERSION:-?} vs redis-server ${RED_VERSION:-?}, appendfsync everysec on both"
   echo "$(nproc 2>/dev/null || echo '?') CPUs; load average before: $LOAD_BEFORE, after: $LOAD_AFTER; runs took ${ELAPSED}s"
   echo
-  FMT='%-6s %8s %14s %14s %16s\n'
+  echo "cpu = server user+system CPU per request, from /proc/PID/stat (10 ms ticks), median"
+  echo
+  FMT='%-6s %8s %14s %14s %16s %12s %12s\n'
   # shellcheck disable=SC2059
-  printf "$FMT" test pipeline "sediment ops/s" "redis ops/s" "sediment/redis"
+  printf "$FMT" test pipeline "sediment ops/s" "redis ops/s" "sediment/redis" "sed cpu µs" "redis cpu µs"
   # shellcheck disable=SC2059
-  printf "$FMT" ------ -------- -------------- -------------- ----------------
-  for name in SET GET XADD; do
+  printf "$FMT" ------ -------- -------------- -------------- ---------------- ------------ ------------
+  for name in SET GET INCR MSET XADD; do
     for pipe in "${PIPELINES[@]}"; do
       # shellcheck disable=SC2086
       s=$(median ${RESULTS["sediment|$name|$pipe"]})
       # shellcheck disable=SC2086
       r=$(median ${RESULTS["redis|$name|$pipe"]})
       ratio=$(awk -v s="$s" -v r="$r" 'BEGIN { if (r > 0) printf "%.2f", s / r; else print "nan" }')
+      # shellcheck disable=SC2086
+      sc=$(median ${CPU["sediment|$name|$pipe"]})
+      # shellcheck disable=SC2086
+      rc=$(median ${CPU["redis|$name|$pipe"]})
       # shellcheck disable=SC2059
-      printf "$FMT" "$name" "$pipe" "$s" "$r" "$ratio"
+      printf "$FMT" "$name" "$pipe" "$s" "$r" "$ratio" "$sc" "$rc"
     done
   done
 }
