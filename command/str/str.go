@@ -41,6 +41,7 @@ func Specs() []command.Spec {
 		{Name: "incr", Arity: 2, Flags: rwf, First: 1, Last: 1, Step: 1, Group: group, Since: "1.0.0", Summary: "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", Run: runIncr},
 		{Name: "decr", Arity: 2, Flags: rwf, First: 1, Last: 1, Step: 1, Group: group, Since: "1.0.0", Summary: "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", Run: runIncr},
 		{Name: "incrby", Arity: 3, Flags: rwf, First: 1, Last: 1, Step: 1, Group: group, Since: "1.0.0", Summary: "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", Run: runIncr},
+		{Name: "incrbyfloat", Arity: 3, Flags: rwf, First: 1, Last: 1, Step: 1, Group: group, Since: "2.6.0", Summary: "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", Run: runIncrByFloat},
 		{Name: "decrby", Arity: 3, Flags: rwf, First: 1, Last: 1, Step: 1, Group: group, Since: "1.0.0", Summary: "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", Run: runIncr},
 	}
 }

@@ -22,6 +22,7 @@ const (
 	typesPkg  = module + "/types/"
 	numPkg    = module + "/internal/num"
 	lcsPkg    = module + "/internal/lcs"
+	ldblPkg   = module + "/internal/ldouble"
 	cmdPkg    = module + "/cmd/sediment"
 )
 
@@ -163,7 +164,7 @@ func TestDependencyRules(t *testing.T) {
 	})
 
 	t.Run("codec and the internal helpers are standard library only", func(t *testing.T) {
-		for _, path := range []string{codecPkg, globPkg, numPkg, lcsPkg} {
+		for _, path := range []string{codecPkg, globPkg, numPkg, lcsPkg, ldblPkg} {
 			if got := pkgs[path].nonStd; len(got) > 0 {
 				t.Errorf("%s depends on %v: it may import only the standard library", path, got)
 			}
