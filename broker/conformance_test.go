@@ -17,6 +17,7 @@ import (
 	"net"
 	osexec "os/exec"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -412,10 +413,26 @@ func (nz *confNormalizer) normalize(s confStep, r confReply) confReply {
 	}
 	if s.sorted && r.kind == confArray {
 		list := &r
-		if name == "SCAN" && len(r.arr) == 2 {
+		if strings.HasSuffix(name, "SCAN") && len(r.arr) == 2 {
 			list = &r.arr[1]
 		}
-		sort.SliceStable(list.arr, func(i, j int) bool { return list.arr[i].String() < list.arr[j].String() })
+		// Field/value replies sort as pairs.
+		pairs := name == "HGETALL" || name == "HSCAN"
+		for _, a := range s.args {
+			pairs = pairs || strings.EqualFold(a, "WITHVALUES") || strings.EqualFold(a, "NOVALUES")
+		}
+		if pairs && len(list.arr)%2 == 0 && !slices.ContainsFunc(s.args, func(a string) bool { return strings.EqualFold(a, "NOVALUES") }) {
+			ps := make([][2]confReply, len(list.arr)/2)
+			for i := range ps {
+				ps[i] = [2]confReply{list.arr[2*i], list.arr[2*i+1]}
+			}
+			sort.SliceStable(ps, func(i, j int) bool { return ps[i][0].String()+ps[i][1].String() < ps[j][0].String()+ps[j][1].String() })
+			for i, p := range ps {
+				list.arr[2*i], list.arr[2*i+1] = p[0], p[1]
+			}
+		} else {
+			sort.SliceStable(list.arr, func(i, j int) bool { return list.arr[i].String() < list.arr[j].String() })
+		}
 	}
 	return r
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/command"
+	"github.com/sediment-dev/sediment/command/hash"
 	"github.com/sediment-dev/sediment/command/reply"
 	"github.com/sediment-dev/sediment/command/str"
 	"github.com/sediment-dev/sediment/materialize"
@@ -12,6 +13,7 @@ import (
 // still broker handlers, moving there one family at a time).
 func init() {
 	registerSpecs(str.Specs()...)
+	registerSpecs(hash.Specs()...)
 }
 
 // registerSpecs adds command packages' specs to the table. Each request

@@ -1,11 +1,11 @@
 package broker
 
 import (
-	"math"
 	"strconv"
 
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/internal/glob"
+	"github.com/sediment-dev/sediment/internal/num"
 	"github.com/sediment-dev/sediment/materialize"
 )
 
@@ -289,34 +289,7 @@ func runScan(x *exec) error {
 // '-' (which negates modulo 2^64), then decimal digits up to 2^64-1. The
 // empty string is cursor 0. A leading space, a sign without digits, any
 // other byte and overflow are invalid.
-func parseCursor(b []byte) (uint64, bool) {
-	b = cString(b)
-	if len(b) == 0 {
-		return 0, true
-	}
-	neg := b[0] == '-'
-	if b[0] == '+' || b[0] == '-' {
-		b = b[1:]
-	}
-	if len(b) == 0 {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if n > (math.MaxUint64-d)/10 {
-			return 0, false
-		}
-		n = n*10 + d
-	}
-	if neg {
-		n = -n
-	}
-	return n, true
-}
+func parseCursor(b []byte) (uint64, bool) { return num.ParseCursor(b) }
 
 func upper(s string) string {
 	b := []byte(s)

@@ -13,6 +13,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"runtime"
 	"sort"
@@ -49,10 +50,10 @@ type limitCase struct {
 	// knownDiff names a documented difference (docs/commands.md): a
 	// mismatch is logged, not failed.
 	knownDiff string
-	// sizes: the number is the size of the data the command writes, as in
-	// Redis (SETRANGE's offset), so values from 64 KiB up to sizes are not
-	// sent: they allocate that much by definition. Larger ones (errors)
-	// still are.
+	// sizes: the number is the size of the data the command writes or
+	// replies, as in Redis (SETRANGE's offset, HRANDFIELD's count), so
+	// values from 64 Ki up to sizes (in absolute value) are not sent: they
+	// allocate that much by definition. Larger ones (errors) still are.
 	sizes int64
 }
 
@@ -66,6 +67,7 @@ var limitSetup = []string{
 	"XGROUP CREATE s g 0", "XGROUP CREATE s g2 $",
 	"XREADGROUP GROUP g c COUNT 2 STREAMS s >",
 	"SET k v",
+	"HSET h f 1", // one field: HRANDFIELD replies are deterministic
 }
 
 // limitCases lists every numeric argument of today's commands. CLIENT and
@@ -193,6 +195,13 @@ var limitCases = map[string][]limitCase{
 	"incrby":   {{cmd: "INCRBY n #", then: []string{"GET n"}}, {cmd: "INCRBY k #"}},
 	"decrby":   {{cmd: "DECRBY n #", then: []string{"GET n"}}},
 	"lcs":      {{cmd: "LCS k k IDX MINMATCHLEN # WITHMATCHLEN"}, {cmd: "LCS k nokey MINMATCHLEN #"}},
+	"hincrby":  {{cmd: "HINCRBY h f #", then: []string{"HGET h f"}}},
+	"hrandfield": {
+		{cmd: "HRANDFIELD h #", sizes: math.MaxInt64 - 1},
+		{cmd: "HRANDFIELD h # WITHVALUES", sizes: math.MaxInt64/2 - 1},
+		{cmd: "HRANDFIELD nokey #", sizes: math.MaxInt64 - 1},
+	},
+	"hscan": {{cmd: "HSCAN h # COUNT 10", cursor: true}, {cmd: "HSCAN h 0 COUNT #"}},
 	"getex": {
 		{cmd: "GETEX k EX #", then: []string{"TTL k"}, extra: []string{"9223372036854775", "9223372036854776"}},
 		{cmd: "GETEX nokey PX #"},
@@ -210,7 +219,8 @@ var limitNoNumbers = []string{
 	"ping", "echo", "quit", "client", "command", "info", "time", "config",
 	"multi", "exec", "discard", "watch", "unwatch",
 	"mget", "mset", "msetnx", "strlen", "getset", "getdel", "setnx", "incr", "decr", "append",
-	"incrbyfloat", // its number is a float: the string cases cover it
+	"incrbyfloat", "hincrbyfloat", // their number is a float: the differential cases cover it
+	"hset", "hmset", "hsetnx", "hget", "hmget", "hdel", "hlen", "hstrlen", "hexists", "hkeys", "hvals", "hgetall",
 }
 
 // TestLimitsCoverTable fails when a command of the table is neither in
@@ -249,7 +259,7 @@ func limitArgs(tmpl, v string, n int) []string {
 		switch a {
 		case "#":
 			args[i] = v
-		case "s", "k", "k2", "nokey":
+		case "s", "k", "k2", "h", "nokey":
 			args[i] = fmt.Sprintf("%s:%d", a, n)
 		}
 	}
@@ -337,7 +347,7 @@ type limitRun struct {
 func (l *limitRun) run(c limitCase, v string) bool {
 	t := l.t
 	t.Helper()
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil && c.sizes > 0 && n >= 64<<10 && n <= c.sizes {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && c.sizes > 0 && (n >= 64<<10 || n <= -64<<10) && n <= c.sizes && n >= -c.sizes {
 		return true
 	}
 	l.n++

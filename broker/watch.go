@@ -15,8 +15,8 @@ import (
 // decided before it has committed when WATCH replies.
 //
 // A write touches a key when it emits an event for it that changes the key
-// itself: its value, metadata or TTL, its entries, or its deletion
-// (codec ops m, d, a, x, t). Consumer-group changes do not touch the stream
+// itself: its value, metadata or TTL, its entries, fields or members, or
+// its deletion (codec ops m, d, a, x, t, h, H, s, S). Consumer-group changes do not touch the stream
 // (Redis 7.0 signals none of XREADGROUP, XACK, XCLAIM, XAUTOCLAIM, XGROUP),
 // nor do writes that change nothing (they emit no events). FLUSHDB and
 // FLUSHALL touch the watched keys that existed when watched (a key created
@@ -89,7 +89,8 @@ func (w *watches) touch(events []codec.Event) {
 	defer w.mu.Unlock()
 	for _, e := range events {
 		switch e.Op {
-		case codec.OpSetMeta, codec.OpDelKey, codec.OpXAdd, codec.OpXDel, codec.OpXTrim:
+		case codec.OpSetMeta, codec.OpDelKey, codec.OpXAdd, codec.OpXDel, codec.OpXTrim,
+			codec.OpHSet, codec.OpHDel, codec.OpSAdd, codec.OpSRem:
 			for c := range w.keys[waitKey{e.DB, string(e.Key)}] {
 				c.dirty.Store(true)
 			}

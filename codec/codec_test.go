@@ -490,8 +490,33 @@ func TestMetaStreamRoundTrip(t *testing.T) {
 	}
 }
 
+func TestMetaCountRoundTrip(t *testing.T) {
+	for _, m := range []Meta{{Type: TypeHash, Count: 1}, {Type: TypeSet, ExpireAtMs: 1700000060000, Count: math.MaxUint64}} {
+		enc := AppendMeta(nil, m)
+		if len(enc) != 18 {
+			t.Fatalf("%s meta is %d bytes, want 18", m.Type, len(enc))
+		}
+		got, err := DecodeMeta(enc)
+		if err != nil || got.Type != m.Type || got.Count != m.Count || got.ExpireAtMs != m.ExpireAtMs {
+			t.Fatalf("DecodeMeta(AppendMeta(%+v)) = %+v, %v", m, got, err)
+		}
+		for _, n := range []int{10, 17, 19} {
+			b := append(append([]byte(nil), enc...), 0)[:n]
+			if _, err := DecodeMeta(b); err == nil {
+				t.Fatalf("DecodeMeta accepted a %s meta of %d bytes", m.Type, n)
+			}
+		}
+	}
+	if tags := TypeHash.SubTags(); len(tags) != 1 || tags[0] != TagHash {
+		t.Errorf("hash sub-tags %q", tags)
+	}
+	if tags := TypeSet.SubTags(); len(tags) != 1 || tags[0] != TagSet {
+		t.Errorf("set sub-tags %q", tags)
+	}
+}
+
 func TestTypeString(t *testing.T) {
-	for ty, want := range map[Type]string{TypeString: "string", TypeStream: "stream", TypeNone: "none", 'z': "none"} {
+	for ty, want := range map[Type]string{TypeString: "string", TypeStream: "stream", TypeHash: "hash", TypeSet: "set", TypeNone: "none", 'z': "none"} {
 		if got := ty.String(); got != want {
 			t.Errorf("Type(%q).String() = %q, want %q", byte(ty), got, want)
 		}
@@ -912,6 +937,14 @@ func TestDocExamples(t *testing.T) {
 				"00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 " +
 				"00 00 00 00 00 00 00 01 " +
 				"00 00 00 00 00 00 00 00"},
+		{"hash meta", AppendMeta(nil, Meta{Type: TypeHash, Count: 2}),
+			"01 68 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 02"},
+		{"hash field key", ElementKey(TagHash, 0, orders, []byte("f1")),
+			"48 00 69 00 00 00 00 06 6f 72 64 65 72 73 66 31"},
+		{"set member key", ElementKey(TagSet, 0, orders, []byte("m")),
+			"53 00 69 00 00 00 00 06 6f 72 64 65 72 73 6d"},
+		{"hset event", AppendEvent(nil, ElementsEvent(OpHSet, 0, orders, [][]byte{[]byte("f1"), []byte("v")})),
+			"68 00 06 6f 72 64 65 72 73 02 02 66 31 01 76"},
 		{"fields", AppendFields(nil, [][]byte{[]byte("item"), []byte("book")}),
 			"00 00 00 02 00 00 00 04 69 74 65 6d 00 00 00 04 62 6f 6f 6b"},
 		{"xadd event", AppendEvent(nil, XAddEvent(0, orders, id, [][]byte{[]byte("item"), []byte("book")})),

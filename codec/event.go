@@ -55,6 +55,14 @@ const (
 	OpFlushDB Op = 'f'
 	// OpFlushAll drops every db. Key is empty, no args.
 	OpFlushAll Op = 'F'
+	// OpHSet writes hash fields. Args: field, value, field, value, ...
+	OpHSet Op = 'h'
+	// OpHDel removes hash fields. Args: the fields.
+	OpHDel Op = 'H'
+	// OpSAdd adds set members. Args: the members.
+	OpSAdd Op = 's'
+	// OpSRem removes set members. Args: the members.
+	OpSRem Op = 'S'
 )
 
 // Event is one change event: an operation on one user key of one db.

@@ -205,6 +205,8 @@ func FuzzDecodeMeta(f *testing.F) {
 	f.Add(AppendMeta(nil, Meta{Type: TypeStream, ExpireAtMs: 5, Stream: StreamMeta{1, ID{2, 3}, ID{4, 5}, ID{6, 7}, 8, 9}}))
 	f.Add(AppendMeta(nil, Meta{Type: TypeStream, ExpireAtMs: 5, Stream: StreamMeta{1, ID{2, 3}, ID{4, 5}, ID{6, 7}, 8, 0}})[:74])
 	f.Add(AppendMeta(nil, Meta{}))
+	f.Add(AppendMeta(nil, Meta{Type: TypeHash, Count: 3}))
+	f.Add(AppendMeta(nil, Meta{Type: TypeSet, ExpireAtMs: 7, Count: 1}))
 	f.Add(AppendGroup(nil, Group{LastDeliveredID: ID{1, 2}, EntriesRead: -1}))
 	f.Add(AppendConsumer(nil, Consumer{SeenTimeMs: 1, ActiveTimeMs: -1}))
 	f.Add(AppendPELEntry(nil, PELEntry{1, 2, []byte("alice\x00")}))
@@ -218,7 +220,7 @@ func FuzzDecodeMeta(f *testing.F) {
 			}
 		}
 		if m, err := DecodeMeta(b); err == nil {
-			if m.Type != TypeString && m.Type != TypeStream {
+			if m.Type != TypeString && m.Type != TypeStream && m.Type != TypeHash && m.Type != TypeSet {
 				t.Fatalf("DecodeMeta accepted type %q", byte(m.Type))
 			}
 			re := AppendMeta(nil, m)

@@ -25,6 +25,8 @@ const (
 	TagConsumer    Tag = 'C' // C|slot|db|key|group|consumer → Consumer value
 	TagPEL         Tag = 'P' // P|slot|db|key|group|ID(16) → PELEntry value
 	TagConsumerPEL Tag = 'Q' // Q|slot|db|key|group|consumer|ID(16) → empty
+	TagHash        Tag = 'H' // H|slot|db|key|field → value
+	TagSet         Tag = 'S' // S|slot|db|key|member → empty
 	TagTTL         Tag = 'E' // E|slot|deadline(8)|db|key → empty
 	TagChangeLog   Tag = 'L' // L|seq(8) → change-log Record
 )
@@ -35,7 +37,7 @@ var StreamTags = []Tag{TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsume
 // DataTags lists every tag that holds user data (everything but the change
 // log). Note that TTL keys (TagTTL) put the db after the deadline, so a
 // per-db prefix of TagTTL does not select one db's entries.
-var DataTags = []Tag{TagMeta, TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsumerPEL, TagTTL}
+var DataTags = []Tag{TagMeta, TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsumerPEL, TagHash, TagSet, TagTTL}
 
 // keyHeaderLen is tag(1) + slot(2) + db(1) + keylen(4).
 const keyHeaderLen = 8
@@ -76,6 +78,14 @@ func SlotPrefix(tag Tag, slot uint16) []byte {
 
 // MetaKey returns the metadata key of (db, key).
 func MetaKey(db uint8, key []byte) []byte { return KeyPrefix(TagMeta, db, key) }
+
+// ElementKey returns tag|slot|db|keylen|key|elem: a hash field's key
+// (TagHash) or a set member's (TagSet). The element is the key's last
+// component, unprefixed: the user key's length prefix bounds it.
+func ElementKey(tag Tag, db uint8, key, elem []byte) []byte {
+	b := make([]byte, 0, keyHeaderLen+len(key)+len(elem))
+	return append(AppendKeyPrefix(b, tag, db, key), elem...)
+}
 
 // StreamEntryKey returns X|slot|db|key|id.
 func StreamEntryKey(db uint8, key []byte, id ID) []byte {

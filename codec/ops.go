@@ -96,3 +96,10 @@ func FlushDBEvent(db uint8, slots []uint16) Event {
 
 // FlushAllEvent builds an OpFlushAll event.
 func FlushAllEvent() Event { return Event{Op: OpFlushAll} }
+
+// ElementsEvent builds an event of op (OpHSet, OpHDel, OpSAdd, OpSRem)
+// whose arguments are elems: field/value pairs for OpHSet, fields or
+// members otherwise.
+func ElementsEvent(op Op, db uint8, key []byte, elems [][]byte) Event {
+	return Event{Op: op, DB: db, Key: key, Args: elems}
+}

@@ -12,18 +12,44 @@ const (
 	TypeNone   Type = 0
 	TypeString Type = 's'
 	TypeStream Type = 'x'
+	TypeHash   Type = 'h'
+	TypeSet    Type = 'S'
 )
 
-// String returns the name TYPE replies with ("string", "stream", "none").
+// String returns the name TYPE replies with ("string", "stream", "hash",
+// "set", "none").
 func (t Type) String() string {
 	switch t {
 	case TypeString:
 		return "string"
 	case TypeStream:
 		return "stream"
+	case TypeHash:
+		return "hash"
+	case TypeSet:
+		return "set"
 	}
 	return "none"
 }
+
+// SubTags returns the tags of a key of type t's sub-keys (besides its
+// metadata), which deleting the key range-deletes.
+func (t Type) SubTags() []Tag {
+	switch t {
+	case TypeStream:
+		return StreamTags
+	case TypeHash:
+		return hashTags
+	case TypeSet:
+		return setTags
+	}
+	return nil
+}
+
+var (
+	hashTags = []Tag{TagHash}
+	setTags  = []Tag{TagSet}
+)
 
 // metaVersion is the first byte of every metadata value.
 const metaVersion = 1
@@ -36,12 +62,14 @@ const metaVersion = 1
 //	+---------+------+-----------------+------------------+
 //
 // expire-at is Unix milliseconds, big-endian, 0 for no TTL. For a string the
-// rest is the value. For a stream it is StreamMeta (64 bytes).
+// rest is the value. For a stream it is StreamMeta (72 bytes). For a hash
+// or a set it is the element count (8 bytes, big-endian): HLEN, SCARD.
 type Meta struct {
 	Type       Type
 	ExpireAtMs int64      // 0: no TTL
 	Value      []byte     // TypeString: the value
 	Stream     StreamMeta // TypeStream
+	Count      uint64     // TypeHash, TypeSet: fields or members (never 0: an empty one is deleted)
 }
 
 // StreamMeta is a stream's metadata.
@@ -83,6 +111,8 @@ func AppendMeta(b []byte, m Meta) []byte {
 		b = AppendID(b, s.MaxDeletedID)
 		b = binary.BigEndian.AppendUint64(b, s.EntriesAdded)
 		b = binary.BigEndian.AppendUint64(b, s.NodeOrigin)
+	case TypeHash, TypeSet:
+		b = binary.BigEndian.AppendUint64(b, m.Count)
 	}
 	return b
 }
@@ -109,6 +139,11 @@ func DecodeMeta(b []byte) (Meta, error) {
 		if len(rest) == streamMetaLen {
 			m.Stream.NodeOrigin = binary.BigEndian.Uint64(rest[64:])
 		}
+	case TypeHash, TypeSet:
+		if len(rest) != 8 {
+			return Meta{}, corruptf("%s meta of %d bytes", m.Type, len(rest))
+		}
+		m.Count = binary.BigEndian.Uint64(rest)
 	default:
 		return Meta{}, corruptf("meta type %q", b[1])
 	}

@@ -14,20 +14,25 @@ func (e WireError) Error() string { return string(e) }
 // Errors shared by command families (Redis 7.0 server.c shared objects,
 // t_string.c, object.c).
 const (
-	ErrSyntax        WireError = "ERR syntax error"
-	ErrNotInteger    WireError = "ERR value is not an integer or out of range"
-	ErrNotFloat      WireError = "ERR value is not a valid float"
-	ErrWrongType     WireError = "WRONGTYPE Operation against a key holding the wrong kind of value"
-	ErrOverflow      WireError = "ERR increment or decrement would overflow"
-	ErrIncrNaN       WireError = "ERR increment would produce NaN or Infinity"
-	ErrStringTooLong WireError = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
-	ErrOffsetRange   WireError = "ERR offset is out of range"
-	ErrDecrOverflow  WireError = "ERR decrement would overflow"
-	ErrLCSNotString  WireError = "ERR The specified keys must contain string values"
-	ErrLCSLenAndIdx  WireError = "ERR If you want both the length and indexes, please just use IDX."
-	ErrLCSTooLong    WireError = "ERR String too long for LCS"
-	ErrLCSTooBig     WireError = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
-	ErrLCSNoMemory   WireError = "ERR Insufficient memory, failed allocating transient memory for LCS"
+	ErrSyntax         WireError = "ERR syntax error"
+	ErrNotInteger     WireError = "ERR value is not an integer or out of range"
+	ErrNotFloat       WireError = "ERR value is not a valid float"
+	ErrWrongType      WireError = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	ErrOverflow       WireError = "ERR increment or decrement would overflow"
+	ErrIncrNaN        WireError = "ERR increment would produce NaN or Infinity"
+	ErrStringTooLong  WireError = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+	ErrOffsetRange    WireError = "ERR offset is out of range"
+	ErrDecrOverflow   WireError = "ERR decrement would overflow"
+	ErrNaNOrInf       WireError = "ERR value is NaN or Infinity"
+	ErrHashNotInteger WireError = "ERR hash value is not an integer"
+	ErrHashNotFloat   WireError = "ERR hash value is not a float"
+	ErrOutOfRange     WireError = "ERR value is out of range"
+	ErrInvalidCursor  WireError = "ERR invalid cursor"
+	ErrLCSNotString   WireError = "ERR The specified keys must contain string values"
+	ErrLCSLenAndIdx   WireError = "ERR If you want both the length and indexes, please just use IDX."
+	ErrLCSTooLong     WireError = "ERR String too long for LCS"
+	ErrLCSTooBig      WireError = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
+	ErrLCSNoMemory    WireError = "ERR Insufficient memory, failed allocating transient memory for LCS"
 )
 
 // ErrWrongArgs is Redis's arity error: ERR wrong number of arguments for
@@ -40,4 +45,10 @@ func ErrWrongArgs(name string) WireError {
 // (lower case, as Redis prints it).
 func ErrInvalidExpire(cmd string) WireError {
 	return WireError(fmt.Sprintf("ERR invalid expire time in '%s' command", cmd))
+}
+
+// ErrValueRange is Redis's reply to an integer outside [min, max]
+// (getRangeLongFromObjectOrReply without a message of its own).
+func ErrValueRange(min, max int64) WireError {
+	return WireError(fmt.Sprintf("ERR value is out of range, value must between %d and %d", min, max))
 }

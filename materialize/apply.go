@@ -57,14 +57,45 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 				return err
 			}
 		}
-		if len(a[0]) == 1 && codec.Type(a[0][0]) == codec.TypeStream {
-			for _, tag := range codec.StreamTags {
+		if len(a[0]) == 1 {
+			for _, tag := range codec.Type(a[0][0]).SubTags() {
 				if err := deletePrefix(b, codec.KeyPrefix(tag, e.DB, e.Key)); err != nil {
 					return err
 				}
 			}
 		}
 		return b.Delete(codec.MetaKey(e.DB, e.Key), nil)
+
+	case codec.OpHSet:
+		if len(a)%2 != 0 {
+			return fmt.Errorf("materialize: HSET event with %d args: %w", len(a), codec.ErrCorrupt)
+		}
+		for i := 0; i < len(a); i += 2 {
+			if err := b.Set(codec.ElementKey(codec.TagHash, e.DB, e.Key, a[i]), a[i+1], nil); err != nil {
+				return err
+			}
+		}
+		return nil
+
+	case codec.OpSAdd:
+		for _, m := range a {
+			if err := b.Set(codec.ElementKey(codec.TagSet, e.DB, e.Key, m), nil, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+
+	case codec.OpHDel, codec.OpSRem:
+		tag := codec.TagHash
+		if e.Op == codec.OpSRem {
+			tag = codec.TagSet
+		}
+		for _, elem := range a {
+			if err := b.Delete(codec.ElementKey(tag, e.DB, e.Key, elem), nil); err != nil {
+				return err
+			}
+		}
+		return nil
 
 	case codec.OpXAdd:
 		if err := need(1); err != nil {

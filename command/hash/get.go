@@ -1,0 +1,271 @@
+package hash
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/sediment-dev/sediment/command"
+	"github.com/sediment-dev/sediment/internal/glob"
+	"github.com/sediment-dev/sediment/internal/num"
+	"github.com/sediment-dev/sediment/types/rhash"
+)
+
+// HGET key field: the value, or nil.
+// https://redis.io/docs/latest/commands/hget/
+func runHGet(x *command.Ctx) error {
+	val, ok, err := rhash.Get(x.View(), x.DB, x.Args[1], x.Args[2])
+	if err != nil {
+		return err
+	}
+	if ok {
+		x.Reply.Bulk(val)
+	} else {
+		x.Reply.NullBulk()
+	}
+	return nil
+}
+
+// HMGET key field [field ...]: a value or nil per field.
+// https://redis.io/docs/latest/commands/hmget/
+func runHMGet(x *command.Ctx) error {
+	vals, found, err := rhash.MGet(x.View(), x.DB, x.Args[1], x.Args[2:])
+	if err != nil {
+		return err
+	}
+	x.Reply.Array(len(vals))
+	for i, v := range vals {
+		if found[i] {
+			x.Reply.Bulk(v)
+		} else {
+			x.Reply.NullBulk()
+		}
+	}
+	return nil
+}
+
+// HLEN key: the number of fields, O(1).
+// https://redis.io/docs/latest/commands/hlen/
+func runHLen(x *command.Ctx) error {
+	n, err := rhash.Len(x.View(), x.DB, x.Args[1])
+	if err != nil {
+		return err
+	}
+	x.Reply.Int(n)
+	return nil
+}
+
+// HSTRLEN key field: the value's length, 0 when missing.
+// https://redis.io/docs/latest/commands/hstrlen/
+func runHStrlen(x *command.Ctx) error {
+	val, _, err := rhash.Get(x.View(), x.DB, x.Args[1], x.Args[2])
+	if err != nil {
+		return err
+	}
+	x.Reply.Int(int64(len(val)))
+	return nil
+}
+
+// HEXISTS key field: 1 or 0.
+// https://redis.io/docs/latest/commands/hexists/
+func runHExists(x *command.Ctx) error {
+	_, ok, err := rhash.Get(x.View(), x.DB, x.Args[1], x.Args[2])
+	if err != nil {
+		return err
+	}
+	x.Reply.Bool(ok)
+	return nil
+}
+
+// HKEYS, HVALS, HGETALL key: the fields, the values, or both (a map), in
+// field byte order.
+// https://redis.io/docs/latest/commands/hgetall/
+func runHAll(x *command.Ctx) error {
+	keys, vals := true, true
+	switch {
+	case command.EqualFold(x.Args[0], "HKEYS"):
+		vals = false
+	case command.EqualFold(x.Args[0], "HVALS"):
+		keys = false
+	}
+	var fs, vs [][]byte
+	_, err := rhash.All(x.View(), x.DB, x.Args[1], func(f, v []byte) bool {
+		fs, vs = append(fs, append([]byte(nil), f...)), append(vs, append([]byte(nil), v...))
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if keys && vals {
+		x.Reply.Map(len(fs))
+	} else {
+		x.Reply.Array(len(fs))
+	}
+	for i := range fs {
+		if keys {
+			x.Reply.Bulk(fs[i])
+		}
+		if vals {
+			x.Reply.Bulk(vs[i])
+		}
+	}
+	return nil
+}
+
+// HRANDFIELD key [count [WITHVALUES]]: one random field (or nil); with a
+// count, that many distinct fields (at most all), or with a negative count
+// that many picks that may repeat; WITHVALUES adds each value (RESP2:
+// field, value, ... flat).
+// https://redis.io/docs/latest/commands/hrandfield/
+func runHRandField(x *command.Ctx) error {
+	if len(x.Args) == 2 {
+		fs, _, err := rhash.Sample(x.View(), x.DB, x.Args[1], func(n int64) []int64 {
+			if n == 0 {
+				return nil
+			}
+			return []int64{rand.Int64N(n)}
+		})
+		if err != nil {
+			return err
+		}
+		if len(fs) == 0 {
+			x.Reply.NullBulk()
+		} else {
+			x.Reply.Bulk(fs[0])
+		}
+		return nil
+	}
+	count, ok := num.ParseInt(x.Args[2])
+	if !ok {
+		return command.ErrNotInteger
+	}
+	if count < -math.MaxInt64 {
+		return command.ErrValueRange(-math.MaxInt64, math.MaxInt64)
+	}
+	withValues := false
+	switch {
+	case len(x.Args) > 4 || (len(x.Args) == 4 && !command.EqualFold(x.Args[3], "WITHVALUES")):
+		return command.ErrSyntax
+	case len(x.Args) == 4:
+		withValues = true
+		if count < -math.MaxInt64/2 || count > math.MaxInt64/2 {
+			return command.ErrOutOfRange
+		}
+	}
+	fs, vs, err := rhash.Sample(x.View(), x.DB, x.Args[1], func(n int64) []int64 { return pick(n, count) })
+	if err != nil {
+		return err
+	}
+	if withValues {
+		x.Reply.Map(len(fs))
+	} else {
+		x.Reply.Array(len(fs))
+	}
+	for i := range fs {
+		x.Reply.Bulk(fs[i])
+		if withValues {
+			x.Reply.Bulk(vs[i])
+		}
+	}
+	return nil
+}
+
+// pick returns the positions HRANDFIELD and SRANDMEMBER reply for a count
+// over n elements: all of them when count >= n, count distinct ones in
+// random order below that, -count random ones (repeats allowed) when
+// negative.
+func pick(n, count int64) []int64 {
+	switch {
+	case n == 0 || count == 0:
+		return nil
+	case count < 0:
+		out := make([]int64, -count)
+		for i := range out {
+			out[i] = rand.Int64N(n)
+		}
+		return out
+	case count >= n:
+		out := make([]int64, n)
+		for i := range out {
+			out[i] = int64(i)
+		}
+		return out
+	}
+	// count distinct positions: a partial Fisher–Yates over a sparse map.
+	swapped := map[int64]int64{}
+	at := func(i int64) int64 {
+		if v, ok := swapped[i]; ok {
+			return v
+		}
+		return i
+	}
+	out := make([]int64, count)
+	for i := range count {
+		j := i + rand.Int64N(n-i)
+		out[i] = at(j)
+		swapped[j] = at(i)
+	}
+	return out
+}
+
+// HSCAN key cursor [MATCH pattern] [COUNT count] [NOVALUES]: [next cursor,
+// [field, value, ...]]. Hashes of up to 128 fields come whole in one call
+// (cursor 0), as Redis's small hashes do; larger ones about COUNT fields a
+// call, with a cursor of Sediment's own (rhash.Scan). NOVALUES (Redis
+// 7.4) returns the fields alone.
+// https://redis.io/docs/latest/commands/hscan/
+func runHScan(x *command.Ctx) error {
+	cur, ok := num.ParseCursor(x.Args[2])
+	if !ok {
+		return command.ErrInvalidCursor
+	}
+	var match func([]byte) bool
+	count := int64(10)
+	noValues := false
+	for i := 3; i < len(x.Args); i++ {
+		a := x.Args[i]
+		switch {
+		case command.EqualFold(a, "NOVALUES"):
+			noValues = true
+		case i+1 >= len(x.Args):
+			return command.ErrSyntax
+		case command.EqualFold(a, "MATCH"):
+			pattern := x.Args[i+1]
+			if !(len(pattern) == 1 && pattern[0] == '*') {
+				match = func(f []byte) bool { return glob.Match(pattern, f) }
+			}
+			i++
+		case command.EqualFold(a, "COUNT"):
+			n, err := command.IntArg(x.Args[i+1])
+			if err != nil {
+				return err
+			}
+			if n < 1 {
+				return command.ErrSyntax
+			}
+			count = n
+			i++
+		default:
+			return command.ErrSyntax
+		}
+	}
+	pg, err := rhash.Scan(x.View(), x.DB, x.Args[1], cur, int(min(count, math.MaxInt32)), match)
+	if err != nil {
+		return err
+	}
+	x.Reply.Array(2)
+	var buf [20]byte
+	x.Reply.Bulk(strconv.AppendUint(buf[:0], pg.Cursor, 10))
+	if noValues {
+		x.Reply.Array(len(pg.Fields))
+	} else {
+		x.Reply.Array(2 * len(pg.Fields))
+	}
+	for i, f := range pg.Fields {
+		x.Reply.Bulk(f)
+		if !noValues {
+			x.Reply.Bulk(pg.Vals[i])
+		}
+	}
+	return nil
+}

@@ -1,0 +1,342 @@
+// Package rhash is the semantics of Redis hashes: decisions over a
+// materialize.View that return results and change events. A hash is its
+// key's metadata (codec.Meta of TypeHash, holding the field count: HLEN in
+// O(1)) plus one H key per field (codec.ElementKey(TagHash, ...) → value).
+// A hash never exists empty: removing its last field deletes the key.
+//
+// Errors: materialize.ErrWrongType for a key of another type, and this
+// package's sentinels, which the command layer maps to Redis's words.
+// Semantics follow Redis 7.0's t_hash.c.
+package rhash
+
+import (
+	"errors"
+	"math"
+	"strconv"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/internal/num"
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+// Errors.
+var (
+	// ErrNotInteger: the field's value is not a decimal int64 (HINCRBY).
+	ErrNotInteger = errors.New("rhash: hash value is not an integer")
+	// ErrOverflow: an increment would leave the int64 range.
+	ErrOverflow = errors.New("rhash: increment or decrement would overflow")
+)
+
+// meta returns key's live hash metadata; ok is false when the key is
+// missing (or expired).
+func meta(v *materialize.View, db uint8, key []byte) (codec.Meta, bool, error) {
+	m, ok, err := v.Meta(db, key)
+	if err == nil && ok && m.Type != codec.TypeHash {
+		err = materialize.ErrWrongType
+	}
+	return m, ok && err == nil, err
+}
+
+// metaForWrite is meta for a write: it also returns the deletion of an
+// expired stored key, to emit first.
+func metaForWrite(v *materialize.View, db uint8, key []byte) (codec.Meta, bool, []codec.Event, error) {
+	m, ok, events, err := v.MetaForWrite(db, key)
+	if err == nil && ok && m.Type != codec.TypeHash {
+		err = materialize.ErrWrongType
+	}
+	return m, ok && err == nil, events, err
+}
+
+// Len returns the number of fields (HLEN), 0 when missing.
+func Len(v *materialize.View, db uint8, key []byte) (int64, error) {
+	m, _, err := meta(v, db, key)
+	return int64(m.Count), err
+}
+
+// Get returns field's value (HGET); ok is false when the key or the field
+// is missing.
+func Get(v *materialize.View, db uint8, key, field []byte) ([]byte, bool, error) {
+	if _, ok, err := meta(v, db, key); err != nil || !ok {
+		return nil, false, err
+	}
+	return v.Get(codec.ElementKey(codec.TagHash, db, key, field))
+}
+
+// MGet returns each field's value (HMGET); found[i] is false for a missing
+// field.
+func MGet(v *materialize.View, db uint8, key []byte, fields [][]byte) (vals [][]byte, found []bool, err error) {
+	vals, found = make([][]byte, len(fields)), make([]bool, len(fields))
+	if _, ok, err := meta(v, db, key); err != nil || !ok {
+		return vals, found, err
+	}
+	for i, f := range fields {
+		if vals[i], found[i], err = v.Get(codec.ElementKey(codec.TagHash, db, key, f)); err != nil {
+			return nil, nil, err
+		}
+	}
+	return vals, found, nil
+}
+
+// All calls fn for each field and value in field order (HGETALL, HKEYS,
+// HVALS) until fn returns false. It returns the hash's field count.
+func All(v *materialize.View, db uint8, key []byte, fn func(field, val []byte) bool) (int64, error) {
+	m, ok, err := meta(v, db, key)
+	if err != nil || !ok {
+		return 0, err
+	}
+	p := codec.KeyPrefix(codec.TagHash, db, key)
+	err = v.Iterate(p, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
+		return fn(k[len(p):], val), nil
+	})
+	return int64(m.Count), err
+}
+
+// Set writes the field/value pairs (HSET, HMSET; with nx, HSETNX's single
+// pair only if the field is missing) and returns how many fields are new.
+// A field named twice takes its last value.
+func Set(v *materialize.View, db uint8, key []byte, pairs [][]byte, nx bool) (int64, []codec.Event, error) {
+	m, ok, events, err := metaForWrite(v, db, key)
+	if err != nil {
+		return 0, nil, err
+	}
+	if !ok {
+		m = codec.Meta{Type: codec.TypeHash}
+	}
+	seen := make(map[string]bool, len(pairs)/2)
+	var added int64
+	out := make([][]byte, 0, len(pairs))
+	for i := 0; i < len(pairs); i += 2 {
+		f := pairs[i]
+		if !seen[string(f)] {
+			seen[string(f)] = true
+			exists := false
+			if ok {
+				if exists, err = v.Has(codec.ElementKey(codec.TagHash, db, key, f)); err != nil {
+					return 0, nil, err
+				}
+			}
+			if exists && nx {
+				continue
+			}
+			if !exists {
+				added++
+			}
+		}
+		out = append(out, f, pairs[i+1])
+	}
+	if len(out) == 0 {
+		return 0, events, nil
+	}
+	events = append(events, codec.ElementsEvent(codec.OpHSet, db, key, out))
+	if added > 0 {
+		prev := m.ExpireAtMs
+		m.Count += uint64(added)
+		events = append(events, codec.SetMetaEvent(db, key, m, prev))
+	}
+	return added, events, nil
+}
+
+// Del removes fields (HDEL) and returns how many existed; removing the
+// last one deletes the key.
+func Del(v *materialize.View, db uint8, key []byte, fields [][]byte) (int64, []codec.Event, error) {
+	m, ok, events, err := metaForWrite(v, db, key)
+	if err != nil || !ok {
+		return 0, events, err
+	}
+	seen := make(map[string]bool, len(fields))
+	var gone [][]byte
+	for _, f := range fields {
+		if seen[string(f)] {
+			continue
+		}
+		seen[string(f)] = true
+		has, err := v.Has(codec.ElementKey(codec.TagHash, db, key, f))
+		if err != nil {
+			return 0, nil, err
+		}
+		if has {
+			gone = append(gone, f)
+		}
+	}
+	n := int64(len(gone))
+	switch {
+	case n == 0:
+		return 0, events, nil
+	case uint64(n) >= m.Count:
+		return n, append(events, codec.DelKeyEvent(db, key, codec.TypeHash, m.ExpireAtMs)), nil
+	}
+	prev := m.ExpireAtMs
+	m.Count -= uint64(n)
+	return n, append(events, codec.ElementsEvent(codec.OpHDel, db, key, gone), codec.SetMetaEvent(db, key, m, prev)), nil
+}
+
+// Update replaces field's value with f's result for the current value (nil
+// and false when missing), creating the key and the field if needed:
+// HINCRBY's and HINCRBYFLOAT's shape.
+func Update(v *materialize.View, db uint8, key, field []byte, f func(cur []byte, ok bool) ([]byte, error)) ([]byte, []codec.Event, error) {
+	m, ok, events, err := metaForWrite(v, db, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	var cur []byte
+	found := false
+	if ok {
+		if cur, found, err = v.Get(codec.ElementKey(codec.TagHash, db, key, field)); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		m = codec.Meta{Type: codec.TypeHash}
+	}
+	nv, err := f(cur, found)
+	if err != nil {
+		return nil, nil, err
+	}
+	events = append(events, codec.ElementsEvent(codec.OpHSet, db, key, [][]byte{field, nv}))
+	if !found {
+		prev := m.ExpireAtMs
+		m.Count++
+		events = append(events, codec.SetMetaEvent(db, key, m, prev))
+	}
+	return nv, events, nil
+}
+
+// IncrBy adds delta to field's integer value (0 when missing), HINCRBY.
+// Errors: ErrNotInteger, ErrOverflow, materialize.ErrWrongType.
+func IncrBy(v *materialize.View, db uint8, key, field []byte, delta int64) (int64, []codec.Event, error) {
+	var n int64
+	_, events, err := Update(v, db, key, field, func(cur []byte, ok bool) ([]byte, error) {
+		var c int64
+		if ok {
+			var valid bool
+			if c, valid = num.ParseInt(cur); !valid {
+				return nil, ErrNotInteger
+			}
+		}
+		if (delta < 0 && c < math.MinInt64-delta) || (delta > 0 && c > math.MaxInt64-delta) {
+			return nil, ErrOverflow
+		}
+		n = c + delta
+		return strconv.AppendInt(nil, n, 10), nil
+	})
+	return n, events, err
+}
+
+// Sample returns up to n fields with their values, chosen by pick over the
+// field positions [0, count): pick returns positions (distinct or not, in
+// any order) and Sample reads them in one pass. HRANDFIELD's read.
+func Sample(v *materialize.View, db uint8, key []byte, pick func(count int64) []int64) (fields, vals [][]byte, err error) {
+	m, ok, err := meta(v, db, key)
+	if err != nil || !ok {
+		return nil, nil, err
+	}
+	pos := pick(int64(m.Count))
+	if len(pos) == 0 {
+		return nil, nil, nil
+	}
+	// Read the hash once in order, then hand out the picked positions in
+	// the order pick gave them.
+	need := map[int64][]int{}
+	for i, p := range pos {
+		need[p] = append(need[p], i)
+	}
+	fields, vals = make([][]byte, len(pos)), make([][]byte, len(pos))
+	var i int64
+	p := codec.KeyPrefix(codec.TagHash, db, key)
+	err = v.Iterate(p, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
+		if idx, ok := need[i]; ok {
+			f, vv := append([]byte(nil), k[len(p):]...), append([]byte(nil), val...)
+			for _, j := range idx {
+				fields[j], vals[j] = f, vv
+			}
+		}
+		i++
+		return true, nil
+	})
+	return fields, vals, err
+}
+
+// ScanPage is one HSCAN call's result: the next cursor (0: done) and the
+// fields with their values.
+type ScanPage struct {
+	Cursor uint64
+	Fields [][]byte
+	Vals   [][]byte
+}
+
+// Scan returns about count fields from cursor (0: the start). A cursor is
+// the first 7 bytes of the next field to return, big-endian, plus 1; a
+// page never ends between two fields sharing those 7 bytes, so a scan
+// always progresses, and every field present for the whole scan is
+// returned at least once (SCAN's guarantee; fields sharing a 7-byte prefix
+// with the page's end may come twice). Hashes of at most smallHash fields
+// come whole in one page, as Redis's listpack-encoded ones do.
+func Scan(v *materialize.View, db uint8, key []byte, cursor uint64, count int, match func([]byte) bool) (ScanPage, error) {
+	var pg ScanPage
+	m, ok, err := meta(v, db, key)
+	if err != nil || !ok {
+		return pg, err
+	}
+	if m.Count <= smallHash {
+		count = int(m.Count) + 1
+	}
+	p := codec.KeyPrefix(codec.TagHash, db, key)
+	lower := p
+	if cursor != 0 {
+		lower = append(append([]byte(nil), p...), cursorPrefix(cursor)...)
+	}
+	var last []byte
+	n := 0
+	err = v.Iterate(lower, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
+		f := k[len(p):]
+		if n >= count && !samePrefix(f, last) {
+			pg.Cursor = cursorOf(f)
+			return false, nil
+		}
+		n++
+		last = append(last[:0], f...)
+		if match == nil || match(f) {
+			pg.Fields = append(pg.Fields, append([]byte(nil), f...))
+			pg.Vals = append(pg.Vals, append([]byte(nil), val...))
+		}
+		return true, nil
+	})
+	return pg, err
+}
+
+// smallHash is Redis's hash-max-listpack-entries default.
+const smallHash = 128
+
+const cursorBytes = 7
+
+func cursorOf(f []byte) uint64 {
+	var c uint64
+	for i := range cursorBytes {
+		c <<= 8
+		if i < len(f) {
+			c |= uint64(f[i])
+		}
+	}
+	return c + 1
+}
+
+func cursorPrefix(c uint64) []byte {
+	c--
+	b := make([]byte, cursorBytes)
+	for i := cursorBytes - 1; i >= 0; i-- {
+		b[i] = byte(c)
+		c >>= 8
+	}
+	// Trailing zero bytes may be padding of a shorter field: seek from
+	// the shortest field with these bytes.
+	for len(b) > 0 && b[len(b)-1] == 0 {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func samePrefix(a, b []byte) bool {
+	if b == nil {
+		return false
+	}
+	return cursorOf(a) == cursorOf(b)
+}
