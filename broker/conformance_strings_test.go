@@ -15,7 +15,7 @@ var stringCases = []confCase{
 		cc("SETEX", "b", "100", "v"),
 		cc("TTL", "b"),
 		cc("PSETEX", "c", "100000", "v"),
-		cc("PTTL", "c"),
+		cc("TTL", "c"),
 		cc("SETEX", "b", "0", "v"),
 		cc("SETEX", "b", "-1", "v"),
 		cc("SETEX", "b", "x", "v"),

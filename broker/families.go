@@ -5,6 +5,7 @@ import (
 	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/command/hash"
 	"github.com/sediment-dev/sediment/command/reply"
+	"github.com/sediment-dev/sediment/command/set"
 	"github.com/sediment-dev/sediment/command/str"
 	"github.com/sediment-dev/sediment/materialize"
 )
@@ -14,6 +15,7 @@ import (
 func init() {
 	registerSpecs(str.Specs()...)
 	registerSpecs(hash.Specs()...)
+	registerSpecs(set.Specs()...)
 }
 
 // registerSpecs adds command packages' specs to the table. Each request

@@ -68,6 +68,7 @@ var limitSetup = []string{
 	"XREADGROUP GROUP g c COUNT 2 STREAMS s >",
 	"SET k v",
 	"HSET h f 1", // one field: HRANDFIELD replies are deterministic
+	"SADD st 7",  // one member (an intset in Redis): SRANDMEMBER, SPOP and SSCAN replies too
 }
 
 // limitCases lists every numeric argument of today's commands. CLIENT and
@@ -202,6 +203,13 @@ var limitCases = map[string][]limitCase{
 		{cmd: "HRANDFIELD nokey #", sizes: math.MaxInt64 - 1},
 	},
 	"hscan": {{cmd: "HSCAN h # COUNT 10", cursor: true}, {cmd: "HSCAN h 0 COUNT #"}},
+	"sscan": {{cmd: "SSCAN st # COUNT 10", cursor: true}, {cmd: "SSCAN st 0 COUNT #"}},
+	"srandmember": {
+		{cmd: "SRANDMEMBER st #", sizes: math.MaxInt64 - 1},
+		{cmd: "SRANDMEMBER nokey #", sizes: math.MaxInt64 - 1},
+	},
+	"spop":       {{cmd: "SPOP st #", then: []string{"SCARD st"}}, {cmd: "SPOP nokey #"}},
+	"sintercard": {{cmd: "SINTERCARD # st st"}, {cmd: "SINTERCARD 1 st LIMIT #"}},
 	"getex": {
 		{cmd: "GETEX k EX #", then: []string{"TTL k"}, extra: []string{"9223372036854775", "9223372036854776"}},
 		{cmd: "GETEX nokey PX #"},
@@ -221,6 +229,8 @@ var limitNoNumbers = []string{
 	"mget", "mset", "msetnx", "strlen", "getset", "getdel", "setnx", "incr", "decr", "append",
 	"incrbyfloat", "hincrbyfloat", // their number is a float: the differential cases cover it
 	"hset", "hmset", "hsetnx", "hget", "hmget", "hdel", "hlen", "hstrlen", "hexists", "hkeys", "hvals", "hgetall",
+	"sadd", "srem", "scard", "sismember", "smismember", "smembers", "smove",
+	"sinter", "sunion", "sdiff", "sinterstore", "sunionstore", "sdiffstore",
 }
 
 // TestLimitsCoverTable fails when a command of the table is neither in
@@ -259,7 +269,7 @@ func limitArgs(tmpl, v string, n int) []string {
 		switch a {
 		case "#":
 			args[i] = v
-		case "s", "k", "k2", "h", "nokey":
+		case "s", "k", "k2", "h", "st", "nokey":
 			args[i] = fmt.Sprintf("%s:%d", a, n)
 		}
 	}

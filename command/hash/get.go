@@ -6,8 +6,8 @@ import (
 	"strconv"
 
 	"github.com/sediment-dev/sediment/command"
-	"github.com/sediment-dev/sediment/internal/glob"
 	"github.com/sediment-dev/sediment/internal/num"
+	"github.com/sediment-dev/sediment/types/elements"
 	"github.com/sediment-dev/sediment/types/rhash"
 )
 
@@ -152,7 +152,7 @@ func runHRandField(x *command.Ctx) error {
 			return command.ErrOutOfRange
 		}
 	}
-	fs, vs, err := rhash.Sample(x.View(), x.DB, x.Args[1], func(n int64) []int64 { return pick(n, count) })
+	fs, vs, err := rhash.Sample(x.View(), x.DB, x.Args[1], func(n int64) []int64 { return elements.Pick(n, count) })
 	if err != nil {
 		return err
 	}
@@ -170,44 +170,6 @@ func runHRandField(x *command.Ctx) error {
 	return nil
 }
 
-// pick returns the positions HRANDFIELD and SRANDMEMBER reply for a count
-// over n elements: all of them when count >= n, count distinct ones in
-// random order below that, -count random ones (repeats allowed) when
-// negative.
-func pick(n, count int64) []int64 {
-	switch {
-	case n == 0 || count == 0:
-		return nil
-	case count < 0:
-		out := make([]int64, -count)
-		for i := range out {
-			out[i] = rand.Int64N(n)
-		}
-		return out
-	case count >= n:
-		out := make([]int64, n)
-		for i := range out {
-			out[i] = int64(i)
-		}
-		return out
-	}
-	// count distinct positions: a partial Fisher–Yates over a sparse map.
-	swapped := map[int64]int64{}
-	at := func(i int64) int64 {
-		if v, ok := swapped[i]; ok {
-			return v
-		}
-		return i
-	}
-	out := make([]int64, count)
-	for i := range count {
-		j := i + rand.Int64N(n-i)
-		out[i] = at(j)
-		swapped[j] = at(i)
-	}
-	return out
-}
-
 // HSCAN key cursor [MATCH pattern] [COUNT count] [NOVALUES]: [next cursor,
 // [field, value, ...]]. Hashes of up to 128 fields come whole in one call
 // (cursor 0), as Redis's small hashes do; larger ones about COUNT fields a
@@ -215,55 +177,25 @@ func pick(n, count int64) []int64 {
 // 7.4) returns the fields alone.
 // https://redis.io/docs/latest/commands/hscan/
 func runHScan(x *command.Ctx) error {
-	cur, ok := num.ParseCursor(x.Args[2])
-	if !ok {
-		return command.ErrInvalidCursor
+	a, err := command.ParseScan(x.Args, true)
+	if err != nil {
+		return err
 	}
-	var match func([]byte) bool
-	count := int64(10)
-	noValues := false
-	for i := 3; i < len(x.Args); i++ {
-		a := x.Args[i]
-		switch {
-		case command.EqualFold(a, "NOVALUES"):
-			noValues = true
-		case i+1 >= len(x.Args):
-			return command.ErrSyntax
-		case command.EqualFold(a, "MATCH"):
-			pattern := x.Args[i+1]
-			if !(len(pattern) == 1 && pattern[0] == '*') {
-				match = func(f []byte) bool { return glob.Match(pattern, f) }
-			}
-			i++
-		case command.EqualFold(a, "COUNT"):
-			n, err := command.IntArg(x.Args[i+1])
-			if err != nil {
-				return err
-			}
-			if n < 1 {
-				return command.ErrSyntax
-			}
-			count = n
-			i++
-		default:
-			return command.ErrSyntax
-		}
-	}
-	pg, err := rhash.Scan(x.View(), x.DB, x.Args[1], cur, int(min(count, math.MaxInt32)), match)
+	pg, err := rhash.Scan(x.View(), x.DB, x.Args[1], a.Cursor, a.Count, a.Match)
 	if err != nil {
 		return err
 	}
 	x.Reply.Array(2)
 	var buf [20]byte
 	x.Reply.Bulk(strconv.AppendUint(buf[:0], pg.Cursor, 10))
-	if noValues {
-		x.Reply.Array(len(pg.Fields))
+	if a.NoValues {
+		x.Reply.Array(len(pg.Elems))
 	} else {
-		x.Reply.Array(2 * len(pg.Fields))
+		x.Reply.Array(2 * len(pg.Elems))
 	}
-	for i, f := range pg.Fields {
+	for i, f := range pg.Elems {
 		x.Reply.Bulk(f)
-		if !noValues {
+		if !a.NoValues {
 			x.Reply.Bulk(pg.Vals[i])
 		}
 	}

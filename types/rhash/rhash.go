@@ -17,6 +17,7 @@ import (
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/internal/num"
 	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/types/elements"
 )
 
 // Errors.
@@ -221,122 +222,23 @@ func IncrBy(v *materialize.View, db uint8, key, field []byte, delta int64) (int6
 	return n, events, err
 }
 
-// Sample returns up to n fields with their values, chosen by pick over the
-// field positions [0, count): pick returns positions (distinct or not, in
-// any order) and Sample reads them in one pass. HRANDFIELD's read.
+// Sample returns the fields at positions chosen by pick among the hash's
+// [0, count), with their values, in pick's order (HRANDFIELD's read; see
+// elements.Pick).
 func Sample(v *materialize.View, db uint8, key []byte, pick func(count int64) []int64) (fields, vals [][]byte, err error) {
 	m, ok, err := meta(v, db, key)
 	if err != nil || !ok {
 		return nil, nil, err
 	}
-	pos := pick(int64(m.Count))
-	if len(pos) == 0 {
-		return nil, nil, nil
-	}
-	// Read the hash once in order, then hand out the picked positions in
-	// the order pick gave them.
-	need := map[int64][]int{}
-	for i, p := range pos {
-		need[p] = append(need[p], i)
-	}
-	fields, vals = make([][]byte, len(pos)), make([][]byte, len(pos))
-	var i int64
-	p := codec.KeyPrefix(codec.TagHash, db, key)
-	err = v.Iterate(p, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
-		if idx, ok := need[i]; ok {
-			f, vv := append([]byte(nil), k[len(p):]...), append([]byte(nil), val...)
-			for _, j := range idx {
-				fields[j], vals[j] = f, vv
-			}
-		}
-		i++
-		return true, nil
-	})
-	return fields, vals, err
+	return elements.Sample(v, codec.KeyPrefix(codec.TagHash, db, key), pick(int64(m.Count)))
 }
 
-// ScanPage is one HSCAN call's result: the next cursor (0: done) and the
-// fields with their values.
-type ScanPage struct {
-	Cursor uint64
-	Fields [][]byte
-	Vals   [][]byte
-}
-
-// Scan returns about count fields from cursor (0: the start). A cursor is
-// the first 7 bytes of the next field to return, big-endian, plus 1; a
-// page never ends between two fields sharing those 7 bytes, so a scan
-// always progresses, and every field present for the whole scan is
-// returned at least once (SCAN's guarantee; fields sharing a 7-byte prefix
-// with the page's end may come twice). Hashes of at most smallHash fields
-// come whole in one page, as Redis's listpack-encoded ones do.
-func Scan(v *materialize.View, db uint8, key []byte, cursor uint64, count int, match func([]byte) bool) (ScanPage, error) {
-	var pg ScanPage
+// Scan returns about count fields from cursor (0: the start), as
+// elements.Scan describes.
+func Scan(v *materialize.View, db uint8, key []byte, cursor uint64, count int, match func([]byte) bool) (elements.Page, error) {
 	m, ok, err := meta(v, db, key)
 	if err != nil || !ok {
-		return pg, err
+		return elements.Page{}, err
 	}
-	if m.Count <= smallHash {
-		count = int(m.Count) + 1
-	}
-	p := codec.KeyPrefix(codec.TagHash, db, key)
-	lower := p
-	if cursor != 0 {
-		lower = append(append([]byte(nil), p...), cursorPrefix(cursor)...)
-	}
-	var last []byte
-	n := 0
-	err = v.Iterate(lower, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
-		f := k[len(p):]
-		if n >= count && !samePrefix(f, last) {
-			pg.Cursor = cursorOf(f)
-			return false, nil
-		}
-		n++
-		last = append(last[:0], f...)
-		if match == nil || match(f) {
-			pg.Fields = append(pg.Fields, append([]byte(nil), f...))
-			pg.Vals = append(pg.Vals, append([]byte(nil), val...))
-		}
-		return true, nil
-	})
-	return pg, err
-}
-
-// smallHash is Redis's hash-max-listpack-entries default.
-const smallHash = 128
-
-const cursorBytes = 7
-
-func cursorOf(f []byte) uint64 {
-	var c uint64
-	for i := range cursorBytes {
-		c <<= 8
-		if i < len(f) {
-			c |= uint64(f[i])
-		}
-	}
-	return c + 1
-}
-
-func cursorPrefix(c uint64) []byte {
-	c--
-	b := make([]byte, cursorBytes)
-	for i := cursorBytes - 1; i >= 0; i-- {
-		b[i] = byte(c)
-		c >>= 8
-	}
-	// Trailing zero bytes may be padding of a shorter field: seek from
-	// the shortest field with these bytes.
-	for len(b) > 0 && b[len(b)-1] == 0 {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-func samePrefix(a, b []byte) bool {
-	if b == nil {
-		return false
-	}
-	return cursorOf(a) == cursorOf(b)
+	return elements.Scan(v, codec.KeyPrefix(codec.TagHash, db, key), m.Count, cursor, count, match)
 }

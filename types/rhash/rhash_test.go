@@ -97,7 +97,7 @@ func TestScanProgress(t *testing.T) {
 			t.Fatal(err)
 		}
 		calls++
-		for _, f := range pg.Fields {
+		for _, f := range pg.Elems {
 			seen[string(f)]++
 		}
 		if cur = pg.Cursor; cur == 0 {

@@ -1,0 +1,156 @@
+// Package elements holds what the collection types (hashes, sets) share
+// over their element keys (codec.ElementKey: one key per field or member
+// under the user key's prefix): sampling for HRANDFIELD/SRANDMEMBER/SPOP
+// and the stateless scan cursor of HSCAN/SSCAN.
+package elements
+
+import (
+	"math/rand/v2"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+// Pick returns the positions, among n elements, that a random-element
+// command replies for count: all of them in order when count >= n, count
+// distinct ones in random order below that, -count uniform picks that may
+// repeat when count is negative. n == 0 or count == 0: none.
+func Pick(n, count int64) []int64 {
+	switch {
+	case n == 0 || count == 0:
+		return nil
+	case count < 0:
+		out := make([]int64, -count)
+		for i := range out {
+			out[i] = rand.Int64N(n)
+		}
+		return out
+	case count >= n:
+		out := make([]int64, n)
+		for i := range out {
+			out[i] = int64(i)
+		}
+		return out
+	}
+	// count distinct positions: a partial Fisher–Yates over a sparse map.
+	swapped := map[int64]int64{}
+	at := func(i int64) int64 {
+		if v, ok := swapped[i]; ok {
+			return v
+		}
+		return i
+	}
+	out := make([]int64, count)
+	for i := range count {
+		j := i + rand.Int64N(n-i)
+		out[i] = at(j)
+		swapped[j] = at(i)
+	}
+	return out
+}
+
+// Sample reads the elements at positions pos (in element byte order) under
+// prefix p in one pass and returns them, with their values, in pos's order
+// (a position named twice comes twice). O(position of the last pick).
+func Sample(v *materialize.View, p []byte, pos []int64) (elems, vals [][]byte, err error) {
+	if len(pos) == 0 {
+		return nil, nil, nil
+	}
+	need := map[int64][]int{}
+	last := int64(-1)
+	for i, q := range pos {
+		need[q] = append(need[q], i)
+		last = max(last, q)
+	}
+	elems, vals = make([][]byte, len(pos)), make([][]byte, len(pos))
+	var i int64
+	err = v.Iterate(p, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
+		if idx, ok := need[i]; ok {
+			e, vv := append([]byte(nil), k[len(p):]...), append([]byte(nil), val...)
+			for _, j := range idx {
+				elems[j], vals[j] = e, vv
+			}
+		}
+		i++
+		return i <= last, nil
+	})
+	return elems, vals, err
+}
+
+// Page is one scan call's result: the next cursor (0: done) and the
+// elements with their values.
+type Page struct {
+	Cursor uint64
+	Elems  [][]byte
+	Vals   [][]byte
+}
+
+// SmallCount is the size up to which a collection comes whole in one scan
+// call, as Redis's compact encodings (listpack, intset) do: Redis's
+// hash-max-listpack-entries default.
+const SmallCount = 128
+
+// Scan returns about count elements under prefix p from cursor (0: the
+// start) for a collection of total elements, those match accepts (nil: all).
+// A cursor is the first 7 bytes of the next element, big-endian, plus 1; a
+// page never ends between two elements sharing those 7 bytes, so a scan
+// always progresses, and every element present for the whole scan is
+// returned at least once (SCAN's guarantee; elements sharing a 7-byte
+// prefix with a page's end may come twice). A collection of at most
+// SmallCount elements comes whole.
+func Scan(v *materialize.View, p []byte, total, cursor uint64, count int, match func([]byte) bool) (Page, error) {
+	var pg Page
+	if total <= SmallCount {
+		count = int(total) + 1
+	}
+	lower := p
+	if cursor != 0 {
+		lower = append(append([]byte(nil), p...), cursorPrefix(cursor)...)
+	}
+	var last []byte
+	n := 0
+	err := v.Iterate(lower, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
+		e := k[len(p):]
+		if n >= count && cursorOf(e) != cursorOf(last) {
+			pg.Cursor = cursorOf(e)
+			return false, nil
+		}
+		n++
+		last = append(last[:0], e...)
+		if match == nil || match(e) {
+			pg.Elems = append(pg.Elems, append([]byte(nil), e...))
+			pg.Vals = append(pg.Vals, append([]byte(nil), val...))
+		}
+		return true, nil
+	})
+	return pg, err
+}
+
+const cursorBytes = 7
+
+// cursorOf is e's cursor: its first 7 bytes (zero-padded), plus 1.
+func cursorOf(e []byte) uint64 {
+	var c uint64
+	for i := range cursorBytes {
+		c <<= 8
+		if i < len(e) {
+			c |= uint64(e[i])
+		}
+	}
+	return c + 1
+}
+
+// cursorPrefix is the seek key of cursor c: its 7 bytes without trailing
+// zeros, which may be the padding of a shorter element.
+func cursorPrefix(c uint64) []byte {
+	c--
+	b := make([]byte, cursorBytes)
+	for i := cursorBytes - 1; i >= 0; i-- {
+		b[i] = byte(c)
+		c >>= 8
+	}
+	for len(b) > 0 && b[len(b)-1] == 0 {
+		b = b[:len(b)-1]
+	}
+	return b
+}
