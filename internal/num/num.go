@@ -47,3 +47,41 @@ func ParseInt(b []byte) (int64, bool) {
 	}
 	return int64(v), true
 }
+
+// ParseCursor parses a SCAN-family cursor as Redis 7.0 does (strtoul on
+// the text up to its first NUL byte): an optional sign, digits, no
+// overflow; an empty text is 0 and "-n" wraps to 2^64-n. ok is false for
+// anything else (Redis's "ERR invalid cursor").
+func ParseCursor(b []byte) (uint64, bool) {
+	for i, c := range b {
+		if c == 0 {
+			b = b[:i]
+			break
+		}
+	}
+	if len(b) == 0 {
+		return 0, true
+	}
+	neg := b[0] == '-'
+	if b[0] == '+' || b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if n > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
