@@ -54,7 +54,7 @@ var stringCases = []confCase{
 		cc("GETEX", "a", "PERSIST"),
 		cc("TTL", "a"),
 		cc("GETEX", "a", "PX", "100000"),
-		cc("PTTL", "a"),
+		cc("TTL", "a"),
 		cc("GETEX", "a", "EXAT", "4102444800"),
 		cc("EXPIRETIME", "a"),
 		cc("GETEX", "a", "PXAT", "4102444800000"),

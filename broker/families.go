@@ -4,6 +4,7 @@ import (
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/command/hash"
+	"github.com/sediment-dev/sediment/command/key"
 	"github.com/sediment-dev/sediment/command/reply"
 	"github.com/sediment-dev/sediment/command/set"
 	"github.com/sediment-dev/sediment/command/str"
@@ -16,6 +17,7 @@ func init() {
 	registerSpecs(str.Specs()...)
 	registerSpecs(hash.Specs()...)
 	registerSpecs(set.Specs()...)
+	registerSpecs(key.Specs()...)
 }
 
 // registerSpecs adds command packages' specs to the table. Each request
@@ -28,7 +30,7 @@ func registerSpecs(specs ...command.Spec) {
 		register(&cmdSpec{name: sp.Name, arity: sp.Arity, flags: sp.Flags, first: sp.First, last: sp.Last, step: sp.Step,
 			group: sp.Group, since: sp.Since, summary: sp.Summary,
 			run: func(x *exec) error {
-				lim := command.Limits{MaxBulkLen: x.c.rd.lim.MaxBulkLen}
+				lim := command.Limits{MaxBulkLen: x.c.rd.lim.MaxBulkLen, Databases: x.c.s.opts.Databases}
 				return run(command.NewCtx(x.args, x.db(), reply.New(x.w()), lim, execRuntime{x}))
 			}})
 	}

@@ -210,6 +210,8 @@ var limitCases = map[string][]limitCase{
 	},
 	"spop":       {{cmd: "SPOP st #", then: []string{"SCARD st"}}, {cmd: "SPOP nokey #"}},
 	"sintercard": {{cmd: "SINTERCARD # st st"}, {cmd: "SINTERCARD 1 st LIMIT #"}},
+	"move":       {{cmd: "MOVE k2 #"}},
+	"copy":       {{cmd: "COPY k k2 DB #"}},
 	"getex": {
 		{cmd: "GETEX k EX #", then: []string{"TTL k"}, extra: []string{"9223372036854775", "9223372036854776"}},
 		{cmd: "GETEX nokey PX #"},
@@ -231,6 +233,7 @@ var limitNoNumbers = []string{
 	"hset", "hmset", "hsetnx", "hget", "hmget", "hdel", "hlen", "hstrlen", "hexists", "hkeys", "hvals", "hgetall",
 	"sadd", "srem", "scard", "sismember", "smismember", "smembers", "smove",
 	"sinter", "sunion", "sdiff", "sinterstore", "sunionstore", "sdiffstore",
+	"rename", "renamenx", "touch", "randomkey", "object",
 }
 
 // TestLimitsCoverTable fails when a command of the table is neither in

@@ -63,6 +63,14 @@ const (
 	OpSAdd Op = 's'
 	// OpSRem removes set members. Args: the members.
 	OpSRem Op = 'S'
+	// OpCopyKey copies the sub-keys (not the metadata) of the key of the
+	// given type in the source db to Key in DB: each sub-key is rewritten
+	// under the new key's prefix with its suffix and value unchanged
+	// (entries, groups, consumers, PEL; fields; members). Args: type (1
+	// byte), source db (1 byte), source key. The destination's metadata
+	// is a separate OpSetMeta; applying reads the state, so replaying the
+	// same log over the same state gives the same keys.
+	OpCopyKey Op = 'k'
 )
 
 // Event is one change event: an operation on one user key of one db.

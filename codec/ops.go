@@ -103,3 +103,9 @@ func FlushAllEvent() Event { return Event{Op: OpFlushAll} }
 func ElementsEvent(op Op, db uint8, key []byte, elems [][]byte) Event {
 	return Event{Op: op, DB: db, Key: key, Args: elems}
 }
+
+// CopyKeyEvent builds an OpCopyKey event copying the sub-keys of (srcDB,
+// src), of type t, to (db, dst).
+func CopyKeyEvent(db uint8, dst []byte, t Type, srcDB uint8, src []byte) Event {
+	return Event{Op: OpCopyKey, DB: db, Key: dst, Args: [][]byte{{byte(t)}, {srcDB}, src}}
+}

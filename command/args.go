@@ -32,3 +32,15 @@ func EqualFold(b []byte, s string) bool {
 	}
 	return true
 }
+
+// Lower returns b in ASCII lower case, as Redis prints command names in
+// its errors.
+func Lower(b []byte) string {
+	out := []byte(string(b))
+	for i, c := range out {
+		if 'A' <= c && c <= 'Z' {
+			out[i] = c + 'a' - 'A'
+		}
+	}
+	return string(out)
+}

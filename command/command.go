@@ -96,6 +96,8 @@ type Limits struct {
 	// MaxBulkLen is proto-max-bulk-len in bytes (default 512 MiB): LCS's
 	// table limit.
 	MaxBulkLen int64
+	// Databases is the number of databases (SELECT, MOVE, COPY ... DB).
+	Databases int
 }
 
 // NewCtx returns the Ctx of one request (the broker's job).

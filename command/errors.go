@@ -2,6 +2,7 @@ package command
 
 import (
 	"fmt"
+	"strings"
 )
 
 // WireError is an error whose text is sent to the client as is (after
@@ -32,6 +33,10 @@ const (
 	ErrNumKeys        WireError = "ERR numkeys should be greater than 0"
 	ErrNumKeysArgs    WireError = "ERR Number of keys can't be greater than number of args"
 	ErrLimitNegative  WireError = "ERR LIMIT can't be negative"
+	ErrNoSuchKey      WireError = "ERR no such key"
+	ErrSameObject     WireError = "ERR source and destination objects are the same"
+	ErrDBIndex        WireError = "ERR DB index is out of range"
+	ErrFreqNotTracked WireError = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
 	ErrLCSNotString   WireError = "ERR The specified keys must contain string values"
 	ErrLCSLenAndIdx   WireError = "ERR If you want both the length and indexes, please just use IDX."
 	ErrLCSTooLong     WireError = "ERR String too long for LCS"
@@ -55,4 +60,18 @@ func ErrInvalidExpire(cmd string) WireError {
 // (getRangeLongFromObjectOrReply without a message of its own).
 func ErrValueRange(min, max int64) WireError {
 	return WireError(fmt.Sprintf("ERR value is out of range, value must between %d and %d", min, max))
+}
+
+// ErrUnknownSubcommand is Redis's reply to an unknown subcommand of cmd:
+// the subcommand as typed (control characters as spaces, at most 128
+// bytes), the command upper-cased.
+func ErrUnknownSubcommand(sub []byte, cmd string) WireError {
+	b := make([]byte, 0, min(len(sub), 128))
+	for _, c := range sub[:min(len(sub), 128)] {
+		if c < ' ' || c == 0x7f {
+			c = ' '
+		}
+		b = append(b, c)
+	}
+	return WireError(fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", b, strings.ToUpper(cmd)))
 }

@@ -66,6 +66,15 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		}
 		return b.Delete(codec.MetaKey(e.DB, e.Key), nil)
 
+	case codec.OpCopyKey:
+		if err := need(3); err != nil {
+			return err
+		}
+		if len(a[0]) != 1 || len(a[1]) != 1 {
+			return fmt.Errorf("materialize: copy-key event args: %w", codec.ErrCorrupt)
+		}
+		return copyKey(b, codec.Type(a[0][0]), a[1][0], a[2], e.DB, e.Key)
+
 	case codec.OpHSet:
 		if len(a)%2 != 0 {
 			return fmt.Errorf("materialize: HSET event with %d args: %w", len(a), codec.ErrCorrupt)
@@ -269,4 +278,37 @@ func applyXTrim(b *pebble.Batch, e codec.Event) error {
 
 func deletePrefix(b *pebble.Batch, p []byte) error {
 	return b.DeleteRange(p, codec.PrefixEnd(p), nil)
+}
+
+// copyKey rewrites every sub-key of (srcDB, src), a key of type t, under
+// (db, dst)'s prefix. It reads b (an indexed batch: committed state plus
+// the group's writes so far), collecting first: a batch iterator does not
+// see writes made after it opened.
+func copyKey(b *pebble.Batch, t codec.Type, srcDB uint8, src []byte, db uint8, dst []byte) error {
+	for _, tag := range t.SubTags() {
+		from := codec.KeyPrefix(tag, srcDB, src)
+		it, err := b.NewIter(&pebble.IterOptions{LowerBound: from, UpperBound: codec.PrefixEnd(from)})
+		if err != nil {
+			return err
+		}
+		var kvs [][2][]byte
+		for ok := it.First(); ok; ok = it.Next() {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				it.Close()
+				return err
+			}
+			kvs = append(kvs, [2][]byte{append([]byte(nil), it.Key()[len(from):]...), append([]byte(nil), v...)})
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+		to := codec.KeyPrefix(tag, db, dst)
+		for _, kv := range kvs {
+			if err := b.Set(append(to[:len(to):len(to)], kv[0]...), kv[1], nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

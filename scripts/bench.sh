@@ -10,8 +10,8 @@
 # redis-server with comparable durability (AOF, appendfsync everysec, no RDB
 # snapshots) on free loopback ports, each with a fresh temp data dir, then:
 #
-# redis-benchmark: runs redis-benchmark for SET, GET, INCR, MSET (10 keys)
-# and XADD, unpipelined
+# redis-benchmark: runs redis-benchmark for SET, GET, INCR, MSET (10 keys),
+# HSET, HGET (on the hash HSET filled), SADD and XADD, unpipelined
 # and with -P 16, alternating the two servers test by test for ROUNDS
 # rounds, and prints the median requests/s of each server and their ratio.
 #
@@ -261,6 +261,9 @@ for port in "$SED_PORT" "$RED_PORT"; do
   [[ $(redis-cli -h "$HOST" -p "$port" GET bench:check) == 1 ]] || die "GET failed on port $port"
   [[ $(redis-cli -h "$HOST" -p "$port" INCR bench:check) == 2 ]] || die "INCR failed on port $port"
   [[ $(redis-cli -h "$HOST" -p "$port" MSET bench:a 1 bench:b 2) == OK ]] || die "MSET failed on port $port"
+  [[ $(redis-cli -h "$HOST" -p "$port" HSET bench:h f 1) == 1 ]] || die "HSET failed on port $port"
+  [[ $(redis-cli -h "$HOST" -p "$port" HGET bench:h f) == 1 ]] || die "HGET failed on port $port"
+  [[ $(redis-cli -h "$HOST" -p "$port" SADD bench:set m) == 1 ]] || die "SADD failed on port $port"
   [[ $(redis-cli -h "$HOST" -p "$port" XADD bench:check:s '*' f 1) =~ ^[0-9]+-[0-9]+$ ]] ||
     die "XADD failed on port $port"
 done
@@ -286,6 +289,7 @@ run_bench() {
   local args=(-h "$HOST" -p "$port" -c "$CLIENTS" -n "$N" -r 100000 -P "$pipe" -q --csv)
   case $workload in
     xadd) args+=(XADD bench:s '*' f __rand_int__) ;;
+    hget) args+=(HGET myhash element:__rand_int__) ;;
     *) args+=(-t "$workload") ;;
   esac
   t0=$(cpu_ticks "$pid")
@@ -305,8 +309,9 @@ run_bench() {
     rps=${rps%%\"*}
     [[ $rps =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "cannot parse redis-benchmark line: $line"
     case $name in
-      SET | GET | INCR) ;;
+      SET | GET | INCR | HSET | SADD) ;;
       MSET*) name=MSET ;;
+      HGET*) name=HGET ;;
       XADD*) name=XADD ;;
       *) continue ;;
     esac
@@ -336,7 +341,7 @@ redis_benchmark_part() {
   START=$SECONDS
   for round in $(seq 1 "$ROUNDS"); do
     log "round $round/$ROUNDS"
-    for workload in set get incr mset xadd; do
+    for workload in set get incr mset hset hget sadd xadd; do
       for pipe in "${PIPELINES[@]}"; do
         run_bench sediment "$SED_PORT" "$SED_PID" "$workload" "$pipe"
         run_bench redis "$RED_PORT" "$RED_PID" "$workload" "$pipe"
@@ -359,7 +364,7 @@ redis_benchmark_part() {
   printf "$FMT" test pipeline "sediment ops/s" "redis ops/s" "sediment/redis" "sed cpu µs" "redis cpu µs"
   # shellcheck disable=SC2059
   printf "$FMT" ------ -------- -------------- -------------- ---------------- ------------ ------------
-  for name in SET GET INCR MSET XADD; do
+  for name in SET GET INCR MSET HSET HGET SADD XADD; do
     for pipe in "${PIPELINES[@]}"; do
       # shellcheck disable=SC2086
       s=$(median ${RESULTS["sediment|$name|$pipe"]})

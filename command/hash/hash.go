@@ -48,14 +48,3 @@ func wire(err error) error {
 	}
 	return err
 }
-
-// lower returns the command's name in lower case (Redis's error texts).
-func lower(b []byte) string {
-	out := []byte(string(b))
-	for i, c := range out {
-		if 'A' <= c && c <= 'Z' {
-			out[i] = c + 'a' - 'A'
-		}
-	}
-	return string(out)
-}

@@ -15,7 +15,7 @@ import (
 // https://redis.io/docs/latest/commands/hset/
 func runHSet(x *command.Ctx) error {
 	if len(x.Args)%2 == 1 {
-		return command.ErrWrongArgs(lower(x.Args[0]))
+		return command.ErrWrongArgs(command.Lower(x.Args[0]))
 	}
 	hmset := command.EqualFold(x.Args[0], "HMSET")
 	var n int64

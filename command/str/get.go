@@ -114,13 +114,13 @@ func runGetEx(x *command.Ctx) error {
 		if _, found, err := rstring.Get(v, x.DB, key); err != nil || !found {
 			return nil, err
 		}
-		e, err := o.expiry(name(x))
+		e, err := o.expiry(command.Lower(x.Args[0]))
 		if err != nil {
 			return nil, err
 		}
 		var events []codec.Event
 		val, ok, events, err = rstring.GetEx(v, x.DB, key, rstring.GetExArgs{Expire: e, Persist: o.persist})
-		return events, wire(name(x), err)
+		return events, wire(command.Lower(x.Args[0]), err)
 	}, func() { bulkOrNil(x, val, ok) })
 }
 

@@ -139,7 +139,7 @@ func runSetNX(x *command.Ctx) error {
 // SETEX key seconds value, PSETEX key milliseconds value. Reply: OK.
 // https://redis.io/docs/latest/commands/setex/
 func runSetEx(x *command.Ctx) error {
-	cmd := name(x)
+	cmd := command.Lower(x.Args[0])
 	kind := "EX"
 	if cmd == "psetex" {
 		kind = "PX"
@@ -170,7 +170,7 @@ func runGetSet(x *command.Ctx) error {
 // 1 or 0 for MSETNX (0: a key existed, nothing was set).
 // https://redis.io/docs/latest/commands/mset/
 func runMSet(x *command.Ctx) error {
-	cmd := name(x)
+	cmd := command.Lower(x.Args[0])
 	if len(x.Args)%2 == 0 {
 		return command.ErrWrongArgs(cmd)
 	}

@@ -62,15 +62,3 @@ func wire(cmd string, err error) error {
 	}
 	return err
 }
-
-// name returns the command's name in lower case, as Redis prints it in
-// errors.
-func name(x *command.Ctx) string {
-	b := []byte(string(x.Args[0]))
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}

@@ -47,7 +47,7 @@ func runSetRange(x *command.Ctx) error {
 // https://redis.io/docs/latest/commands/incr/
 func runIncr(x *command.Ctx) error {
 	var delta int64
-	switch cmd := name(x); cmd {
+	switch cmd := command.Lower(x.Args[0]); cmd {
 	case "incr":
 		delta = 1
 	case "decr":

@@ -11,6 +11,7 @@
 //     import only the standard library;
 //   - streams and groups import neither broker, redcon nor NATS;
 //   - command packages (command/...) import neither broker, redcon nor NATS;
-//   - type packages (types/...) import none of broker, command, redcon, NATS;
+//   - type packages (types/...) and keyspace import none of broker,
+//     command, redcon, NATS;
 //   - materialize imports none of broker, command, streams, groups, types.
 package lint
