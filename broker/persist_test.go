@@ -172,8 +172,8 @@ func TestPersistExpiryAcrossRestart(t *testing.T) {
 	mustNil(t, c, "GET", "short")
 	mustStr(t, c, "v", "GET", "long")
 	mustStr(t, c, "v", "GET", "forever")
-	mustInt(t, c, 2, "DBSIZE")
+	waitDBSize(t, c, 2)
 	clk.Advance(1000 * time.Second)
 	mustNil(t, c, "GET", "long")
-	mustInt(t, c, 1, "DBSIZE")
+	waitDBSize(t, c, 1)
 }

@@ -238,23 +238,14 @@ func runInfo(x *exec) error {
 		kv("total_commands_processed", s.stats.commands.Load())
 		kv("rejected_calls", s.stats.rejected.Load())
 	})
-	var err error
 	section("keyspace", func() {
-		v := s.store.View()
+		v := x.view()
 		for db := 0; db < s.opts.Databases; db++ {
-			n, expires, e := dbSize(v, uint8(db))
-			if e != nil {
-				err = e
-				return
-			}
-			if n > 0 {
+			if n, expires := v.KeyCount(uint8(db)); n > 0 {
 				fmt.Fprintf(&b, "db%d:keys=%d,expires=%d,avg_ttl=0\r\n", db, n, expires)
 			}
 		}
 	})
-	if err != nil {
-		return err
-	}
 	x.w().WriteBulkString(b.String())
 	return nil
 }

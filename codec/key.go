@@ -29,6 +29,7 @@ const (
 	TagSet         Tag = 'S' // S|slot|db|key|member → empty
 	TagTTL         Tag = 'E' // E|slot|deadline(8)|db|key → empty
 	TagChangeLog   Tag = 'L' // L|seq(8) → change-log Record
+	TagCount       Tag = 'K' // K|db → key counts (keys, keys with a TTL)
 )
 
 // StreamTags lists the tags of a stream's sub-keys other than its metadata.
@@ -78,6 +79,10 @@ func SlotPrefix(tag Tag, slot uint16) []byte {
 
 // MetaKey returns the metadata key of (db, key).
 func MetaKey(db uint8, key []byte) []byte { return KeyPrefix(TagMeta, db, key) }
+
+// CountKey returns K|db: the key under which db's key counts are kept (two
+// int64s, big-endian: keys, keys with a TTL).
+func CountKey(db uint8) []byte { return []byte{byte(TagCount), db} }
 
 // ElementKey returns tag|slot|db|keylen|key|elem: a hash field's key
 // (TagHash) or a set member's (TagSet). The element is the key's last

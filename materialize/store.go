@@ -108,6 +108,8 @@ type Store struct {
 	reqs        chan *writeReq // to the writer goroutine
 	cache       *metaCache     // committed metadata; filled by the writer goroutine only
 	staged      overlay        // the current group's metadata; writer goroutine only
+	counts       [256]dbCounts // committed key counts (counts.go)
+	stagedCounts stagedCounts  // the current group's; writer goroutine only
 	groupEvents []codec.Event  // scratch: the current group's events
 	writerDone  chan struct{}  // closed when the writer goroutine exits
 	iters       iterCounters   // storage work of every view's iterators
@@ -181,6 +183,11 @@ func Open(opts Options) (*Store, error) {
 		cache:      newMetaCache(),
 		staged:     overlay{m: map[string]cachedMeta{}},
 	}
+	s.stagedCounts.m = map[uint8]*[2]int64{}
+	if err := s.loadCounts(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("materialize: key counts: %w", err)
+	}
 	if s.seq, err = s.lastSeq(); err != nil {
 		db.Close()
 		return nil, err
@@ -241,7 +248,7 @@ func (s *Store) LastSeq() uint64 { return s.committed.Load() }
 
 // View returns a View of the latest committed state at the current time.
 func (s *Store) View() *View {
-	return &View{r: s.db, nowMs: s.opts.Now().UnixMilli(), cache: s.cache, iters: &s.iters}
+	return &View{r: s.db, nowMs: s.opts.Now().UnixMilli(), cache: s.cache, iters: &s.iters, counts: &s.counts}
 }
 
 // writeReq is one Write call waiting for the writer goroutine.
@@ -357,6 +364,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 	seq := s.seq
 	var rec []byte
 	s.staged.reset()
+	s.stagedCounts.reset()
 	s.groupCut = s.logCut
 	committed := s.groupEvents[:0]
 	served := s.served[:0]
@@ -369,11 +377,15 @@ func (s *Store) commitGroup(group []*writeReq) {
 	ready := s.ready.Load()
 	// record stages one write's events as change-log record seq+1 (applied
 	// tells that a Txn has applied them already).
+	cv := &View{r: b, cache: s.cache, staged: &s.staged, iters: &s.iters} // reads for count
 	record := func(now time.Time, events []codec.Event, applied bool) error {
 		seq++
 		var err error
 		if !applied {
 			for _, e := range events {
+				if err := s.count(cv, e); err != nil {
+					return err
+				}
 				if err := applyEvent(b, e); err != nil {
 					return err
 				}
@@ -388,7 +400,8 @@ func (s *Store) commitGroup(group []*writeReq) {
 	}
 	for _, r := range group {
 		now := s.opts.Now()
-		v := &View{r: b, nowMs: now.UnixMilli(), cache: s.cache, staged: &s.staged, iters: &s.iters}
+		v := &View{r: b, nowMs: now.UnixMilli(), cache: s.cache, staged: &s.staged, iters: &s.iters,
+			counts: &s.counts, stagedCounts: &s.stagedCounts}
 		var events []codec.Event
 		var err error
 		if r.txn != nil {
@@ -433,10 +446,15 @@ func (s *Store) commitGroup(group []*writeReq) {
 		s.doneServed(served, nil)
 		return
 	}
+	if err := s.stageCounts(b); err != nil {
+		s.failGroup(group, served, fmt.Errorf("materialize: key counts: %w", err))
+		return
+	}
 	if err := s.db.Apply(b, pebble.NoSync); err != nil {
 		s.failGroup(group, served, fmt.Errorf("materialize: commit: %w", err))
 		return
 	}
+	s.commitCounts()
 	s.seq = seq
 	s.logCut = s.groupCut
 	s.committed.Store(seq)

@@ -22,6 +22,7 @@ import (
 type Txn struct {
 	v      *View
 	b      *pebble.Batch
+	s      *Store
 	staged *overlay
 	events []codec.Event
 	broken error // an Emit failed half-applied
@@ -43,6 +44,10 @@ func (t *Txn) Emit(events ...codec.Event) error {
 		return t.broken
 	}
 	for _, e := range events {
+		if err := t.s.count(t.v, e); err != nil {
+			t.broken = err
+			return err
+		}
 		if err := applyEvent(t.b, e); err != nil {
 			t.broken = err
 			return err
@@ -74,7 +79,7 @@ func (s *Store) WriteTxn(decide func(tx *Txn) error) (uint64, error) {
 // returns the events emitted, decide's error when nothing was emitted, and
 // fatal when the group must fail.
 func (s *Store) decideTxn(r *writeReq, v *View, b *pebble.Batch) (events []codec.Event, err, fatal error) {
-	tx := &Txn{v: v, b: b, staged: &s.staged}
+	tx := &Txn{v: v, b: b, s: s, staged: &s.staged}
 	err = r.txn(tx)
 	switch {
 	case tx.broken != nil:

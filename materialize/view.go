@@ -18,6 +18,9 @@ type View struct {
 	cache  *metaCache // committed metadata cache; nil: read Pebble only
 	staged *overlay   // the commit group's staged metadata; nil outside Write
 	iters  *iterCounters
+
+	counts       *[256]dbCounts // committed key counts
+	stagedCounts *stagedCounts  // the group's; nil outside Write
 }
 
 // NowMs returns the decision time in Unix milliseconds.
