@@ -105,17 +105,17 @@ type Store struct {
 	db   *pebble.DB
 	opts Options
 
-	reqs        chan *writeReq // to the writer goroutine
-	cache       *metaCache     // committed metadata; filled by the writer goroutine only
-	staged      overlay        // the current group's metadata; writer goroutine only
-	counts       [256]dbCounts // committed key counts (counts.go)
-	stagedCounts stagedCounts  // the current group's; writer goroutine only
-	groupEvents []codec.Event  // scratch: the current group's events
-	writerDone  chan struct{}  // closed when the writer goroutine exits
-	iters       iterCounters   // storage work of every view's iterators
-	ttl         ttlSlots       // which slots active expiry visits, and from where
-	ready       atomic.Pointer[ReadyFunc]
-	served      []servedWrite // scratch: the current group's served writes
+	reqs         chan *writeReq // to the writer goroutine
+	cache        *metaCache     // committed metadata; filled by the writer goroutine only
+	staged       overlay        // the current group's metadata; writer goroutine only
+	counts       [256]dbCounts  // committed key counts (counts.go)
+	stagedCounts stagedCounts   // the current group's; writer goroutine only
+	groupEvents  []codec.Event  // scratch: the current group's events
+	writerDone   chan struct{}  // closed when the writer goroutine exits
+	iters        iterCounters   // storage work of every view's iterators
+	ttl          ttlSlots       // which slots active expiry visits, and from where
+	ready        atomic.Pointer[ReadyFunc]
+	served       []servedWrite // scratch: the current group's served writes
 
 	// mu guards seq and entropy (held by the writer goroutine while it
 	// commits a group) and closed.
