@@ -13,9 +13,9 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/sediment-dev/sediment/internal/redistest"
 	"io"
 	"net"
-	osexec "os/exec"
 	"regexp"
 	"slices"
 	"sort"
@@ -219,69 +219,9 @@ func (c *confConn) read() (confReply, error) {
 
 // ---- a real redis-server -----------------------------------------------------
 
-// confStartRedis runs redis-server on a free loopback port until the test ends
-// and returns its address. It skips the test when redis-server is missing.
-func confStartRedis(t *testing.T) string {
-	t.Helper()
-	bin, err := osexec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("!!! redis-server not found: differential tests SKIPPED !!!")
-	}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		addr, err := confTryStartRedis(t, bin)
-		if err == nil {
-			return addr
-		}
-		lastErr = err
-	}
-	t.Fatalf("cannot start redis-server: %v", lastErr)
-	return ""
-}
-
-func confTryStartRedis(t *testing.T, bin string) (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	dir := t.TempDir()
-	proc := osexec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no", "--loglevel", "warning")
-	var out bytes.Buffer
-	proc.Stdout, proc.Stderr = &out, &out
-	if err := proc.Start(); err != nil {
-		return "", err
-	}
-	exited := make(chan struct{})
-	go func() { proc.Wait(); close(exited) }()
-	stop := func() {
-		proc.Process.Kill()
-		<-exited
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return "", fmt.Errorf("redis-server exited: %s", out.String())
-		default:
-		}
-		if nc, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c := &confConn{nc: nc, rd: bufio.NewReader(nc)}
-			r, err := c.do("PING")
-			nc.Close()
-			if err == nil && r.kind == confSimple && r.str == "PONG" {
-				t.Cleanup(stop)
-				return addr, nil
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	stop()
-	return "", fmt.Errorf("redis-server on %s did not answer PING: %s", addr, out.String())
-}
+// confStartRedis runs redis-server until the test ends and returns its
+// address (redistest.Start).
+func confStartRedis(t *testing.T) string { return redistest.Start(t) }
 
 // ---- scripts -------------------------------------------------------------------
 

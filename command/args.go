@@ -1,6 +1,11 @@
 package command
 
-import "github.com/sediment-dev/sediment/internal/num"
+import (
+	"math/big"
+
+	"github.com/sediment-dev/sediment/internal/ldouble"
+	"github.com/sediment-dev/sediment/internal/num"
+)
 
 // ParseInt parses a signed 64-bit decimal the way Redis's string2ll does
 // (num.ParseInt).
@@ -43,4 +48,24 @@ func Lower(b []byte) string {
 		}
 	}
 	return string(out)
+}
+
+// IncrFloat adds incr to the stored value cur (found: the value exists; a
+// missing one is 0) with Redis's long double arithmetic and returns the
+// new value's text (INCRBYFLOAT, HINCRBYFLOAT). notFloat is the error for
+// a stored value that is not a number; a sum that overflows is
+// ErrIncrNaN.
+func IncrFloat(cur []byte, found bool, incr *big.Float, notFloat error) ([]byte, error) {
+	val := new(big.Float)
+	if found {
+		var ok bool
+		if val, ok = ldouble.Parse(cur); !ok {
+			return nil, notFloat
+		}
+	}
+	sum, inf := ldouble.Add(val, incr)
+	if inf {
+		return nil, ErrIncrNaN
+	}
+	return ldouble.Format(sum), nil
 }

@@ -1,8 +1,6 @@
 package hash
 
 import (
-	"math/big"
-
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/internal/ldouble"
@@ -92,17 +90,7 @@ func runHIncrByFloat(x *command.Ctx) error {
 		var events []codec.Event
 		var err error
 		out, events, err = rhash.Update(v, x.DB, x.Args[1], x.Args[2], func(cur []byte, ok bool) ([]byte, error) {
-			val := new(big.Float)
-			if ok {
-				if val, ok = ldouble.Parse(cur); !ok {
-					return nil, command.ErrHashNotFloat
-				}
-			}
-			sum, inf := ldouble.Add(val, incr)
-			if inf {
-				return nil, command.ErrIncrNaN
-			}
-			return ldouble.Format(sum), nil
+			return command.IncrFloat(cur, ok, incr, command.ErrHashNotFloat)
 		})
 		return events, err
 	}, func() { x.Reply.Bulk(out) })

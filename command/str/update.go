@@ -2,7 +2,6 @@ package str
 
 import (
 	"math"
-	"math/big"
 
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/command"
@@ -85,21 +84,17 @@ func runIncrByFloat(x *command.Ctx) error {
 		var events []codec.Event
 		var err error
 		out, events, err = rstring.Update(v, x.DB, x.Args[1], func(cur []byte, ok bool) ([]byte, error) {
-			val := new(big.Float)
+			// Redis parses the stored value before the increment.
 			if ok {
-				if val, ok = ldouble.Parse(cur); !ok {
+				if _, valid := ldouble.Parse(cur); !valid {
 					return nil, command.ErrNotFloat
 				}
 			}
-			incr, ok := ldouble.Parse(x.Args[2])
-			if !ok {
+			incr, valid := ldouble.Parse(x.Args[2])
+			if !valid {
 				return nil, command.ErrNotFloat
 			}
-			sum, inf := ldouble.Add(val, incr)
-			if inf {
-				return nil, command.ErrIncrNaN
-			}
-			return ldouble.Format(sum), nil
+			return command.IncrFloat(cur, ok, incr, command.ErrNotFloat)
 		})
 		return events, err
 	}, func() { x.Reply.Bulk(out) })

@@ -7,9 +7,8 @@ package lcs
 import (
 	"context"
 	"fmt"
+	"github.com/sediment-dev/sediment/internal/redistest"
 	"math/rand"
-	"net"
-	"os/exec"
 	"reflect"
 	"strconv"
 	"strings"
@@ -327,60 +326,6 @@ func newClient(t *testing.T, addr string, proto int) *redis.Client {
 	return c
 }
 
-// startRedis runs redis-server on a free loopback port until the test ends
-// and returns its address. It skips the test when redis-server is missing.
-func startRedis(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("!!! redis-server not found: differential tests SKIPPED !!!")
-	}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		addr, err := tryStartRedis(t, bin)
-		if err == nil {
-			return addr
-		}
-		lastErr = err
-	}
-	t.Fatalf("cannot start redis-server: %v", lastErr)
-	return ""
-}
-
-func tryStartRedis(t *testing.T, bin string) (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	var out strings.Builder
-	proc := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir(), "--daemonize", "no", "--loglevel", "warning")
-	proc.Stdout, proc.Stderr = &out, &out
-	if err := proc.Start(); err != nil {
-		return "", err
-	}
-	exited := make(chan struct{})
-	go func() { proc.Wait(); close(exited) }()
-	stop := func() { proc.Process.Kill(); <-exited }
-	addr := net.JoinHostPort("127.0.0.1", port)
-	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1})
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		select {
-		case <-exited:
-			return "", fmt.Errorf("redis-server exited: %s", out.String())
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		pong, err := c.Ping(ctx).Result()
-		cancel()
-		if err == nil && pong == "PONG" {
-			t.Cleanup(stop)
-			return addr, nil
-		}
-	}
-	stop()
-	return "", fmt.Errorf("redis-server on %s did not answer PING: %s", addr, out.String())
-}
+// startRedis runs redis-server until the test ends and returns its
+// address (redistest.Start).
+func startRedis(t *testing.T) string { return redistest.Start(t) }

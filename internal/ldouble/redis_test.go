@@ -1,14 +1,12 @@
 package ldouble
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sediment-dev/sediment/internal/redistest"
 	"math/big"
 	"math/rand"
-	"net"
-	osexec "os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -419,65 +417,12 @@ func replyText(t *testing.T, c *redis.Cmd) (string, string) {
 	return s, ""
 }
 
-// redisClient starts redis-server on a free loopback port for this test and
-// returns a client for it. It skips the test when redis-server is missing.
+// redisClient starts redis-server for this test (redistest.Start) and
+// returns a client for it.
 func redisClient(t *testing.T) *redis.Client {
 	t.Helper()
-	bin, err := osexec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("!!! redis-server not found: differential test SKIPPED !!!")
-	}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		addr, err := tryStartRedis(t, bin)
-		if err == nil {
-			rc := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1,
-				ReadTimeout: 10 * time.Second})
-			t.Cleanup(func() { rc.Close() })
-			return rc
-		}
-		lastErr = err
-	}
-	t.Fatalf("cannot start redis-server: %v", lastErr)
-	return nil
-}
-
-func tryStartRedis(t *testing.T, bin string) (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	proc := osexec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir(), "--daemonize", "no", "--loglevel", "warning")
-	var out bytes.Buffer
-	proc.Stdout, proc.Stderr = &out, &out
-	if err := proc.Start(); err != nil {
-		return "", err
-	}
-	exited := make(chan struct{})
-	go func() { proc.Wait(); close(exited) }()
-	stop := func() {
-		proc.Process.Kill()
-		<-exited
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	ping := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1,
-		DialTimeout: time.Second})
-	defer ping.Close()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		select {
-		case <-exited:
-			return "", fmt.Errorf("redis-server exited: %s", out.String())
-		default:
-		}
-		if ping.Ping(context.Background()).Err() == nil {
-			t.Cleanup(stop)
-			return addr, nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	stop()
-	return "", fmt.Errorf("redis-server on %s did not answer PING: %s", addr, out.String())
+	rc := redis.NewClient(&redis.Options{Addr: redistest.Start(t), Protocol: 2, DisableIdentity: true, MaxRetries: -1,
+		ReadTimeout: 10 * time.Second})
+	t.Cleanup(func() { rc.Close() })
+	return rc
 }

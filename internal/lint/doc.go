@@ -7,8 +7,8 @@
 //   - only materialize imports Pebble (github.com/cockroachdb/pebble/v2);
 //     every other package of ours reaches it, if at all, through materialize;
 //   - only broker and cmd/sediment import github.com/tidwall/redcon;
-//   - codec and internal/glob, internal/num, internal/lcs, internal/ldouble
-//     import only the standard library;
+//   - codec and internal/glob, internal/num, internal/lcs, internal/ldouble,
+//     internal/redistest import only the standard library;
 //   - streams and groups import neither broker, redcon nor NATS;
 //   - command packages (command/...) import neither broker, redcon nor NATS;
 //   - type packages (types/...) and keyspace import none of broker,

@@ -24,6 +24,7 @@ const (
 	numPkg    = module + "/internal/num"
 	lcsPkg    = module + "/internal/lcs"
 	ldblPkg   = module + "/internal/ldouble"
+	rtestPkg  = module + "/internal/redistest"
 	cmdPkg    = module + "/cmd/sediment"
 )
 
@@ -165,7 +166,7 @@ func TestDependencyRules(t *testing.T) {
 	})
 
 	t.Run("codec and the internal helpers are standard library only", func(t *testing.T) {
-		for _, path := range []string{codecPkg, globPkg, numPkg, lcsPkg, ldblPkg} {
+		for _, path := range []string{codecPkg, globPkg, numPkg, lcsPkg, ldblPkg, rtestPkg} {
 			if got := pkgs[path].nonStd; len(got) > 0 {
 				t.Errorf("%s depends on %v: it may import only the standard library", path, got)
 			}

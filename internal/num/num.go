@@ -25,16 +25,9 @@ func ParseInt(b []byte) (int64, bool) {
 	if b[0] < '1' || b[0] > '9' {
 		return 0, false
 	}
-	var v uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if v > (math.MaxUint64-d)/10 {
-			return 0, false
-		}
-		v = v*10 + d
+	v, ok := digits(b)
+	if !ok {
+		return 0, false
 	}
 	if neg {
 		if v > 1<<63 {
@@ -69,6 +62,19 @@ func ParseCursor(b []byte) (uint64, bool) {
 	if len(b) == 0 {
 		return 0, false
 	}
+	n, ok := digits(b)
+	if !ok {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// digits parses b, all decimal digits, as a uint64; false on any other
+// byte or on overflow.
+func digits(b []byte) (uint64, bool) {
 	var n uint64
 	for _, c := range b {
 		if c < '0' || c > '9' {
@@ -79,9 +85,6 @@ func ParseCursor(b []byte) (uint64, bool) {
 			return 0, false
 		}
 		n = n*10 + d
-	}
-	if neg {
-		n = -n
 	}
 	return n, true
 }
