@@ -95,19 +95,22 @@ func runType(x *exec) error {
 }
 
 // scanKeys calls fn for each live key of db in slot order, starting at slot
-// from, until fn returns false after finishing a slot. It returns the slot
-// to resume from (0 when done). Metadata keys are rewritten by every write
-// to their key: IterateKeys keeps a scan from walking their older versions.
-func scanKeys(v *materialize.View, db uint8, from uint16, fn func(key []byte, m codec.Meta) bool) (uint16, error) {
-	next := uint16(0)
-	err := v.SeekSlots(codec.TagMeta, db, from, func(slot uint16) (bool, error) {
+// from (after the metadata key after, when set: a position inside that
+// slot), until fn returns false. It returns where to resume: the next slot
+// to visit (0: done) or, when fn stopped inside a slot that holds more
+// keys, that slot and the last metadata key visited. Metadata keys are
+// rewritten by every write to their key: IterateKeys keeps a scan from
+// walking their older versions.
+func scanKeys(v *materialize.View, db uint8, from uint16, after []byte, fn func(key []byte, m codec.Meta) bool) (next uint16, resume []byte, err error) {
+	err = v.SeekSlots(codec.TagMeta, db, from, func(slot uint16) (bool, error) {
 		p := codec.SlotDBPrefix(codec.TagMeta, slot, db)
-		more := true
-		err := v.IterateKeys(p, codec.PrefixEnd(p), func(k, val []byte) (bool, error) {
-			d, err := codec.DecodeKey(k)
-			if err != nil {
-				return false, err
-			}
+		lower := p
+		if slot == from && after != nil {
+			lower = append(after[:len(after):len(after)], 0)
+		}
+		stopped, more := false, false
+		var last []byte
+		err := v.IterateKeys(lower, codec.PrefixEnd(p), func(k, val []byte) (bool, error) {
 			m, err := codec.DecodeMeta(val)
 			if err != nil {
 				return false, err
@@ -115,21 +118,31 @@ func scanKeys(v *materialize.View, db uint8, from uint16, fn func(key []byte, m 
 			if v.Expired(m) {
 				return true, nil
 			}
-			if !fn(append([]byte(nil), d.Key...), m) {
-				more = false
+			if stopped {
+				more = true // a live key after the stop: resume inside the slot
+				return false, nil
 			}
+			d, err := codec.DecodeKey(k)
+			if err != nil {
+				return false, err
+			}
+			last = append(last[:0], k...)
+			stopped = !fn(append([]byte(nil), d.Key...), m)
 			return true, nil
 		})
-		if err != nil {
+		switch {
+		case err != nil:
 			return false, err
-		}
-		if !more && slot+1 < codec.NumSlots {
+		case more:
+			next, resume = slot, last
+			return false, nil
+		case stopped && slot+1 < codec.NumSlots:
 			next = slot + 1
 			return false, nil
 		}
 		return true, nil
 	})
-	return next, err
+	return next, resume, err
 }
 
 // KEYS pattern. Reply: array of keys, in hash-slot order. O(N) in the db's
@@ -142,7 +155,7 @@ func runKeys(x *exec) error {
 	var keys [][]byte
 	g := clientGuard{c: x.c}
 	defer g.release()
-	_, err := scanKeys(x.view(), x.db(), 0, func(key []byte, _ codec.Meta) bool {
+	_, _, err := scanKeys(x.view(), x.db(), 0, nil, func(key []byte, _ codec.Meta) bool {
 		if g.gone() {
 			return false
 		}
@@ -215,9 +228,12 @@ func (g *clientGuard) release() {
 }
 
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
-// The cursor is the next hash slot to visit: each call returns whole slots
-// until at least COUNT keys were visited, so every key present for the whole
-// iteration is returned exactly once.
+// Each call visits about COUNT keys, in hash-slot order. A cursor below
+// 16384 is the next slot to visit; one above names a position inside a
+// slot (scanTokens): a call that reaches COUNT inside a slot holding more
+// keys stops there, so a keyspace in one slot (hash tags) is still paged.
+// Every key present for the whole iteration is returned at least once
+// (exactly once unless a position was forgotten, see scanTokens).
 // https://redis.io/docs/latest/commands/scan/
 func runScan(x *exec) error {
 	cur, ok := parseCursor(x.args[1])
@@ -252,12 +268,12 @@ func runScan(x *exec) error {
 		}
 	}
 	var keys [][]byte
-	next := uint16(0)
-	if cur < codec.NumSlots {
+	next := uint64(0)
+	if slot, after, ok := x.c.s.scans.position(cur); ok {
 		g := clientGuard{c: x.c}
 		defer g.release()
 		visited := int64(0)
-		next, err = scanKeys(x.view(), x.db(), uint16(cur), func(key []byte, m codec.Meta) bool {
+		nextSlot, resume, err := scanKeys(x.view(), x.db(), slot, after, func(key []byte, m codec.Meta) bool {
 			if g.gone() {
 				return false
 			}
@@ -273,10 +289,14 @@ func runScan(x *exec) error {
 		if g.left {
 			return errClientGone
 		}
+		next = uint64(nextSlot)
+		if resume != nil {
+			next = x.c.s.scans.cursor(nextSlot, resume)
+		}
 	}
 	w := x.w()
 	w.WriteArray(2)
-	w.WriteBulkString(strconv.FormatUint(uint64(next), 10))
+	w.WriteBulkString(strconv.FormatUint(next, 10))
 	w.WriteArray(len(keys))
 	for _, k := range keys {
 		w.WriteBulk(k)

@@ -76,6 +76,7 @@ type Server struct {
 	wake  *waker
 	cons  *consumers // blocked XREADGROUP clients, served by the writer
 	watch *watches   // WATCHed keys
+	scans scanTokens // SCAN positions inside hash slots
 	start time.Time
 
 	ctx    context.Context // cancelled by Close: ends blocking waits
