@@ -121,11 +121,13 @@ func parseXAdd(args [][]byte) (xadd, error) {
 	if len(idArg) == 1 && idArg[0] == '*' {
 		c.args.ID.Auto = true
 	} else {
-		id, seqGiven, seqStar, err := codec.ParseID(idArg, 0, true)
+		id, _, seqStar, err := codec.ParseID(idArg, 0, true)
 		if err != nil {
 			return c, errInvalidStreamID
 		}
-		if seqGiven && id.IsZero() {
+		// Redis counts a bare "ms" as giving its sequence (0): "0" is 0-0,
+		// refused before the key is read; only "0-*" picks one.
+		if !seqStar && id.IsZero() {
 			return c, errXAddIDZero
 		}
 		c.args.ID = streams.IDSpec{SeqAuto: seqStar, ID: id}

@@ -57,3 +57,10 @@ func ParseScan(args [][]byte, noValues bool) (ScanArgs, error) {
 	}
 	return a, nil
 }
+
+// EmptyScan replies a scan of a missing key: cursor 0, no elements.
+func EmptyScan(x *Ctx) {
+	x.Reply.Array(2)
+	x.Reply.BulkString("0")
+	x.Reply.Array(0)
+}

@@ -177,11 +177,23 @@ func runHRandField(x *command.Ctx) error {
 // 7.4) returns the fields alone.
 // https://redis.io/docs/latest/commands/hscan/
 func runHScan(x *command.Ctx) error {
+	// Redis's order: the cursor, then the key (missing: an empty page
+	// whatever the options; another type: WRONGTYPE), then the options.
+	if _, ok := num.ParseCursor(x.Args[2]); !ok {
+		return command.ErrInvalidCursor
+	}
+	v := x.View()
+	if n, err := rhash.Len(v, x.DB, x.Args[1]); err != nil || n == 0 {
+		if err == nil {
+			command.EmptyScan(x)
+		}
+		return err
+	}
 	a, err := command.ParseScan(x.Args, true)
 	if err != nil {
 		return err
 	}
-	pg, err := rhash.Scan(x.View(), x.DB, x.Args[1], a.Cursor, a.Count, a.Match)
+	pg, err := rhash.Scan(v, x.DB, x.Args[1], a.Cursor, a.Count, a.Match)
 	if err != nil {
 		return err
 	}

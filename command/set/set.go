@@ -9,6 +9,7 @@ import (
 
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/command"
+	"github.com/sediment-dev/sediment/internal/num"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/types/elements"
 	"github.com/sediment-dev/sediment/types/rset"
@@ -288,11 +289,22 @@ func parseInt(b []byte) (int64, bool) { n, err := command.IntArg(b); return n, e
 // ...]], as HSCAN (sets of up to 128 members whole in one call).
 // https://redis.io/docs/latest/commands/sscan/
 func runSScan(x *command.Ctx) error {
+	// Redis's order, as HSCAN: the cursor, the key, then the options.
+	if _, ok := num.ParseCursor(x.Args[2]); !ok {
+		return command.ErrInvalidCursor
+	}
+	v := x.View()
+	if n, err := rset.Card(v, x.DB, x.Args[1]); err != nil || n == 0 {
+		if err == nil {
+			command.EmptyScan(x)
+		}
+		return err
+	}
 	a, err := command.ParseScan(x.Args, false)
 	if err != nil {
 		return err
 	}
-	pg, err := rset.Scan(x.View(), x.DB, x.Args[1], a.Cursor, a.Count, a.Match)
+	pg, err := rset.Scan(v, x.DB, x.Args[1], a.Cursor, a.Count, a.Match)
 	if err != nil {
 		return err
 	}
