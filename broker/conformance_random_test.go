@@ -564,9 +564,11 @@ func (g *crGen) command(inBlock bool) confStep {
 	switch r := g.rng.Intn(100); {
 	case r < 38:
 		return g.str()
-	case r < 70:
+	case r < 62:
 		return g.hash(inBlock)
-	case r < 85:
+	case r < 75:
+		return g.sets()
+	case r < 87:
 		return g.stream(inBlock)
 	default:
 		return g.keyspace()
@@ -930,8 +932,57 @@ func (g *crGen) trim() []string {
 }
 
 // keyspace returns DEL, EXISTS, TYPE, EXPIRE, PERSIST or TTL.
+// sets returns a set-family command, none with a random reply (no SPOP,
+// SRANDMEMBER below the set's size).
+func (g *crGen) sets() confStep {
+	k := g.key("set")
+	switch g.rng.Intn(14) {
+	case 0, 1, 2:
+		return cc(append([]string{"SADD", k}, g.fields(4)...)...)
+	case 3, 4:
+		return cc(append([]string{"SREM", k}, g.fields(3)...)...)
+	case 5:
+		return cc("SCARD", k)
+	case 6:
+		return cc("SISMEMBER", k, g.pick(crFields))
+	case 7:
+		return cc(append([]string{"SMISMEMBER", k}, g.fields(3)...)...)
+	case 8:
+		return ccSorted("SMEMBERS", k)
+	case 9:
+		return cc("SMOVE", k, g.key("set"), g.pick(crFields))
+	case 10:
+		op := g.pick([]string{"SINTER", "SUNION", "SDIFF"})
+		return ccSorted(append([]string{op}, g.keys("set", 3)...)...)
+	case 11:
+		op := g.pick([]string{"SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"})
+		return cc(append([]string{op, g.key("")}, g.keys("set", 3)...)...)
+	case 12:
+		keys := g.keys("set", 3)
+		args := append([]string{"SINTERCARD", strconv.Itoa(len(keys))}, keys...)
+		if g.chance(2) {
+			args = append(args, "LIMIT", strconv.Itoa(g.rng.Intn(3)))
+		}
+		return cc(args...)
+	default:
+		return ccSorted("SRANDMEMBER", k, "100") // at least the set's size: all of it
+	}
+}
+
 func (g *crGen) keyspace() confStep {
 	k := g.key("")
+	if g.chance(5) {
+		switch g.rng.Intn(4) {
+		case 0:
+			return cc("RENAME", k, g.key(""))
+		case 1:
+			return cc("RENAMENX", k, g.key(""))
+		case 2:
+			return cc("COPY", k, g.key(""), "REPLACE")
+		default:
+			return cc("COPY", k, g.key(""))
+		}
+	}
 	switch g.rng.Intn(9) {
 	case 0, 1:
 		return cc(append([]string{"DEL"}, g.keys("", 3)...)...)
