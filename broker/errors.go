@@ -56,8 +56,6 @@ const (
 	errXAutoClaimMemory           wireError = "ERR Insufficient memory, failed allocating transient memory, COUNT too high."
 	errNoSuchKey                  wireError = "ERR no such key"
 	errXInfoFull                  wireError = "ERR XINFO STREAM FULL is not supported by Sediment yet"
-	errExpireNXAndOthers          wireError = "ERR NX and XX, GT or LT options at the same time are not compatible"
-	errExpireGTAndLT              wireError = "ERR GT and LT options at the same time are not compatible"
 	errXSetIDEntriesAddedNeg      wireError = "ERR entries_added must be positive"
 	errXSetIDBelowGivenMaxDeleted wireError = "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
 	errUnblockedNoKey             wireError = "UNBLOCKED the stream key no longer exists"
@@ -141,19 +139,11 @@ func errNoGroupRead(key, group []byte) wireError {
 	return wireError(fmt.Sprintf("NOGROUP No such key '%s' or consumer group '%s' in XREADGROUP with GROUP option", sanitize(key, 128), sanitize(group, 128)))
 }
 
-// errUnsupportedOption is EXPIRE's reply to an unknown option.
-func errUnsupportedOption(opt []byte) wireError {
-	return wireError(fmt.Sprintf("ERR Unsupported option %s", sanitize(cString(opt), 128)))
-}
-
 // errValueRange is Redis's reply to an integer outside [min, max]
 // (getRangeLongFromObjectOrReply without a message of its own).
 func errValueRange(min, max int64) wireError {
 	return wireError(fmt.Sprintf("ERR value is out of range, value must between %d and %d", min, max))
 }
-
-// errInvalidExpireIn is the invalid-expire-time error of the named command.
-func errInvalidExpireIn(cmd string) wireError { return command.ErrInvalidExpire(cmd) }
 
 // errXClaimOption is XCLAIM's reply to an argument it does not know.
 func errXClaimOption(opt []byte) wireError {

@@ -11,87 +11,11 @@ import (
 
 func init() {
 	register(
-		&cmdSpec{name: "del", arity: -2, flags: flagWrite, first: 1, last: -1, step: 1,
-			group: "generic", since: "1.0.0", summary: "Deletes one or more keys.", run: runDel},
-		&cmdSpec{name: "unlink", arity: -2, flags: flagWrite | flagFast, first: 1, last: -1, step: 1,
-			group: "generic", since: "4.0.0", summary: "Asynchronously deletes one or more keys.", run: runDel},
-		&cmdSpec{name: "exists", arity: -2, flags: flagReadonly | flagFast, first: 1, last: -1, step: 1,
-			group: "generic", since: "1.0.0", summary: "Determines whether one or more keys exist.", run: runExists},
-		&cmdSpec{name: "type", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1,
-			group: "generic", since: "1.0.0", summary: "Determines the type of value stored at a key.", run: runType},
 		&cmdSpec{name: "keys", arity: 2, flags: flagReadonly, group: "generic", since: "1.0.0",
 			summary: "Returns all key names that match a pattern.", run: runKeys},
 		&cmdSpec{name: "scan", arity: -2, flags: flagReadonly, group: "generic", since: "2.8.0",
 			summary: "Iterates over the key names in the database.", run: runScan},
-		&cmdSpec{name: "dbsize", arity: 1, flags: flagReadonly | flagFast, group: "server", since: "1.0.0",
-			summary: "Returns the number of keys in the database.", run: runDBSize},
-		&cmdSpec{name: "flushdb", arity: -1, flags: flagWrite, group: "server", since: "1.0.0",
-			summary: "Removes all keys from the current database.", run: runFlushDB},
-		&cmdSpec{name: "flushall", arity: -1, flags: flagWrite, group: "server", since: "1.0.0",
-			summary: "Removes all keys from all databases.", run: runFlushAll},
 	)
-}
-
-// DEL key [key ...] and UNLINK key [key ...]. Reply: integer, keys removed.
-// Both are O(1) per key: a key's sub-keys go in one range deletion per tag.
-// https://redis.io/docs/latest/commands/del/
-func runDel(x *exec) error {
-	var n int
-	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
-		var events []codec.Event
-		seen := map[string]bool{}
-		n = 0
-		for _, key := range x.args[1:] {
-			if seen[string(key)] {
-				continue
-			}
-			seen[string(key)] = true
-			m, ok, evs, err := v.MetaForWrite(x.db(), key)
-			if err != nil {
-				return nil, err
-			}
-			events = append(events, evs...)
-			if ok {
-				events = append(events, codec.DelKeyEvent(x.db(), key, m.Type, m.ExpireAtMs))
-				n++
-			}
-		}
-		return events, nil
-	}, func() {
-		x.w().WriteInt(n)
-	})
-}
-
-// EXISTS key [key ...]. Reply: integer, how many of the keys exist
-// (a key named twice counts twice).
-func runExists(x *exec) error {
-	v := x.view()
-	n := 0
-	for _, key := range x.args[1:] {
-		_, ok, err := v.Meta(x.db(), key)
-		if err != nil {
-			return err
-		}
-		if ok {
-			n++
-		}
-	}
-	x.w().WriteInt(n)
-	return nil
-}
-
-// TYPE key. Reply: simple string: string, stream or none.
-func runType(x *exec) error {
-	m, ok, err := x.view().Meta(x.db(), x.args[1])
-	if err != nil {
-		return err
-	}
-	if !ok {
-		x.w().WriteString("none")
-		return nil
-	}
-	x.w().WriteString(m.Type.String())
-	return nil
 }
 
 // scanKeys calls fn for each live key of db in slot order, starting at slot
@@ -319,54 +243,4 @@ func upper(s string) string {
 		}
 	}
 	return string(b)
-}
-
-// DBSIZE. Reply: integer, the db's keys, from the key counters (O(1)). As
-// in Redis, a key whose TTL has passed counts until it is deleted.
-func runDBSize(x *exec) error {
-	n, _ := x.view().KeyCount(x.db())
-	x.w().WriteInt64(n)
-	return nil
-}
-
-// flushMode checks FLUSHDB/FLUSHALL's optional ASYNC|SYNC argument.
-func flushMode(x *exec) error {
-	switch {
-	case len(x.args) == 1:
-	case len(x.args) == 2 && (equalFold(x.args[1], "ASYNC") || equalFold(x.args[1], "SYNC")):
-	default:
-		return errSyntax
-	}
-	return nil
-}
-
-// FLUSHDB [ASYNC|SYNC]: range-deletes the db's keys in every populated slot.
-// Blocked XREADGROUP clients of the flushed keys get UNBLOCKED; blocked XREAD
-// clients keep waiting, as in Redis.
-func runFlushDB(x *exec) error {
-	if err := flushMode(x); err != nil {
-		return err
-	}
-	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
-		var slots []uint16
-		err := v.SeekSlots(codec.TagMeta, x.db(), 0, func(slot uint16) (bool, error) {
-			slots = append(slots, slot)
-			return true, nil
-		})
-		return []codec.Event{codec.FlushDBEvent(x.db(), slots)}, err
-	}, func() {
-		x.w().WriteString("OK")
-	})
-}
-
-// FLUSHALL [ASYNC|SYNC]: one range deletion per tag.
-func runFlushAll(x *exec) error {
-	if err := flushMode(x); err != nil {
-		return err
-	}
-	return x.writeAsync(func(*materialize.View) ([]codec.Event, error) {
-		return []codec.Event{codec.FlushAllEvent()}, nil
-	}, func() {
-		x.w().WriteString("OK")
-	})
 }

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 )
@@ -15,33 +16,35 @@ func (e WireError) Error() string { return string(e) }
 // Errors shared by command families (Redis 7.0 server.c shared objects,
 // t_string.c, object.c).
 const (
-	ErrSyntax         WireError = "ERR syntax error"
-	ErrNotInteger     WireError = "ERR value is not an integer or out of range"
-	ErrNotFloat       WireError = "ERR value is not a valid float"
-	ErrWrongType      WireError = "WRONGTYPE Operation against a key holding the wrong kind of value"
-	ErrOverflow       WireError = "ERR increment or decrement would overflow"
-	ErrIncrNaN        WireError = "ERR increment would produce NaN or Infinity"
-	ErrStringTooLong  WireError = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
-	ErrOffsetRange    WireError = "ERR offset is out of range"
-	ErrDecrOverflow   WireError = "ERR decrement would overflow"
-	ErrNaNOrInf       WireError = "ERR value is NaN or Infinity"
-	ErrHashNotInteger WireError = "ERR hash value is not an integer"
-	ErrHashNotFloat   WireError = "ERR hash value is not a float"
-	ErrOutOfRange     WireError = "ERR value is out of range"
-	ErrInvalidCursor  WireError = "ERR invalid cursor"
-	ErrMustBePositive WireError = "ERR value is out of range, must be positive"
-	ErrNumKeys        WireError = "ERR numkeys should be greater than 0"
-	ErrNumKeysArgs    WireError = "ERR Number of keys can't be greater than number of args"
-	ErrLimitNegative  WireError = "ERR LIMIT can't be negative"
-	ErrNoSuchKey      WireError = "ERR no such key"
-	ErrSameObject     WireError = "ERR source and destination objects are the same"
-	ErrDBIndex        WireError = "ERR DB index is out of range"
-	ErrFreqNotTracked WireError = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
-	ErrLCSNotString   WireError = "ERR The specified keys must contain string values"
-	ErrLCSLenAndIdx   WireError = "ERR If you want both the length and indexes, please just use IDX."
-	ErrLCSTooLong     WireError = "ERR String too long for LCS"
-	ErrLCSTooBig      WireError = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
-	ErrLCSNoMemory    WireError = "ERR Insufficient memory, failed allocating transient memory for LCS"
+	ErrSyntax            WireError = "ERR syntax error"
+	ErrNotInteger        WireError = "ERR value is not an integer or out of range"
+	ErrNotFloat          WireError = "ERR value is not a valid float"
+	ErrWrongType         WireError = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	ErrOverflow          WireError = "ERR increment or decrement would overflow"
+	ErrIncrNaN           WireError = "ERR increment would produce NaN or Infinity"
+	ErrStringTooLong     WireError = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+	ErrOffsetRange       WireError = "ERR offset is out of range"
+	ErrDecrOverflow      WireError = "ERR decrement would overflow"
+	ErrNaNOrInf          WireError = "ERR value is NaN or Infinity"
+	ErrHashNotInteger    WireError = "ERR hash value is not an integer"
+	ErrHashNotFloat      WireError = "ERR hash value is not a float"
+	ErrOutOfRange        WireError = "ERR value is out of range"
+	ErrInvalidCursor     WireError = "ERR invalid cursor"
+	ErrMustBePositive    WireError = "ERR value is out of range, must be positive"
+	ErrNumKeys           WireError = "ERR numkeys should be greater than 0"
+	ErrNumKeysArgs       WireError = "ERR Number of keys can't be greater than number of args"
+	ErrLimitNegative     WireError = "ERR LIMIT can't be negative"
+	ErrNoSuchKey         WireError = "ERR no such key"
+	ErrSameObject        WireError = "ERR source and destination objects are the same"
+	ErrDBIndex           WireError = "ERR DB index is out of range"
+	ErrFreqNotTracked    WireError = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+	ErrExpireNXAndOthers WireError = "ERR NX and XX, GT or LT options at the same time are not compatible"
+	ErrExpireGTAndLT     WireError = "ERR GT and LT options at the same time are not compatible"
+	ErrLCSNotString      WireError = "ERR The specified keys must contain string values"
+	ErrLCSLenAndIdx      WireError = "ERR If you want both the length and indexes, please just use IDX."
+	ErrLCSTooLong        WireError = "ERR String too long for LCS"
+	ErrLCSTooBig         WireError = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
+	ErrLCSNoMemory       WireError = "ERR Insufficient memory, failed allocating transient memory for LCS"
 )
 
 // ErrWrongArgs is Redis's arity error: ERR wrong number of arguments for
@@ -66,12 +69,28 @@ func ErrValueRange(min, max int64) WireError {
 // the subcommand as typed (control characters as spaces, at most 128
 // bytes), the command upper-cased.
 func ErrUnknownSubcommand(sub []byte, cmd string) WireError {
-	b := make([]byte, 0, min(len(sub), 128))
-	for _, c := range sub[:min(len(sub), 128)] {
+	return WireError(fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", sanitize(sub), strings.ToUpper(cmd)))
+}
+
+// ErrUnsupportedOption is EXPIRE's reply to an unknown option (the text up
+// to its first NUL byte, as Redis prints a C string).
+func ErrUnsupportedOption(opt []byte) WireError {
+	if i := bytes.IndexByte(opt, 0); i >= 0 {
+		opt = opt[:i]
+	}
+	return WireError(fmt.Sprintf("ERR Unsupported option %s", sanitize(opt)))
+}
+
+// sanitize makes b safe inside an error line, as Redis does: control
+// characters become spaces, at most 128 bytes.
+func sanitize(b []byte) string {
+	b = b[:min(len(b), 128)]
+	out := make([]byte, len(b))
+	for i, c := range b {
 		if c < ' ' || c == 0x7f {
 			c = ' '
 		}
-		b = append(b, c)
+		out[i] = c
 	}
-	return WireError(fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", b, strings.ToUpper(cmd)))
+	return string(out)
 }

@@ -22,6 +22,9 @@ var (
 	ErrNoSuchKey = errors.New("keyspace: no such key")
 	// ErrSameObject: COPY or MOVE onto the key itself.
 	ErrSameObject = errors.New("keyspace: source and destination objects are the same")
+	// ErrTimeOverflow: a relative expire time added to the decision time
+	// leaves the int64 range of Unix milliseconds.
+	ErrTimeOverflow = errors.New("keyspace: expire time overflows")
 )
 
 // move returns the events that put src's key (metadata m) at (dstDB, dst):

@@ -1,7 +1,8 @@
-// Package key is the generic key command family (Redis 7.0, db.c, object.c)
-// for the commands that live in a command package: RENAME, RENAMENX, COPY,
-// MOVE, TOUCH, RANDOMKEY, OBJECT. (DEL, EXISTS, TYPE, the EXPIRE family,
-// KEYS, SCAN and the flushes are still broker handlers.)
+// Package key is the generic key command family (Redis 7.0, db.c,
+// expire.c, object.c): DEL, UNLINK, EXISTS, TYPE, the EXPIRE and TTL
+// families, PERSIST, RENAME, RENAMENX, COPY, MOVE, TOUCH, RANDOMKEY,
+// OBJECT, and DBSIZE, FLUSHDB, FLUSHALL. (KEYS and SCAN are still broker
+// handlers: they need the connection's close watcher and SCAN's positions.)
 package key
 
 import (
@@ -19,7 +20,7 @@ const group = "generic"
 
 // Specs returns the family's commands.
 func Specs() []command.Spec {
-	return []command.Spec{
+	return append(genericSpecs(), []command.Spec{
 		{Name: "rename", Arity: 3, Flags: command.FlagWrite, First: 1, Last: 2, Step: 1, Group: group, Since: "1.0.0", Summary: "Renames a key and overwrites the destination.", Run: runRename},
 		{Name: "renamenx", Arity: 3, Flags: command.FlagWrite | command.FlagFast, First: 1, Last: 2, Step: 1, Group: group, Since: "1.0.0", Summary: "Renames a key only when the target key name doesn't exist.", Run: runRename},
 		{Name: "copy", Arity: -3, Flags: command.FlagWrite | command.FlagDenyOOM, First: 1, Last: 2, Step: 1, Group: group, Since: "6.2.0", Summary: "Copies the value of a key to a new key.", Run: runCopy},
@@ -27,7 +28,7 @@ func Specs() []command.Spec {
 		{Name: "touch", Arity: -2, Flags: command.FlagReadonly | command.FlagFast, First: 1, Last: -1, Step: 1, Group: group, Since: "3.2.1", Summary: "Returns the number of existing keys out of those specified after updating the time they were last accessed.", Run: runTouch},
 		{Name: "randomkey", Arity: 1, Flags: command.FlagReadonly, Group: group, Since: "1.0.0", Summary: "Returns a random key name from the database.", Run: runRandomKey},
 		{Name: "object", Arity: -2, Group: group, Since: "2.2.3", Summary: "A container for object introspection commands.", Run: runObject},
-	}
+	}...)
 }
 
 // wire maps keyspace's errors to Redis's words.
