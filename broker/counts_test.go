@@ -85,7 +85,7 @@ func runCounts(t *testing.T, seed uint64, steps int) {
 	clk := newFakeClock()
 	run := &countsRun{
 		countMode: "stored", // Redis's meaning, which the key counters keep
-		t: t, clk: clk, r: rand.New(rand.NewPCG(seed, 0x5eed)),
+		t:         t, clk: clk, r: rand.New(rand.NewPCG(seed, 0x5eed)),
 		known: map[string]bool{},
 		stats: map[string]*countsStats{},
 	}
