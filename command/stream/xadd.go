@@ -1,0 +1,176 @@
+package stream
+
+import (
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/command"
+	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
+)
+
+// xadd is a parsed XADD.
+// XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value [field value ...]
+// Reply: the new entry's ID (bulk string), or nil with NOMKSTREAM and no stream.
+// https://redis.io/docs/latest/commands/xadd/
+type xadd struct {
+	key  []byte
+	args streams.AddArgs
+	fv   [][]byte
+}
+
+// parseTrimOptions parses the options XADD and XTRIM share, starting at
+// args[i], and returns the index of the first argument it did not consume.
+// For XADD (isAdd) it also accepts NOMKSTREAM and stops at the ID. This
+// mirrors Redis's streamParseAddOrTrimArgsOrReply, including its checks'
+// order.
+func parseTrimOptions(args [][]byte, i int, isAdd bool, add *streams.AddArgs) (*streams.Trim, int, error) {
+	var (
+		t        streams.Trim
+		limitSet bool
+	)
+	for ; i < len(args); i++ {
+		a := args[i]
+		more := len(args) - 1 - i
+		switch {
+		case isAdd && len(a) == 1 && a[0] == '*':
+			goto done
+		case isAdd && command.EqualFold(a, "NOMKSTREAM"):
+			add.NoMkStream = true
+		case (command.EqualFold(a, "MAXLEN") || command.EqualFold(a, "MINID")) && more >= 1:
+			strategy := streams.TrimMaxLen
+			if command.EqualFold(a, "MINID") {
+				strategy = streams.TrimMinID
+			}
+			if t.Strategy != 0 {
+				return nil, 0, command.ErrMaxLenAndMinID
+			}
+			t.Strategy = strategy
+			next := args[i+1]
+			if more >= 2 && len(next) == 1 && (next[0] == '~' || next[0] == '=') {
+				t.Approx = next[0] == '~'
+				i++
+			}
+			i++
+			if strategy == streams.TrimMaxLen {
+				n, err := command.IntArg(args[i])
+				if err != nil {
+					return nil, 0, err
+				}
+				if n < 0 {
+					return nil, 0, command.ErrMaxLenNeg
+				}
+				t.MaxLen = uint64(n)
+			} else {
+				id, err := ParseID(args[i], 0)
+				if err != nil {
+					return nil, 0, err
+				}
+				t.MinID = id
+			}
+		case command.EqualFold(a, "LIMIT") && more >= 1:
+			n, err := command.IntArg(args[i+1])
+			if err != nil {
+				return nil, 0, err
+			}
+			if n < 0 {
+				return nil, 0, command.ErrLimitNeg
+			}
+			t.Limit, limitSet = n, true
+			i++
+		default:
+			if isAdd {
+				goto done
+			}
+			return nil, 0, command.ErrSyntax
+		}
+	}
+done:
+	if limitSet && t.Strategy == 0 {
+		return nil, 0, command.ErrLimitNoStrategy
+	}
+	if limitSet && !t.Approx {
+		return nil, 0, command.ErrLimitNoApprox
+	}
+	if t.Strategy == 0 {
+		return nil, i, nil
+	}
+	if t.Approx && !limitSet {
+		t.Limit = streams.DefaultApproxLimit
+	}
+	return &t, i, nil
+}
+
+func parseXAdd(args [][]byte) (xadd, error) {
+	c := xadd{key: args[1]}
+	trim, i, err := parseTrimOptions(args, 2, true, &c.args)
+	if err != nil {
+		return c, err
+	}
+	c.args.Trim = trim
+	if n := len(args) - i - 1; n < 2 || n%2 != 0 {
+		return c, command.ErrWrongArgs("xadd")
+	}
+	idArg := args[i]
+	if len(idArg) == 1 && idArg[0] == '*' {
+		c.args.ID.Auto = true
+	} else {
+		id, _, seqStar, err := codec.ParseID(idArg, 0, true)
+		if err != nil {
+			return c, command.ErrInvalidStreamID
+		}
+		// Redis counts a bare "ms" as giving its sequence (0): "0" is 0-0,
+		// refused before the key is read; only "0-*" picks one.
+		if !seqStar && id.IsZero() {
+			return c, command.ErrXAddIDZero
+		}
+		c.args.ID = streams.IDSpec{SeqAuto: seqStar, ID: id}
+	}
+	c.fv = args[i+1:]
+	return c, nil
+}
+
+func runXAdd(x *command.Ctx) error {
+	c, err := parseXAdd(x.Args)
+	if err != nil {
+		return err
+	}
+	var (
+		id    codec.ID
+		added bool
+	)
+	return x.Write(func(v *materialize.View) ([]codec.Event, error) {
+		var (
+			evs []codec.Event
+			err error
+		)
+		id, added, evs, err = streams.Add(v, x.DB, c.key, c.fv, c.args)
+		return evs, wire(err)
+	}, func() {
+		if !added {
+			x.Reply.NullBulk()
+			return
+		}
+		WriteID(x.Reply, id)
+	})
+}
+
+// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
+// Reply: integer, the number of entries deleted.
+// https://redis.io/docs/latest/commands/xtrim/
+func runXTrim(x *command.Ctx) error {
+	t, _, err := parseTrimOptions(x.Args, 2, false, nil)
+	if err != nil {
+		return err
+	}
+	if t == nil {
+		return command.ErrSyntax
+	}
+	var n uint64
+	return x.Write(func(v *materialize.View) ([]codec.Event, error) {
+		var (
+			evs []codec.Event
+			err error
+		)
+		n, evs, err = streams.TrimStream(v, x.DB, x.Args[1], *t)
+		return evs, wire(err)
+	}, func() { x.Reply.Int(int64(n)) })
+}
