@@ -9,7 +9,6 @@ import (
 	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/groups"
 	"github.com/sediment-dev/sediment/materialize"
-	"github.com/sediment-dev/sediment/streams"
 )
 
 // Every string Sediment sends as a Redis error lives in this file, in Redis's
@@ -21,54 +20,39 @@ import (
 type wireError = command.WireError
 
 const (
-	errSyntax                               = command.ErrSyntax
-	errNotInteger                           = command.ErrNotInteger
-	errWrongType                            = command.ErrWrongType
-	errInvalidStreamID            wireError = "ERR Invalid stream ID specified as stream command argument"
-	errXAddIDSmall                wireError = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
-	errXAddIDZero                 wireError = "ERR The ID specified in XADD must be greater than 0-0"
-	errStreamExhausted            wireError = "ERR The stream has exhausted the last possible ID, unable to add more items"
-	errElementsTooLarge           wireError = "ERR Elements are too large to be stored"
-	errLimitNoStrategy            wireError = "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
-	errBusyGroup                  wireError = "BUSYGROUP Consumer Group name already exists"
-	errXGroupNoKey                wireError = "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically."
-	errUnbalancedXRead            wireError = "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
-	errXReadGT                    wireError = "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
-	errTimeoutNeg                 wireError = "ERR timeout is negative"
-	errTimeoutNotInt              wireError = "ERR timeout is not an integer or out of range"
-	errMaxLenNeg                  wireError = "ERR The MAXLEN argument must be >= 0."
-	errLimitNeg                   wireError = "ERR The LIMIT argument must be >= 0."
-	errLimitNoApprox              wireError = "ERR syntax error, LIMIT cannot be used without the special ~ option"
-	errMaxLenAndMinID             wireError = "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
-	errInvalidStart               wireError = "ERR invalid start ID for the interval"
-	errInvalidEnd                 wireError = "ERR invalid end ID for the interval"
-	errEntriesRead                wireError = "ERR value for ENTRIESREAD must be positive or -1"
-	errGroupOnXRead               wireError = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
-	errNoAckOnXRead               wireError = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
-	errMissingGroup               wireError = "ERR Missing GROUP option for XREADGROUP"
-	errXReadGroupDollar           wireError = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."
-	errXClaimMinIdle              wireError = "ERR Invalid min-idle-time argument for XCLAIM"
-	errXClaimIdle                 wireError = "ERR Invalid IDLE option argument for XCLAIM"
-	errXClaimTime                 wireError = "ERR Invalid TIME option argument for XCLAIM"
-	errXClaimRetryCount           wireError = "ERR Invalid RETRYCOUNT option argument for XCLAIM"
-	errXAutoClaimMinIdle          wireError = "ERR Invalid min-idle-time argument for XAUTOCLAIM"
-	errXAutoClaimCount            wireError = "ERR COUNT must be > 0"
-	errXAutoClaimMemory           wireError = "ERR Insufficient memory, failed allocating transient memory, COUNT too high."
-	errNoSuchKey                  wireError = "ERR no such key"
-	errXInfoFull                  wireError = "ERR XINFO STREAM FULL is not supported by Sediment yet"
-	errXSetIDEntriesAddedNeg      wireError = "ERR entries_added must be positive"
-	errXSetIDBelowGivenMaxDeleted wireError = "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
-	errUnblockedNoKey             wireError = "UNBLOCKED the stream key no longer exists"
-	errUnblockedGroup             wireError = "NOGROUP the consumer group this client was blocked on no longer exists"
-	errDBIndex                    wireError = "ERR DB index is out of range"
-	errInvalidCursor              wireError = "ERR invalid cursor"
-	errInternal                   wireError = "ERR internal error"
-	errBadClientName              wireError = "ERR Client names cannot contain spaces, newlines or special characters."
-	errMultiNested                wireError = "ERR MULTI calls can not be nested"
-	errExecNoMulti                wireError = "ERR EXEC without MULTI"
-	errDiscardNoMulti             wireError = "ERR DISCARD without MULTI"
-	errWatchInMulti               wireError = "ERR WATCH inside MULTI is not allowed"
-	errExecAbort                  wireError = "EXECABORT Transaction discarded because of previous errors."
+	errSyntax                      = command.ErrSyntax
+	errNotInteger                  = command.ErrNotInteger
+	errWrongType                   = command.ErrWrongType
+	errBusyGroup         wireError = "BUSYGROUP Consumer Group name already exists"
+	errXGroupNoKey       wireError = "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically."
+	errUnbalancedXRead   wireError = "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
+	errXReadGT           wireError = "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
+	errTimeoutNeg        wireError = "ERR timeout is negative"
+	errTimeoutNotInt     wireError = "ERR timeout is not an integer or out of range"
+	errEntriesRead       wireError = "ERR value for ENTRIESREAD must be positive or -1"
+	errGroupOnXRead      wireError = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
+	errNoAckOnXRead      wireError = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
+	errMissingGroup      wireError = "ERR Missing GROUP option for XREADGROUP"
+	errXReadGroupDollar  wireError = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."
+	errXClaimMinIdle     wireError = "ERR Invalid min-idle-time argument for XCLAIM"
+	errXClaimIdle        wireError = "ERR Invalid IDLE option argument for XCLAIM"
+	errXClaimTime        wireError = "ERR Invalid TIME option argument for XCLAIM"
+	errXClaimRetryCount  wireError = "ERR Invalid RETRYCOUNT option argument for XCLAIM"
+	errXAutoClaimMinIdle wireError = "ERR Invalid min-idle-time argument for XAUTOCLAIM"
+	errXAutoClaimCount   wireError = "ERR COUNT must be > 0"
+	errXAutoClaimMemory  wireError = "ERR Insufficient memory, failed allocating transient memory, COUNT too high."
+	errXInfoFull         wireError = "ERR XINFO STREAM FULL is not supported by Sediment yet"
+	errUnblockedNoKey    wireError = "UNBLOCKED the stream key no longer exists"
+	errUnblockedGroup    wireError = "NOGROUP the consumer group this client was blocked on no longer exists"
+	errDBIndex           wireError = "ERR DB index is out of range"
+	errInvalidCursor     wireError = "ERR invalid cursor"
+	errInternal          wireError = "ERR internal error"
+	errBadClientName     wireError = "ERR Client names cannot contain spaces, newlines or special characters."
+	errMultiNested       wireError = "ERR MULTI calls can not be nested"
+	errExecNoMulti       wireError = "ERR EXEC without MULTI"
+	errDiscardNoMulti    wireError = "ERR DISCARD without MULTI"
+	errWatchInMulti      wireError = "ERR WATCH inside MULTI is not allowed"
+	errExecAbort         wireError = "EXECABORT Transaction discarded because of previous errors."
 	// Not a Redis message: Redis cannot notice a client leaving while KEYS
 	// runs. Sediment stops the scan, and this reply is rarely read: the
 	// client has gone, or the server is closing the connection.
@@ -156,11 +140,6 @@ func errNoSuchGroup(key, group []byte) wireError {
 	return wireError(fmt.Sprintf("NOGROUP No such consumer group '%s' for key name '%s'", sanitize(group, 128), sanitize(key, 128)))
 }
 
-// errNoGroup is XPENDING's (and most group commands') NOGROUP error.
-func errNoGroup(key, group []byte) wireError {
-	return wireError(fmt.Sprintf("NOGROUP No such key '%s' or consumer group '%s'", sanitize(key, 128), sanitize(group, 128)))
-}
-
 // sanitize makes b safe inside an error line: Redis replaces newlines and
 // other control characters with spaces and truncates long names.
 func sanitize(b []byte, max int) string {
@@ -190,18 +169,6 @@ func toWire(err error) (msg string, ok bool) {
 		return string(we), true
 	case errors.Is(err, materialize.ErrWrongType):
 		return string(errWrongType), true
-	case errors.Is(err, streams.ErrIDTooSmall):
-		return string(errXAddIDSmall), true
-	case errors.Is(err, streams.ErrIDZero):
-		return string(errXAddIDZero), true
-	case errors.Is(err, streams.ErrExhausted):
-		return string(errStreamExhausted), true
-	case errors.Is(err, streams.ErrSeqOverflow):
-		return string(errElementsTooLarge), true
-	case errors.Is(err, streams.ErrSetIDBelowTop):
-		return "ERR The ID specified in XSETID is smaller than the target stream top item", true
-	case errors.Is(err, streams.ErrSetIDEntriesAdded):
-		return "ERR The entries_added specified in XSETID is smaller than the target stream length", true
 	case errors.Is(err, groups.ErrGroupExists):
 		return string(errBusyGroup), true
 	case errors.Is(err, groups.ErrNoKey):

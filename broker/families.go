@@ -8,6 +8,7 @@ import (
 	"github.com/sediment-dev/sediment/command/reply"
 	"github.com/sediment-dev/sediment/command/set"
 	"github.com/sediment-dev/sediment/command/str"
+	"github.com/sediment-dev/sediment/command/stream"
 	"github.com/sediment-dev/sediment/materialize"
 )
 
@@ -18,6 +19,7 @@ func init() {
 	registerSpecs(hash.Specs()...)
 	registerSpecs(set.Specs()...)
 	registerSpecs(key.Specs()...)
+	registerSpecs(stream.Specs()...)
 }
 
 // registerSpecs adds command packages' specs to the table. Each request

@@ -4,6 +4,9 @@ import (
 	"errors"
 
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/command"
+	"github.com/sediment-dev/sediment/command/reply"
+	"github.com/sediment-dev/sediment/command/stream"
 	"github.com/sediment-dev/sediment/groups"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/streams"
@@ -23,7 +26,7 @@ func init() {
 func lookupGroupFor(v *materialize.View, db uint8, key, group []byte) error {
 	_, _, err := groups.Lookup(v, db, key, group)
 	if errors.Is(err, groups.ErrNoGroup) {
-		return errNoGroup(key, group)
+		return command.ErrNoGroup(key, group)
 	}
 	return err
 }
@@ -76,7 +79,7 @@ func parseXClaim(args [][]byte, nowMs int64) (groups.ClaimArgs, error) {
 			a.RetryCount = n
 		case equalFold(opt, "LASTID") && more:
 			i++
-			id, err := streamID(args[i], 0)
+			id, err := stream.ParseID(args[i], 0)
 			if err != nil {
 				return a, err
 			}
@@ -111,10 +114,10 @@ func runXClaim(x *exec) error {
 		return evs, err
 	}, func() {
 		if justID {
-			writeIDs(x.w(), entries)
+			stream.WriteIDs(reply.New(x.w()), entries)
 			return
 		}
-		writeEntries(x.w(), entries)
+		stream.WriteEntries(reply.New(x.w()), entries)
 	})
 }
 
@@ -137,7 +140,7 @@ func runXAutoClaim(x *exec) error {
 			return nil, errXAutoClaimMinIdle
 		}
 		a.MinIdleMs = max(minIdle, 0)
-		start, err := rangeBound(args[5], true)
+		start, err := stream.RangeBound(args[5], true)
 		if err != nil {
 			return nil, err
 		}
@@ -167,17 +170,17 @@ func runXAutoClaim(x *exec) error {
 		next, entries, deleted, evs, err = groups.AutoClaim(v, x.db(), args[1], a)
 		return evs, err
 	}, func() {
-		w := x.w()
-		w.WriteArray(3)
-		writeID(w, next)
+		w := reply.New(x.w())
+		w.Array(3)
+		stream.WriteID(w, next)
 		if a.JustID {
-			writeIDs(w, entries)
+			stream.WriteIDs(w, entries)
 		} else {
-			writeEntries(w, entries)
+			stream.WriteEntries(w, entries)
 		}
-		w.WriteArray(len(deleted))
+		w.Array(len(deleted))
 		for _, id := range deleted {
-			writeID(w, id)
+			stream.WriteID(w, id)
 		}
 	})
 }

@@ -4,18 +4,15 @@ import (
 	"errors"
 
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/command/stream"
 	"github.com/sediment-dev/sediment/groups"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/streams"
 )
 
 func init() {
-	register(
-		&cmdSpec{name: "xgroup", arity: -2, flags: flagWrite, first: 2, last: 2, step: 1,
-			group: "stream", since: "5.0.0", summary: "A container for consumer groups commands.", run: runXGroup},
-		&cmdSpec{name: "xack", arity: -4, flags: flagWrite | flagFast, first: 1, last: 1, step: 1,
-			group: "stream", since: "5.0.0", summary: "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream.", run: runXAck},
-	)
+	register(&cmdSpec{name: "xgroup", arity: -2, flags: flagWrite, first: 2, last: 2, step: 1,
+		group: "stream", since: "5.0.0", summary: "A container for consumer groups commands.", run: runXGroup})
 }
 
 // xgroupSubcommands are XGROUP's subcommands with their Redis arities
@@ -122,7 +119,7 @@ func runXGroup(x *exec) error {
 			dollar := isDollar(args[4])
 			if !dollar {
 				var err error
-				if id, err = streamID(args[4], 0); err != nil {
+				if id, err = stream.ParseID(args[4], 0); err != nil {
 					return nil, err
 				}
 			}
@@ -185,29 +182,4 @@ func bytesToLower(b []byte) []byte {
 		out[i] = c
 	}
 	return out
-}
-
-// XACK key group id [id ...]
-// Reply: integer, the number of IDs that were pending and are now acknowledged.
-// https://redis.io/docs/latest/commands/xack/
-func runXAck(x *exec) error {
-	var n int
-	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
-		// As in Redis: no key or group acknowledges nothing, before IDs are checked.
-		if _, _, err := groups.Lookup(v, x.db(), x.args[1], x.args[2]); err != nil {
-			if errors.Is(err, groups.ErrNoGroup) {
-				err = nil
-			}
-			return nil, err
-		}
-		ids, err := streamIDs(x.args[3:])
-		if err != nil {
-			return nil, err
-		}
-		var evs []codec.Event
-		n, evs, err = groups.Ack(v, x.db(), x.args[1], x.args[2], ids)
-		return evs, err
-	}, func() {
-		x.w().WriteInt(n)
-	})
 }

@@ -3,9 +3,10 @@ package broker
 import (
 	"errors"
 
-	"github.com/tidwall/redcon"
-
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/command"
+	"github.com/sediment-dev/sediment/command/reply"
+	"github.com/sediment-dev/sediment/command/stream"
 	"github.com/sediment-dev/sediment/groups"
 	"github.com/sediment-dev/sediment/streams"
 )
@@ -41,6 +42,7 @@ func runXInfo(x *exec) error {
 		return err
 	}
 	w := x.w()
+	rw := reply.New(w)
 	if name == "help" {
 		w.WriteArray(len(xinfoHelp))
 		for _, l := range xinfoHelp {
@@ -61,7 +63,7 @@ func runXInfo(x *exec) error {
 		return err
 	}
 	if !ok {
-		return errNoSuchKey
+		return command.ErrNoSuchKey
 	}
 	switch name {
 	case "stream":
@@ -82,19 +84,19 @@ func runXInfo(x *exec) error {
 		w.WriteBulkString("length")
 		w.WriteUint64(s.Length)
 		w.WriteBulkString("last-generated-id")
-		writeID(w, s.LastID)
+		stream.WriteID(rw, s.LastID)
 		w.WriteBulkString("max-deleted-entry-id")
-		writeID(w, s.MaxDeletedID)
+		stream.WriteID(rw, s.MaxDeletedID)
 		w.WriteBulkString("entries-added")
 		w.WriteUint64(s.EntriesAdded)
 		w.WriteBulkString("recorded-first-entry-id")
-		writeID(w, s.FirstID)
+		stream.WriteID(rw, s.FirstID)
 		w.WriteBulkString("groups")
 		w.WriteInt64(ngroups)
 		w.WriteBulkString("first-entry")
-		writeOneEntry(w, first)
+		writeOneEntry(rw, first)
 		w.WriteBulkString("last-entry")
-		writeOneEntry(w, last)
+		writeOneEntry(rw, last)
 	case "groups":
 		gs, err := groups.Infos(v, x.db(), key, m.Stream)
 		if err != nil {
@@ -110,7 +112,7 @@ func runXInfo(x *exec) error {
 			w.WriteBulkString("pending")
 			w.WriteInt64(g.Pending)
 			w.WriteBulkString("last-delivered-id")
-			writeID(w, g.LastDeliveredID)
+			stream.WriteID(rw, g.LastDeliveredID)
 			w.WriteBulkString("entries-read")
 			if g.EntriesRead == groups.InvalidEntriesRead {
 				w.WriteNull()
@@ -148,10 +150,10 @@ func runXInfo(x *exec) error {
 
 // writeOneEntry writes the first of entries as [id, [field, value, ...]],
 // or a null when there is none.
-func writeOneEntry(w *redcon.Writer, entries []streams.Entry) {
+func writeOneEntry(w reply.Writer, entries []streams.Entry) {
 	if len(entries) == 0 {
-		w.WriteNull()
+		w.NullBulk()
 		return
 	}
-	writeEntry(w, entries[0])
+	stream.WriteEntry(w, entries[0])
 }

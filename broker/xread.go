@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/command/stream"
 	"github.com/sediment-dev/sediment/groups"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/streams"
@@ -107,7 +108,7 @@ func historyID(b []byte) (codec.ID, error) {
 	if isDollar(b) {
 		return codec.ID{}, errXReadGroupDollar
 	}
-	return streamID(b, 0)
+	return stream.ParseID(b, 0)
 }
 
 func isGT(b []byte) bool     { return len(b) == 1 && b[0] == '>' }
@@ -166,7 +167,7 @@ func runXRead(x *exec) error {
 		case isGT(c.ids[i]):
 			return errXReadGT
 		default:
-			if after[i], err = streamID(c.ids[i], 0); err != nil {
+			if after[i], err = stream.ParseID(c.ids[i], 0); err != nil {
 				return err
 			}
 		}

@@ -47,6 +47,26 @@ const (
 	ErrLCSNoMemory       WireError = "ERR Insufficient memory, failed allocating transient memory for LCS"
 )
 
+// Errors of the stream commands (Redis 7.0 t_stream.c).
+const (
+	ErrInvalidStreamID         WireError = "ERR Invalid stream ID specified as stream command argument"
+	ErrXAddIDSmall             WireError = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+	ErrXAddIDZero              WireError = "ERR The ID specified in XADD must be greater than 0-0"
+	ErrStreamExhausted         WireError = "ERR The stream has exhausted the last possible ID, unable to add more items"
+	ErrElementsTooLarge        WireError = "ERR Elements are too large to be stored"
+	ErrLimitNoStrategy         WireError = "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
+	ErrMaxLenNeg               WireError = "ERR The MAXLEN argument must be >= 0."
+	ErrLimitNeg                WireError = "ERR The LIMIT argument must be >= 0."
+	ErrLimitNoApprox           WireError = "ERR syntax error, LIMIT cannot be used without the special ~ option"
+	ErrMaxLenAndMinID          WireError = "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
+	ErrInvalidStart            WireError = "ERR invalid start ID for the interval"
+	ErrInvalidEnd              WireError = "ERR invalid end ID for the interval"
+	ErrXSetIDEntriesAddedNeg   WireError = "ERR entries_added must be positive"
+	ErrXSetIDBelowMaxDeleted   WireError = "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
+	ErrXSetIDBelowTop          WireError = "ERR The ID specified in XSETID is smaller than the target stream top item"
+	ErrXSetIDEntriesAddedSmall WireError = "ERR The entries_added specified in XSETID is smaller than the target stream length"
+)
+
 // ErrWrongArgs is Redis's arity error: ERR wrong number of arguments for
 // 'mset' command.
 func ErrWrongArgs(name string) WireError {
@@ -79,6 +99,11 @@ func ErrUnsupportedOption(opt []byte) WireError {
 		opt = opt[:i]
 	}
 	return WireError(fmt.Sprintf("ERR Unsupported option %s", sanitize(opt)))
+}
+
+// ErrNoGroup is the NOGROUP error of XPENDING, XCLAIM and XAUTOCLAIM.
+func ErrNoGroup(key, group []byte) WireError {
+	return WireError(fmt.Sprintf("NOGROUP No such key '%s' or consumer group '%s'", sanitize(key), sanitize(group)))
 }
 
 // sanitize makes b safe inside an error line, as Redis does: control

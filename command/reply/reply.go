@@ -14,24 +14,31 @@ import (
 	"strconv"
 )
 
-// Sink holds the bytes a Writer renders: the connection's output buffer
-// (redcon's Writer satisfies it) or an EXEC's reply buffer. Buffer returns
-// the pending bytes; SetBuffer replaces them.
+// Sink takes the bytes a Writer renders: the connection's output buffer
+// (redcon's Writer satisfies it) or an EXEC's reply buffer. WriteRaw
+// appends b, which it must not retain.
 type Sink interface {
-	Buffer() []byte
-	SetBuffer([]byte)
+	WriteRaw(b []byte)
 }
 
 // Writer renders replies into a Sink. The zero Writer is not usable; make
-// one with New.
+// one with New. Copies of a Writer share its scratch buffer: use them from
+// one goroutine.
 type Writer struct {
 	sink Sink
+	buf  *[]byte // scratch: each call renders here, then appends it to sink
 }
 
 // New returns a Writer rendering RESP2 into sink.
-func New(sink Sink) Writer { return Writer{sink: sink} }
+func New(sink Sink) Writer { return Writer{sink: sink, buf: new([]byte)} }
 
-func (w Writer) put(f func(b []byte) []byte) { w.sink.SetBuffer(f(w.sink.Buffer())) }
+// put renders one element with f and appends it to the sink: O(element),
+// whatever the sink already holds.
+func (w Writer) put(f func(b []byte) []byte) {
+	b := f((*w.buf)[:0])
+	*w.buf = b
+	w.sink.WriteRaw(b)
+}
 
 func appendHeader(b []byte, c byte, n int) []byte {
 	b = append(b, c)
@@ -83,6 +90,16 @@ func (w Writer) Int(n int64) {
 	w.put(func(b []byte) []byte {
 		b = append(b, ':')
 		b = strconv.AppendInt(b, n, 10)
+		return append(b, '\r', '\n')
+	})
+}
+
+// Uint writes an unsigned integer (a counter kept as uint64: XPENDING's
+// delivery counts, XINFO's lengths).
+func (w Writer) Uint(n uint64) {
+	w.put(func(b []byte) []byte {
+		b = append(b, ':')
+		b = strconv.AppendUint(b, n, 10)
 		return append(b, '\r', '\n')
 	})
 }

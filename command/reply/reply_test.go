@@ -7,8 +7,7 @@ import (
 
 type buf struct{ b []byte }
 
-func (s *buf) Buffer() []byte     { return s.b }
-func (s *buf) SetBuffer(b []byte) { s.b = b }
+func (s *buf) WriteRaw(b []byte) { s.b = append(s.b, b...) }
 
 // TestRESP2 pins each kind's RESP2 bytes (Redis 7.0's rendering for a RESP2
 // client).
@@ -23,6 +22,7 @@ func TestRESP2(t *testing.T) {
 		{"set", func(w Writer) { w.Set(1); w.Bulk([]byte("a\x00b")) }, "*1\r\n$3\r\na\x00b\r\n"},
 		{"empty bulk", func(w Writer) { w.Bulk(nil) }, "$0\r\n\r\n"},
 		{"simple", func(w Writer) { w.OK(); w.Simple("QUEUED") }, "+OK\r\n+QUEUED\r\n"},
+		{"uint", func(w Writer) { w.Uint(1 << 63) }, ":9223372036854775808\r\n"},
 		{"bool", func(w Writer) { w.Bool(true); w.Bool(false) }, ":1\r\n:0\r\n"},
 		{"nulls", func(w Writer) { w.NullBulk(); w.NullArray() }, "$-1\r\n*-1\r\n"},
 		{"error", func(w Writer) { w.Error("ERR a\r\nb") }, "-ERR a  b\r\n"},

@@ -1,19 +1,11 @@
-package broker
+package stream
 
 import (
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/streams"
 )
-
-func init() {
-	register(
-		&cmdSpec{name: "xadd", arity: -5, flags: flagWrite | flagDenyOOM | flagFast, first: 1, last: 1, step: 1,
-			group: "stream", since: "5.0.0", summary: "Appends a new message to a stream. Creates the key if it doesn't exist.", run: runXAdd},
-		&cmdSpec{name: "xtrim", arity: -4, flags: flagWrite, first: 1, last: 1, step: 1,
-			group: "stream", since: "5.0.0", summary: "Deletes messages from the beginning of a stream.", run: runXTrim},
-	)
-}
 
 // xadd is a parsed XADD.
 // XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value [field value ...]
@@ -41,15 +33,15 @@ func parseTrimOptions(args [][]byte, i int, isAdd bool, add *streams.AddArgs) (*
 		switch {
 		case isAdd && len(a) == 1 && a[0] == '*':
 			goto done
-		case isAdd && equalFold(a, "NOMKSTREAM"):
+		case isAdd && command.EqualFold(a, "NOMKSTREAM"):
 			add.NoMkStream = true
-		case (equalFold(a, "MAXLEN") || equalFold(a, "MINID")) && more >= 1:
+		case (command.EqualFold(a, "MAXLEN") || command.EqualFold(a, "MINID")) && more >= 1:
 			strategy := streams.TrimMaxLen
-			if equalFold(a, "MINID") {
+			if command.EqualFold(a, "MINID") {
 				strategy = streams.TrimMinID
 			}
 			if t.Strategy != 0 {
-				return nil, 0, errMaxLenAndMinID
+				return nil, 0, command.ErrMaxLenAndMinID
 			}
 			t.Strategy = strategy
 			next := args[i+1]
@@ -59,28 +51,28 @@ func parseTrimOptions(args [][]byte, i int, isAdd bool, add *streams.AddArgs) (*
 			}
 			i++
 			if strategy == streams.TrimMaxLen {
-				n, err := intArg(args[i])
+				n, err := command.IntArg(args[i])
 				if err != nil {
 					return nil, 0, err
 				}
 				if n < 0 {
-					return nil, 0, errMaxLenNeg
+					return nil, 0, command.ErrMaxLenNeg
 				}
 				t.MaxLen = uint64(n)
 			} else {
-				id, err := streamID(args[i], 0)
+				id, err := ParseID(args[i], 0)
 				if err != nil {
 					return nil, 0, err
 				}
 				t.MinID = id
 			}
-		case equalFold(a, "LIMIT") && more >= 1:
-			n, err := intArg(args[i+1])
+		case command.EqualFold(a, "LIMIT") && more >= 1:
+			n, err := command.IntArg(args[i+1])
 			if err != nil {
 				return nil, 0, err
 			}
 			if n < 0 {
-				return nil, 0, errLimitNeg
+				return nil, 0, command.ErrLimitNeg
 			}
 			t.Limit, limitSet = n, true
 			i++
@@ -88,15 +80,15 @@ func parseTrimOptions(args [][]byte, i int, isAdd bool, add *streams.AddArgs) (*
 			if isAdd {
 				goto done
 			}
-			return nil, 0, errSyntax
+			return nil, 0, command.ErrSyntax
 		}
 	}
 done:
 	if limitSet && t.Strategy == 0 {
-		return nil, 0, errLimitNoStrategy
+		return nil, 0, command.ErrLimitNoStrategy
 	}
 	if limitSet && !t.Approx {
-		return nil, 0, errLimitNoApprox
+		return nil, 0, command.ErrLimitNoApprox
 	}
 	if t.Strategy == 0 {
 		return nil, i, nil
@@ -115,7 +107,7 @@ func parseXAdd(args [][]byte) (xadd, error) {
 	}
 	c.args.Trim = trim
 	if n := len(args) - i - 1; n < 2 || n%2 != 0 {
-		return c, errWrongArgs("xadd")
+		return c, command.ErrWrongArgs("xadd")
 	}
 	idArg := args[i]
 	if len(idArg) == 1 && idArg[0] == '*' {
@@ -123,12 +115,12 @@ func parseXAdd(args [][]byte) (xadd, error) {
 	} else {
 		id, _, seqStar, err := codec.ParseID(idArg, 0, true)
 		if err != nil {
-			return c, errInvalidStreamID
+			return c, command.ErrInvalidStreamID
 		}
 		// Redis counts a bare "ms" as giving its sequence (0): "0" is 0-0,
 		// refused before the key is read; only "0-*" picks one.
 		if !seqStar && id.IsZero() {
-			return c, errXAddIDZero
+			return c, command.ErrXAddIDZero
 		}
 		c.args.ID = streams.IDSpec{SeqAuto: seqStar, ID: id}
 	}
@@ -136,8 +128,8 @@ func parseXAdd(args [][]byte) (xadd, error) {
 	return c, nil
 }
 
-func runXAdd(x *exec) error {
-	c, err := parseXAdd(x.args)
+func runXAdd(x *command.Ctx) error {
+	c, err := parseXAdd(x.Args)
 	if err != nil {
 		return err
 	}
@@ -145,42 +137,40 @@ func runXAdd(x *exec) error {
 		id    codec.ID
 		added bool
 	)
-	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
+	return x.Write(func(v *materialize.View) ([]codec.Event, error) {
 		var (
 			evs []codec.Event
 			err error
 		)
-		id, added, evs, err = streams.Add(v, x.db(), c.key, c.fv, c.args)
-		return evs, err
+		id, added, evs, err = streams.Add(v, x.DB, c.key, c.fv, c.args)
+		return evs, wire(err)
 	}, func() {
 		if !added {
-			x.w().WriteNull()
+			x.Reply.NullBulk()
 			return
 		}
-		writeID(x.w(), id)
+		WriteID(x.Reply, id)
 	})
 }
 
 // XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
 // Reply: integer, the number of entries deleted.
 // https://redis.io/docs/latest/commands/xtrim/
-func runXTrim(x *exec) error {
-	t, _, err := parseTrimOptions(x.args, 2, false, nil)
+func runXTrim(x *command.Ctx) error {
+	t, _, err := parseTrimOptions(x.Args, 2, false, nil)
 	if err != nil {
 		return err
 	}
 	if t == nil {
-		return errSyntax
+		return command.ErrSyntax
 	}
 	var n uint64
-	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
+	return x.Write(func(v *materialize.View) ([]codec.Event, error) {
 		var (
 			evs []codec.Event
 			err error
 		)
-		n, evs, err = streams.TrimStream(v, x.db(), x.args[1], *t)
-		return evs, err
-	}, func() {
-		x.w().WriteInt64(int64(n))
-	})
+		n, evs, err = streams.TrimStream(v, x.DB, x.Args[1], *t)
+		return evs, wire(err)
+	}, func() { x.Reply.Int(int64(n)) })
 }
