@@ -103,7 +103,7 @@ func cString(b []byte) []byte {
 
 // errUnknownSubcommand is Redis's reply to an unknown subcommand of cmd.
 func errUnknownSubcommand(sub []byte, cmd string) wireError {
-	return wireError(fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", sanitize(sub, 128), strings.ToUpper(cmd)))
+	return command.ErrUnknownSubcommand(sub, cmd)
 }
 
 // errWrongArgsSub is Redis's arity error for a subcommand:
@@ -140,24 +140,8 @@ func errNoSuchGroup(key, group []byte) wireError {
 	return wireError(fmt.Sprintf("NOGROUP No such consumer group '%s' for key name '%s'", sanitize(group, 128), sanitize(key, 128)))
 }
 
-// sanitize makes b safe inside an error line: Redis replaces newlines and
-// other control characters with spaces and truncates long names.
-func sanitize(b []byte, max int) string {
-	if max < 0 {
-		max = 0
-	}
-	if len(b) > max {
-		b = b[:max]
-	}
-	out := make([]byte, len(b))
-	for i, c := range b {
-		if c < ' ' || c == 0x7f {
-			c = ' '
-		}
-		out[i] = c
-	}
-	return string(out)
-}
+// sanitize makes b safe inside an error line (command.Sanitize).
+func sanitize(b []byte, max int) string { return command.Sanitize(b, max) }
 
 // toWire maps a handler's error to the text sent after '-'. Domain sentinels
 // map to Redis's wording; anything unmapped becomes "ERR internal error" and

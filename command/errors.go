@@ -89,7 +89,7 @@ func ErrValueRange(min, max int64) WireError {
 // the subcommand as typed (control characters as spaces, at most 128
 // bytes), the command upper-cased.
 func ErrUnknownSubcommand(sub []byte, cmd string) WireError {
-	return WireError(fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", sanitize(sub), strings.ToUpper(cmd)))
+	return WireError(fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", Sanitize(sub, 128), strings.ToUpper(cmd)))
 }
 
 // ErrUnsupportedOption is EXPIRE's reply to an unknown option (the text up
@@ -98,18 +98,19 @@ func ErrUnsupportedOption(opt []byte) WireError {
 	if i := bytes.IndexByte(opt, 0); i >= 0 {
 		opt = opt[:i]
 	}
-	return WireError(fmt.Sprintf("ERR Unsupported option %s", sanitize(opt)))
+	return WireError(fmt.Sprintf("ERR Unsupported option %s", Sanitize(opt, 128)))
 }
 
 // ErrNoGroup is the NOGROUP error of XPENDING, XCLAIM and XAUTOCLAIM.
 func ErrNoGroup(key, group []byte) WireError {
-	return WireError(fmt.Sprintf("NOGROUP No such key '%s' or consumer group '%s'", sanitize(key), sanitize(group)))
+	return WireError(fmt.Sprintf("NOGROUP No such key '%s' or consumer group '%s'", Sanitize(key, 128), Sanitize(group, 128)))
 }
 
-// sanitize makes b safe inside an error line, as Redis does: control
-// characters become spaces, at most 128 bytes.
-func sanitize(b []byte) string {
-	b = b[:min(len(b), 128)]
+// Sanitize makes b safe inside an error line, as Redis does: control
+// characters become spaces, and b is cut to max bytes (Redis cuts names at
+// 128).
+func Sanitize(b []byte, maxLen int) string {
+	b = b[:min(len(b), max(maxLen, 0))]
 	out := make([]byte, len(b))
 	for i, c := range b {
 		if c < ' ' || c == 0x7f {
