@@ -1797,6 +1797,11 @@ var conformanceCases = []confCase{
 			"XTRIM s MAXLEN = 1\r\nXRANGE s - +\r\nFLUSHALL\r\nXLEN s\r\n", 20),
 		// Parse errors of writes queued behind submitted writes.
 		ccRaw("SET a 1\r\nXTRIM a FOO 1\r\nSET a 2 NX\r\nXGROUP FOO\r\nSET a 3 XX GET\r\nSET b x\r\nXADD b * f v\r\nDEL a b\r\nEXISTS a b\r\n", 9),
+		// XGROUP HELP (a write command replying without writing) and the
+		// claims, behind and between submitted writes.
+		ccRaw("XADD h 1-1 f v\r\nXGROUP CREATE h g 0\r\nXGROUP HELP\r\nXADD h 2-1 f v\r\n"+
+			"XREADGROUP GROUP g c STREAMS h >\r\nXCLAIM h g d 0 1-1 JUSTID\r\nXGROUP help\r\n"+
+			"XAUTOCLAIM h g c 0 - JUSTID\r\nXGROUP HELP x\r\nXINFO HELP\r\nXLEN h\r\n", 11),
 	}},
 	{name: "protocol error behind pipelined writes", steps: []confStep{
 		// The writes' replies come before the error; the connection closes.

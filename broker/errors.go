@@ -1,13 +1,11 @@
 package broker
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/sediment-dev/sediment/command"
-	"github.com/sediment-dev/sediment/groups"
 	"github.com/sediment-dev/sediment/materialize"
 )
 
@@ -20,39 +18,28 @@ import (
 type wireError = command.WireError
 
 const (
-	errSyntax                      = command.ErrSyntax
-	errNotInteger                  = command.ErrNotInteger
-	errWrongType                   = command.ErrWrongType
-	errBusyGroup         wireError = "BUSYGROUP Consumer Group name already exists"
-	errXGroupNoKey       wireError = "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically."
-	errUnbalancedXRead   wireError = "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
-	errXReadGT           wireError = "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
-	errTimeoutNeg        wireError = "ERR timeout is negative"
-	errTimeoutNotInt     wireError = "ERR timeout is not an integer or out of range"
-	errEntriesRead       wireError = "ERR value for ENTRIESREAD must be positive or -1"
-	errGroupOnXRead      wireError = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
-	errNoAckOnXRead      wireError = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
-	errMissingGroup      wireError = "ERR Missing GROUP option for XREADGROUP"
-	errXReadGroupDollar  wireError = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."
-	errXClaimMinIdle     wireError = "ERR Invalid min-idle-time argument for XCLAIM"
-	errXClaimIdle        wireError = "ERR Invalid IDLE option argument for XCLAIM"
-	errXClaimTime        wireError = "ERR Invalid TIME option argument for XCLAIM"
-	errXClaimRetryCount  wireError = "ERR Invalid RETRYCOUNT option argument for XCLAIM"
-	errXAutoClaimMinIdle wireError = "ERR Invalid min-idle-time argument for XAUTOCLAIM"
-	errXAutoClaimCount   wireError = "ERR COUNT must be > 0"
-	errXAutoClaimMemory  wireError = "ERR Insufficient memory, failed allocating transient memory, COUNT too high."
-	errXInfoFull         wireError = "ERR XINFO STREAM FULL is not supported by Sediment yet"
-	errUnblockedNoKey    wireError = "UNBLOCKED the stream key no longer exists"
-	errUnblockedGroup    wireError = "NOGROUP the consumer group this client was blocked on no longer exists"
-	errDBIndex           wireError = "ERR DB index is out of range"
-	errInvalidCursor     wireError = "ERR invalid cursor"
-	errInternal          wireError = "ERR internal error"
-	errBadClientName     wireError = "ERR Client names cannot contain spaces, newlines or special characters."
-	errMultiNested       wireError = "ERR MULTI calls can not be nested"
-	errExecNoMulti       wireError = "ERR EXEC without MULTI"
-	errDiscardNoMulti    wireError = "ERR DISCARD without MULTI"
-	errWatchInMulti      wireError = "ERR WATCH inside MULTI is not allowed"
-	errExecAbort         wireError = "EXECABORT Transaction discarded because of previous errors."
+	errSyntax                     = command.ErrSyntax
+	errNotInteger                 = command.ErrNotInteger
+	errWrongType                  = command.ErrWrongType
+	errUnbalancedXRead  wireError = "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
+	errXReadGT          wireError = "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
+	errTimeoutNeg       wireError = "ERR timeout is negative"
+	errTimeoutNotInt    wireError = "ERR timeout is not an integer or out of range"
+	errGroupOnXRead     wireError = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
+	errNoAckOnXRead     wireError = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
+	errMissingGroup     wireError = "ERR Missing GROUP option for XREADGROUP"
+	errXReadGroupDollar wireError = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."
+	errUnblockedNoKey   wireError = "UNBLOCKED the stream key no longer exists"
+	errUnblockedGroup   wireError = "NOGROUP the consumer group this client was blocked on no longer exists"
+	errDBIndex          wireError = "ERR DB index is out of range"
+	errInvalidCursor    wireError = "ERR invalid cursor"
+	errInternal         wireError = "ERR internal error"
+	errBadClientName    wireError = "ERR Client names cannot contain spaces, newlines or special characters."
+	errMultiNested      wireError = "ERR MULTI calls can not be nested"
+	errExecNoMulti      wireError = "ERR EXEC without MULTI"
+	errDiscardNoMulti   wireError = "ERR DISCARD without MULTI"
+	errWatchInMulti     wireError = "ERR WATCH inside MULTI is not allowed"
+	errExecAbort        wireError = "EXECABORT Transaction discarded because of previous errors."
 	// Not a Redis message: Redis cannot notice a client leaving while KEYS
 	// runs. Sediment stops the scan, and this reply is rarely read: the
 	// client has gone, or the server is closing the connection.
@@ -88,17 +75,9 @@ func errUnknownCommand(args [][]byte) wireError {
 		if list.Len() >= 128 {
 			break
 		}
-		fmt.Fprintf(&list, "'%s' ", sanitize(cString(a), 128-list.Len()))
+		fmt.Fprintf(&list, "'%s' ", sanitize(command.CString(a), 128-list.Len()))
 	}
-	return wireError(fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", sanitize(cString(args[0]), 128), list.String()))
-}
-
-// cString cuts b at its first NUL byte, as C's %s does.
-func cString(b []byte) []byte {
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		return b[:i]
-	}
-	return b
+	return wireError(fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", sanitize(command.CString(args[0]), 128), list.String()))
 }
 
 // errUnknownSubcommand is Redis's reply to an unknown subcommand of cmd.
@@ -109,13 +88,7 @@ func errUnknownSubcommand(sub []byte, cmd string) wireError {
 // errWrongArgsSub is Redis's arity error for a subcommand:
 // ERR wrong number of arguments for 'xgroup|create' command.
 func errWrongArgsSub(cmd string, sub []byte) wireError {
-	return wireError(fmt.Sprintf("ERR wrong number of arguments for '%s|%s' command", cmd, strings.ToLower(sanitize(sub, 64))))
-}
-
-// errSubcommandSyntax is Redis's addReplySubcommandSyntaxError: the
-// subcommand as the client typed it, the command in upper case.
-func errSubcommandSyntax(sub []byte, cmd string) wireError {
-	return wireError(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%s'. Try %s HELP.", sanitize(sub, 128), strings.ToUpper(cmd)))
+	return command.ErrWrongArgsSub(cmd, sub)
 }
 
 // errNoGroupRead is XREADGROUP's NOGROUP error.
@@ -127,17 +100,6 @@ func errNoGroupRead(key, group []byte) wireError {
 // (getRangeLongFromObjectOrReply without a message of its own).
 func errValueRange(min, max int64) wireError {
 	return wireError(fmt.Sprintf("ERR value is out of range, value must between %d and %d", min, max))
-}
-
-// errXClaimOption is XCLAIM's reply to an argument it does not know.
-func errXClaimOption(opt []byte) wireError {
-	return wireError(fmt.Sprintf("ERR Unrecognized XCLAIM option '%s'", sanitize(cString(opt), 128)))
-}
-
-// errNoSuchGroup is XGROUP's NOGROUP error (SETID, CREATECONSUMER,
-// DELCONSUMER on a missing group).
-func errNoSuchGroup(key, group []byte) wireError {
-	return wireError(fmt.Sprintf("NOGROUP No such consumer group '%s' for key name '%s'", sanitize(group, 128), sanitize(key, 128)))
 }
 
 // sanitize makes b safe inside an error line (command.Sanitize).
@@ -153,10 +115,6 @@ func toWire(err error) (msg string, ok bool) {
 		return string(we), true
 	case errors.Is(err, materialize.ErrWrongType):
 		return string(errWrongType), true
-	case errors.Is(err, groups.ErrGroupExists):
-		return string(errBusyGroup), true
-	case errors.Is(err, groups.ErrNoKey):
-		return string(errXGroupNoKey), true
 	}
 	return string(errInternal), false
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/internal/glob"
 )
 
@@ -172,7 +173,7 @@ func runConfig(x *exec) error {
 	var out []string
 	for _, p := range params {
 		for _, pat := range x.args[2:] {
-			if glob.Match(bytesToLower(pat), []byte(p[0])) {
+			if glob.Match([]byte(command.Lower(pat)), []byte(p[0])) {
 				out = append(out, p[0], p[1])
 				break
 			}
@@ -190,7 +191,7 @@ func runConfig(x *exec) error {
 func runInfo(x *exec) error {
 	want := map[string]bool{}
 	for _, a := range x.args[1:] {
-		want[string(bytesToLower(a))] = true
+		want[command.Lower(a)] = true
 	}
 	all := len(want) == 0 || want["all"] || want["default"] || want["everything"]
 	s := x.c.s

@@ -113,3 +113,12 @@ func (x *Ctx) View() *materialize.View { return x.rt.View() }
 func (x *Ctx) Write(decide func(v *materialize.View) ([]codec.Event, error), reply func()) error {
 	return x.rt.Write(decide, reply)
 }
+
+// WriteHelp writes a container command's HELP reply: its lines as status
+// replies, as Redis's addReplyHelp does.
+func WriteHelp(w reply.Writer, lines []string) {
+	w.Array(len(lines))
+	for _, l := range lines {
+		w.Simple(l)
+	}
+}

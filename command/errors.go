@@ -65,6 +65,18 @@ const (
 	ErrXSetIDBelowMaxDeleted   WireError = "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
 	ErrXSetIDBelowTop          WireError = "ERR The ID specified in XSETID is smaller than the target stream top item"
 	ErrXSetIDEntriesAddedSmall WireError = "ERR The entries_added specified in XSETID is smaller than the target stream length"
+	ErrBusyGroup               WireError = "BUSYGROUP Consumer Group name already exists"
+	ErrXGroupNoKey             WireError = "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically."
+	ErrEntriesRead             WireError = "ERR value for ENTRIESREAD must be positive or -1"
+	ErrXClaimMinIdle           WireError = "ERR Invalid min-idle-time argument for XCLAIM"
+	ErrXClaimIdle              WireError = "ERR Invalid IDLE option argument for XCLAIM"
+	ErrXClaimTime              WireError = "ERR Invalid TIME option argument for XCLAIM"
+	ErrXClaimRetryCount        WireError = "ERR Invalid RETRYCOUNT option argument for XCLAIM"
+	ErrXAutoClaimMinIdle       WireError = "ERR Invalid min-idle-time argument for XAUTOCLAIM"
+	ErrXAutoClaimCount         WireError = "ERR COUNT must be > 0"
+	ErrXAutoClaimMemory        WireError = "ERR Insufficient memory, failed allocating transient memory, COUNT too high."
+	// Not a Redis message: Sediment does not implement XINFO STREAM FULL.
+	ErrXInfoFull WireError = "ERR XINFO STREAM FULL is not supported by Sediment yet"
 )
 
 // ErrWrongArgs is Redis's arity error: ERR wrong number of arguments for
@@ -92,18 +104,48 @@ func ErrUnknownSubcommand(sub []byte, cmd string) WireError {
 	return WireError(fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", Sanitize(sub, 128), strings.ToUpper(cmd)))
 }
 
+// ErrWrongArgsSub is Redis's arity error for a subcommand: ERR wrong
+// number of arguments for 'xgroup|create' command.
+func ErrWrongArgsSub(cmd string, sub []byte) WireError {
+	return WireError(fmt.Sprintf("ERR wrong number of arguments for '%s|%s' command", cmd, strings.ToLower(Sanitize(sub, 64))))
+}
+
+// ErrSubcommandSyntax is Redis's addReplySubcommandSyntaxError: the
+// subcommand as the client typed it, the command in upper case.
+func ErrSubcommandSyntax(sub []byte, cmd string) WireError {
+	return WireError(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%s'. Try %s HELP.", Sanitize(sub, 128), strings.ToUpper(cmd)))
+}
+
 // ErrUnsupportedOption is EXPIRE's reply to an unknown option (the text up
 // to its first NUL byte, as Redis prints a C string).
 func ErrUnsupportedOption(opt []byte) WireError {
-	if i := bytes.IndexByte(opt, 0); i >= 0 {
-		opt = opt[:i]
-	}
-	return WireError(fmt.Sprintf("ERR Unsupported option %s", Sanitize(opt, 128)))
+	return WireError(fmt.Sprintf("ERR Unsupported option %s", Sanitize(CString(opt), 128)))
+}
+
+// ErrXClaimOption is XCLAIM's reply to an argument it does not know (the
+// text up to its first NUL byte).
+func ErrXClaimOption(opt []byte) WireError {
+	return WireError(fmt.Sprintf("ERR Unrecognized XCLAIM option '%s'", Sanitize(CString(opt), 128)))
+}
+
+// ErrNoSuchGroup is the NOGROUP error of XGROUP (SETID, CREATECONSUMER,
+// DELCONSUMER) and XINFO CONSUMERS on a missing group.
+func ErrNoSuchGroup(key, group []byte) WireError {
+	return WireError(fmt.Sprintf("NOGROUP No such consumer group '%s' for key name '%s'", Sanitize(group, 128), Sanitize(key, 128)))
 }
 
 // ErrNoGroup is the NOGROUP error of XPENDING, XCLAIM and XAUTOCLAIM.
 func ErrNoGroup(key, group []byte) WireError {
 	return WireError(fmt.Sprintf("NOGROUP No such key '%s' or consumer group '%s'", Sanitize(key, 128), Sanitize(group, 128)))
+}
+
+// CString cuts b at its first NUL byte, as C's %s prints it (Redis
+// formats some names with it).
+func CString(b []byte) []byte {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i]
+	}
+	return b
 }
 
 // Sanitize makes b safe inside an error line, as Redis does: control

@@ -200,10 +200,7 @@ func runObject(x *command.Ctx) error {
 		return command.ErrWrongArgs(fmt.Sprintf("object|%s", command.Lower(sub)))
 	}
 	if arity == 2 {
-		x.Reply.Array(len(objectHelp))
-		for _, l := range objectHelp {
-			x.Reply.Simple(l)
-		}
+		command.WriteHelp(x.Reply, objectHelp)
 		return nil
 	}
 	enc, ok, err := keyspace.Encoding(x.View(), x.DB, x.Args[2])

@@ -68,3 +68,7 @@ func RangeBound(b []byte, start bool) (codec.ID, error) {
 	}
 	return prev, nil
 }
+
+// isDollar reports whether b is "$", the ID of a stream's last entry in
+// XGROUP CREATE/SETID (and XREAD).
+func isDollar(b []byte) bool { return len(b) == 1 && b[0] == '$' }

@@ -1,14 +1,14 @@
 // Package stream is the stream command family (Redis 7.0, t_stream.c): one
 // Spec per command, each parsing its arguments and running over streams
-// and groups. The blocking reads (XREAD, XREADGROUP) and XGROUP, XCLAIM,
-// XAUTOCLAIM and XINFO are still broker handlers; they use this package's
-// argument parsers and reply writers.
+// and groups. The blocking reads (XREAD, XREADGROUP) are still broker
+// handlers; they use this package's argument parsers and reply writers.
 package stream
 
 import (
 	"errors"
 
 	"github.com/sediment-dev/sediment/command"
+	"github.com/sediment-dev/sediment/groups"
 	"github.com/sediment-dev/sediment/streams"
 )
 
@@ -31,12 +31,16 @@ func Specs() []command.Spec {
 		{Name: "xdel", Arity: -3, Flags: wf, First: 1, Last: 1, Step: 1, Group: group, Since: "5.0.0", Summary: "Returns the number of messages after removing them from a stream.", Run: runXDel},
 		{Name: "xsetid", Arity: -3, Flags: wdf, First: 1, Last: 1, Step: 1, Group: group, Since: "5.0.0", Summary: "An internal command for replicating stream values.", Run: runXSetID},
 		{Name: "xack", Arity: -4, Flags: wf, First: 1, Last: 1, Step: 1, Group: group, Since: "5.0.0", Summary: "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream.", Run: runXAck},
+		{Name: "xgroup", Arity: -2, Flags: w, First: 2, Last: 2, Step: 1, Group: group, Since: "5.0.0", Summary: "A container for consumer groups commands.", Run: runXGroup},
+		{Name: "xclaim", Arity: -6, Flags: wf, First: 1, Last: 1, Step: 1, Group: group, Since: "5.0.0", Summary: "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member.", Run: runXClaim},
+		{Name: "xautoclaim", Arity: -6, Flags: wf, First: 1, Last: 1, Step: 1, Group: group, Since: "6.2.0", Summary: "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member.", Run: runXAutoClaim},
+		{Name: "xinfo", Arity: -2, Flags: ro, First: 2, Last: 2, Step: 1, Group: group, Since: "5.0.0", Summary: "A container for stream introspection commands.", Run: runXInfo},
 		{Name: "xpending", Arity: -3, Flags: ro, First: 1, Last: 1, Step: 1, Group: group, Since: "5.0.0", Summary: "Returns the information and entries from a stream consumer group's pending entries list.", Run: runXPending},
 	}
 }
 
-// wire maps streams' errors to Redis's words; others pass through (the
-// broker maps materialize.ErrWrongType).
+// wire maps streams' and groups' errors to Redis's words; others pass
+// through (the broker maps materialize.ErrWrongType).
 func wire(err error) error {
 	switch {
 	case err == nil:
@@ -53,6 +57,10 @@ func wire(err error) error {
 		return command.ErrXSetIDBelowTop
 	case errors.Is(err, streams.ErrSetIDEntriesAdded):
 		return command.ErrXSetIDEntriesAddedSmall
+	case errors.Is(err, groups.ErrGroupExists):
+		return command.ErrBusyGroup
+	case errors.Is(err, groups.ErrNoKey):
+		return command.ErrXGroupNoKey
 	}
 	return err
 }

@@ -1,19 +1,14 @@
-package broker
+package stream
 
 import (
 	"errors"
 
 	"github.com/sediment-dev/sediment/codec"
-	"github.com/sediment-dev/sediment/command/stream"
+	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/groups"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/streams"
 )
-
-func init() {
-	register(&cmdSpec{name: "xgroup", arity: -2, flags: flagWrite, first: 2, last: 2, step: 1,
-		group: "stream", since: "5.0.0", summary: "A container for consumer groups commands.", run: runXGroup})
-}
 
 // xgroupSubcommands are XGROUP's subcommands with their Redis arities
 // (src/commands/xgroup-*.json), counting XGROUP and the subcommand.
@@ -52,66 +47,63 @@ var xgroupHelp = []string{
 // Checks run in Redis 7.0's order (t_stream.c xgroupCommand): subcommand
 // arity, options, the key, the group, then the ID.
 // https://redis.io/docs/latest/commands/xgroup/
-func runXGroup(x *exec) error {
-	sub, args := x.args[1], x.args
-	name, err := subcommand(x.args, "xgroup", xgroupSubcommands)
+func runXGroup(x *command.Ctx) error {
+	sub, args := x.Args[1], x.Args
+	name, err := subcommand(args, "xgroup", xgroupSubcommands)
 	if err != nil {
 		return err
 	}
 	if name == "help" {
-		if !x.inTxn() {
-			x.c.drain() // XGROUP is a pipelined write: reply after earlier writes
-		}
-		x.w().WriteArray(len(xgroupHelp))
-		for _, l := range xgroupHelp {
-			x.w().WriteString(l)
-		}
-		return nil
+		// XGROUP is a pipelined write: its reply goes after those of the
+		// writes submitted before it, so HELP replies through a write that
+		// decides nothing.
+		return x.Write(func(*materialize.View) ([]codec.Event, error) { return nil, nil },
+			func() { command.WriteHelp(x.Reply, xgroupHelp) })
 	}
 	key, group := args[2], args[3]
 	mkstream := false
 	entriesRead := int64(groups.InvalidEntriesRead)
 	for i := 5; i < len(args); i++ {
 		switch {
-		case name == "create" && equalFold(args[i], "MKSTREAM"):
+		case name == "create" && command.EqualFold(args[i], "MKSTREAM"):
 			mkstream = true
-		case (name == "create" || name == "setid") && equalFold(args[i], "ENTRIESREAD") && i+1 < len(args):
-			n, err := intArg(args[i+1])
+		case (name == "create" || name == "setid") && command.EqualFold(args[i], "ENTRIESREAD") && i+1 < len(args):
+			n, err := command.IntArg(args[i+1])
 			if err != nil {
 				return err
 			}
 			if n < 0 && n != groups.InvalidEntriesRead {
-				return errEntriesRead
+				return command.ErrEntriesRead
 			}
 			entriesRead = n
 			i++
 		default:
-			return errSubcommandSyntax(sub, "xgroup")
+			return command.ErrSubcommandSyntax(sub, "xgroup")
 		}
 	}
 	// Redis dispatches on these argument counts after its key checks.
 	shapeOK := (name != "create" || len(args) <= 8) && (name != "setid" || len(args) == 5 || len(args) == 7)
 	var (
-		n     int  // DESTROY, CREATECONSUMER: 0/1; DELCONSUMER: pending count
-		isInt bool // the reply is n, not OK
+		n     int64 // DESTROY, CREATECONSUMER: 0/1; DELCONSUMER: pending count
+		isInt bool  // the reply is n, not OK
 	)
-	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
+	return x.Write(func(v *materialize.View) ([]codec.Event, error) {
 		if !mkstream {
-			_, ok, err := streams.Meta(v, x.db(), key)
+			_, ok, err := streams.Meta(v, x.DB, key)
 			if err != nil {
 				return nil, err
 			}
 			if !ok {
-				return nil, groups.ErrNoKey
+				return nil, command.ErrXGroupNoKey
 			}
 			if name != "create" && name != "destroy" {
-				if _, _, err := groups.Lookup(v, x.db(), key, group); errors.Is(err, groups.ErrNoGroup) {
-					return nil, errNoSuchGroup(key, group)
+				if _, _, err := groups.Lookup(v, x.DB, key, group); errors.Is(err, groups.ErrNoGroup) {
+					return nil, command.ErrNoSuchGroup(key, group)
 				}
 			}
 		}
 		if !shapeOK {
-			return nil, errSubcommandSyntax(sub, "xgroup")
+			return nil, command.ErrSubcommandSyntax(sub, "xgroup")
 		}
 		switch name {
 		case "create", "setid":
@@ -119,32 +111,34 @@ func runXGroup(x *exec) error {
 			dollar := isDollar(args[4])
 			if !dollar {
 				var err error
-				if id, err = stream.ParseID(args[4], 0); err != nil {
+				if id, err = ParseID(args[4], 0); err != nil {
 					return nil, err
 				}
 			}
 			if name == "setid" {
-				return groups.SetID(v, x.db(), key, group, id, dollar, entriesRead)
+				evs, err := groups.SetID(v, x.DB, key, group, id, dollar, entriesRead)
+				return evs, wire(err)
 			}
-			return groups.Create(v, x.db(), key, group, groups.CreateArgs{ID: id, Dollar: dollar, MkStream: mkstream, EntriesRead: entriesRead})
+			evs, err := groups.Create(v, x.DB, key, group, groups.CreateArgs{ID: id, Dollar: dollar, MkStream: mkstream, EntriesRead: entriesRead})
+			return evs, wire(err)
 		case "destroy":
-			existed, evs, err := groups.Destroy(v, x.db(), key, group)
+			existed, evs, err := groups.Destroy(v, x.DB, key, group)
 			n, isInt = boolInt(existed), true
-			return evs, err
+			return evs, wire(err)
 		case "createconsumer":
-			created, evs, err := groups.CreateConsumer(v, x.db(), key, group, args[4])
+			created, evs, err := groups.CreateConsumer(v, x.DB, key, group, args[4])
 			n, isInt = boolInt(created), true
-			return evs, err
+			return evs, wire(err)
 		default: // delconsumer
-			pending, evs, err := groups.DelConsumer(v, x.db(), key, group, args[4])
-			n, isInt = pending, true
-			return evs, err
+			pending, evs, err := groups.DelConsumer(v, x.DB, key, group, args[4])
+			n, isInt = int64(pending), true
+			return evs, wire(err)
 		}
 	}, func() {
 		if isInt {
-			x.w().WriteInt(n)
+			x.Reply.Int(n)
 		} else {
-			x.w().WriteString("OK")
+			x.Reply.OK()
 		}
 	})
 }
@@ -154,32 +148,20 @@ func runXGroup(x *exec) error {
 // arities counting the command and the subcommand (negative: at least).
 // Errors: unknown subcommand, wrong number of arguments for 'cmd|sub'.
 func subcommand(args [][]byte, cmd string, arities map[string]int) (string, error) {
-	name := string(bytesToLower(args[1]))
+	name := command.Lower(args[1])
 	arity, known := arities[name]
 	if !known {
-		return "", errUnknownSubcommand(args[1], cmd)
+		return "", command.ErrUnknownSubcommand(args[1], cmd)
 	}
 	if n := len(args); (arity >= 0 && n != arity) || (arity < 0 && n < -arity) {
-		return "", errWrongArgsSub(cmd, args[1])
+		return "", command.ErrWrongArgsSub(cmd, args[1])
 	}
 	return name, nil
 }
 
-func boolInt(b bool) int {
+func boolInt(b bool) int64 {
 	if b {
 		return 1
 	}
 	return 0
-}
-
-// bytesToLower returns an ASCII-lower-cased copy of b.
-func bytesToLower(b []byte) []byte {
-	out := make([]byte, len(b))
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		out[i] = c
-	}
-	return out
 }

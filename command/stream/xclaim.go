@@ -1,25 +1,14 @@
-package broker
+package stream
 
 import (
 	"errors"
 
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/command"
-	"github.com/sediment-dev/sediment/command/reply"
-	"github.com/sediment-dev/sediment/command/stream"
 	"github.com/sediment-dev/sediment/groups"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/streams"
 )
-
-func init() {
-	register(
-		&cmdSpec{name: "xclaim", arity: -6, flags: flagWrite | flagFast, first: 1, last: 1, step: 1,
-			group: "stream", since: "5.0.0", summary: "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member.", run: runXClaim},
-		&cmdSpec{name: "xautoclaim", arity: -6, flags: flagWrite | flagFast, first: 1, last: 1, step: 1,
-			group: "stream", since: "6.2.0", summary: "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member.", run: runXAutoClaim},
-	)
-}
 
 // lookupGroupFor checks key's type and group's existence the way XCLAIM and
 // XAUTOCLAIM report them: WRONGTYPE, or NOGROUP with XPENDING's text.
@@ -36,9 +25,9 @@ func lookupGroupFor(v *materialize.View, db uint8, key, group []byte) error {
 // then the options.
 func parseXClaim(args [][]byte, nowMs int64) (groups.ClaimArgs, error) {
 	a := groups.ClaimArgs{Group: args[2], Consumer: args[3], DeliveryTimeMs: -1, RetryCount: -1}
-	minIdle, ok := parseInt(args[4])
+	minIdle, ok := command.ParseInt(args[4])
 	if !ok {
-		return a, errXClaimMinIdle
+		return a, command.ErrXClaimMinIdle
 	}
 	a.MinIdleMs = max(minIdle, 0)
 	i := 5
@@ -52,40 +41,40 @@ func parseXClaim(args [][]byte, nowMs int64) (groups.ClaimArgs, error) {
 	for ; i < len(args); i++ {
 		opt, more := args[i], i+1 < len(args)
 		switch {
-		case equalFold(opt, "FORCE"):
+		case command.EqualFold(opt, "FORCE"):
 			a.Force = true
-		case equalFold(opt, "JUSTID"):
+		case command.EqualFold(opt, "JUSTID"):
 			a.JustID = true
-		case equalFold(opt, "IDLE") && more:
+		case command.EqualFold(opt, "IDLE") && more:
 			i++
-			n, ok := parseInt(args[i])
+			n, ok := command.ParseInt(args[i])
 			if !ok {
-				return a, errXClaimIdle
+				return a, command.ErrXClaimIdle
 			}
 			a.DeliveryTimeMs = nowMs - n
-		case equalFold(opt, "TIME") && more:
+		case command.EqualFold(opt, "TIME") && more:
 			i++
-			n, ok := parseInt(args[i])
+			n, ok := command.ParseInt(args[i])
 			if !ok {
-				return a, errXClaimTime
+				return a, command.ErrXClaimTime
 			}
 			a.DeliveryTimeMs = n
-		case equalFold(opt, "RETRYCOUNT") && more:
+		case command.EqualFold(opt, "RETRYCOUNT") && more:
 			i++
-			n, ok := parseInt(args[i])
+			n, ok := command.ParseInt(args[i])
 			if !ok {
-				return a, errXClaimRetryCount
+				return a, command.ErrXClaimRetryCount
 			}
 			a.RetryCount = n
-		case equalFold(opt, "LASTID") && more:
+		case command.EqualFold(opt, "LASTID") && more:
 			i++
-			id, err := stream.ParseID(args[i], 0)
+			id, err := ParseID(args[i], 0)
 			if err != nil {
 				return a, err
 			}
 			a.LastID = id
 		default:
-			return a, errXClaimOption(opt)
+			return a, command.ErrXClaimOption(opt)
 		}
 	}
 	return a, nil
@@ -95,29 +84,29 @@ func parseXClaim(args [][]byte, nowMs int64) (groups.ClaimArgs, error) {
 // [TIME unix-time-milliseconds] [RETRYCOUNT count] [FORCE] [JUSTID] [LASTID id]
 // Reply: the claimed entries, or with JUSTID their IDs.
 // https://redis.io/docs/latest/commands/xclaim/
-func runXClaim(x *exec) error {
+func runXClaim(x *command.Ctx) error {
 	var (
 		entries []streams.Entry
 		justID  bool
 	)
-	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
-		if err := lookupGroupFor(v, x.db(), x.args[1], x.args[2]); err != nil {
+	return x.Write(func(v *materialize.View) ([]codec.Event, error) {
+		if err := lookupGroupFor(v, x.DB, x.Args[1], x.Args[2]); err != nil {
 			return nil, err
 		}
-		a, err := parseXClaim(x.args, v.NowMs())
+		a, err := parseXClaim(x.Args, v.NowMs())
 		if err != nil {
 			return nil, err
 		}
 		justID = a.JustID
 		var evs []codec.Event
-		entries, evs, err = groups.Claim(v, x.db(), x.args[1], a)
-		return evs, err
+		entries, evs, err = groups.Claim(v, x.DB, x.Args[1], a)
+		return evs, wire(err)
 	}, func() {
 		if justID {
-			stream.WriteIDs(reply.New(x.w()), entries)
+			WriteIDs(x.Reply, entries)
 			return
 		}
-		stream.WriteEntries(reply.New(x.w()), entries)
+		WriteEntries(x.Reply, entries)
 	})
 }
 
@@ -126,61 +115,61 @@ func runXClaim(x *exec) error {
 // pending entries that no longer exist and were dropped from the PEL].
 // Checks run in Redis 7.0's order: arguments, then type and group.
 // https://redis.io/docs/latest/commands/xautoclaim/
-func runXAutoClaim(x *exec) error {
-	args := x.args
+func runXAutoClaim(x *command.Ctx) error {
+	args := x.Args
 	a := groups.AutoClaimArgs{Group: args[2], Consumer: args[3], Count: 100}
 	var (
 		next    codec.ID
 		entries []streams.Entry
 		deleted []codec.ID
 	)
-	return x.writeAsync(func(v *materialize.View) ([]codec.Event, error) {
-		minIdle, ok := parseInt(args[4])
+	return x.Write(func(v *materialize.View) ([]codec.Event, error) {
+		minIdle, ok := command.ParseInt(args[4])
 		if !ok {
-			return nil, errXAutoClaimMinIdle
+			return nil, command.ErrXAutoClaimMinIdle
 		}
 		a.MinIdleMs = max(minIdle, 0)
-		start, err := stream.RangeBound(args[5], true)
+		start, err := RangeBound(args[5], true)
 		if err != nil {
 			return nil, err
 		}
 		a.Start = start
 		for i := 6; i < len(args); i++ {
 			switch {
-			case equalFold(args[i], "COUNT") && i+1 < len(args):
+			case command.EqualFold(args[i], "COUNT") && i+1 < len(args):
 				i++
-				n, ok := parseInt(args[i])
+				n, ok := command.ParseInt(args[i])
 				if !ok || n < 1 || n > maxAutoClaimCount {
-					return nil, errXAutoClaimCount
+					return nil, command.ErrXAutoClaimCount
 				}
 				a.Count = int(n)
-			case equalFold(args[i], "JUSTID"):
+			case command.EqualFold(args[i], "JUSTID"):
 				a.JustID = true
 			default:
-				return nil, errSyntax
+				return nil, command.ErrSyntax
 			}
 		}
-		if err := lookupGroupFor(v, x.db(), args[1], args[2]); err != nil {
+		if err := lookupGroupFor(v, x.DB, args[1], args[2]); err != nil {
 			return nil, err
 		}
 		if a.Count >= autoClaimAllocFails {
-			return nil, errXAutoClaimMemory
+			return nil, command.ErrXAutoClaimMemory
 		}
 		var evs []codec.Event
-		next, entries, deleted, evs, err = groups.AutoClaim(v, x.db(), args[1], a)
-		return evs, err
+		next, entries, deleted, evs, err = groups.AutoClaim(v, x.DB, args[1], a)
+		return evs, wire(err)
 	}, func() {
-		w := reply.New(x.w())
+		w := x.Reply
 		w.Array(3)
-		stream.WriteID(w, next)
+		WriteID(w, next)
 		if a.JustID {
-			stream.WriteIDs(w, entries)
+			WriteIDs(w, entries)
 		} else {
-			stream.WriteEntries(w, entries)
+			WriteEntries(w, entries)
 		}
 		w.Array(len(deleted))
 		for _, id := range deleted {
-			stream.WriteID(w, id)
+			WriteID(w, id)
 		}
 	})
 }
@@ -192,7 +181,7 @@ const maxAutoClaimCount = (1<<63 - 1) / max(groups.AutoClaimAttemptsFactor, 16)
 
 // autoClaimAllocFails is the smallest COUNT for which Redis's allocation of
 // COUNT stream IDs (2^47 bytes: the whole user address space of x86-64 and
-// arm64 Linux) always fails, and it replies errXAutoClaimMemory after its
+// arm64 Linux) always fails, and it replies ErrXAutoClaimMemory after its
 // key and group checks. Sediment allocates nothing by COUNT; it replies the
 // same error so that its replies do not depend on the count's size. Smaller
 // counts may fail on a given Redis host too (docs/commands.md, XAUTOCLAIM).

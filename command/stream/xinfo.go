@@ -1,0 +1,149 @@
+package stream
+
+import (
+	"errors"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/command"
+	"github.com/sediment-dev/sediment/command/reply"
+	"github.com/sediment-dev/sediment/groups"
+	"github.com/sediment-dev/sediment/streams"
+)
+
+var xinfoSubcommands = map[string]int{"stream": -3, "groups": 3, "consumers": 4, "help": 2}
+
+var xinfoHelp = []string{
+	"XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"CONSUMERS <key> <groupname>",
+	"    Show consumers of <groupname>.",
+	"GROUPS <key>",
+	"    Show the stream consumer groups.",
+	"STREAM <key> [FULL [COUNT <count>]",
+	"    Show information about the stream.",
+	"HELP",
+	"    Prints this help.",
+}
+
+// XINFO STREAM key | GROUPS key | CONSUMERS key group | HELP
+// Replies as Redis 7.0 (maps of field name to value), with two differences:
+// STREAM omits radix-tree-keys and radix-tree-nodes (Sediment has no radix
+// tree), and STREAM FULL is not supported.
+// https://redis.io/docs/latest/commands/xinfo-stream/
+func runXInfo(x *command.Ctx) error {
+	sub := x.Args[1]
+	name, err := subcommand(x.Args, "xinfo", xinfoSubcommands)
+	if err != nil {
+		return err
+	}
+	if name == "help" {
+		command.WriteHelp(x.Reply, xinfoHelp)
+		return nil
+	}
+	if name == "stream" && len(x.Args) > 3 {
+		if command.EqualFold(x.Args[3], "FULL") {
+			return command.ErrXInfoFull
+		}
+		return command.ErrSubcommandSyntax(sub, "xinfo")
+	}
+	v := x.View()
+	key := x.Args[2]
+	m, ok, err := streams.Meta(v, x.DB, key)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return command.ErrNoSuchKey
+	}
+	w := x.Reply
+	switch name {
+	case "stream":
+		ngroups, err := groups.Count(v, x.DB, key)
+		if err != nil {
+			return err
+		}
+		first, err := streams.Range(v, x.DB, key, codec.ID{}, codec.MaxID, 1, false)
+		if err != nil {
+			return err
+		}
+		last, err := streams.Range(v, x.DB, key, codec.ID{}, codec.MaxID, 1, true)
+		if err != nil {
+			return err
+		}
+		s := m.Stream
+		w.Map(8)
+		w.BulkString("length")
+		w.Uint(s.Length)
+		w.BulkString("last-generated-id")
+		WriteID(w, s.LastID)
+		w.BulkString("max-deleted-entry-id")
+		WriteID(w, s.MaxDeletedID)
+		w.BulkString("entries-added")
+		w.Uint(s.EntriesAdded)
+		w.BulkString("recorded-first-entry-id")
+		WriteID(w, s.FirstID)
+		w.BulkString("groups")
+		w.Int(ngroups)
+		w.BulkString("first-entry")
+		writeOneEntry(w, first)
+		w.BulkString("last-entry")
+		writeOneEntry(w, last)
+	case "groups":
+		gs, err := groups.Infos(v, x.DB, key, m.Stream)
+		if err != nil {
+			return err
+		}
+		w.Array(len(gs))
+		for _, g := range gs {
+			w.Map(6)
+			w.BulkString("name")
+			w.Bulk(g.Name)
+			w.BulkString("consumers")
+			w.Int(g.Consumers)
+			w.BulkString("pending")
+			w.Int(g.Pending)
+			w.BulkString("last-delivered-id")
+			WriteID(w, g.LastDeliveredID)
+			w.BulkString("entries-read")
+			if g.EntriesRead == groups.InvalidEntriesRead {
+				w.NullBulk()
+			} else {
+				w.Int(g.EntriesRead)
+			}
+			w.BulkString("lag")
+			if g.LagKnown {
+				w.Int(g.Lag)
+			} else {
+				w.NullBulk()
+			}
+		}
+	case "consumers":
+		cs, err := groups.ConsumerInfos(v, x.DB, key, x.Args[3])
+		if errors.Is(err, groups.ErrNoGroup) {
+			return command.ErrNoSuchGroup(key, x.Args[3])
+		}
+		if err != nil {
+			return err
+		}
+		w.Array(len(cs))
+		for _, c := range cs {
+			w.Map(3)
+			w.BulkString("name")
+			w.Bulk(c.Name)
+			w.BulkString("pending")
+			w.Int(c.Pending)
+			w.BulkString("idle")
+			w.Int(c.IdleMs)
+		}
+	}
+	return nil
+}
+
+// writeOneEntry writes the first of entries as [id, [field, value, ...]],
+// or a null when there is none.
+func writeOneEntry(w reply.Writer, entries []streams.Entry) {
+	if len(entries) == 0 {
+		w.NullBulk()
+		return
+	}
+	WriteEntry(w, entries[0])
+}
