@@ -39,6 +39,10 @@ type conn struct {
 	multi      *multiState     // open transaction (MULTI), or nil
 	watched    []*watchedKey   // WATCHed keys (watches); changed under watches.mu
 	dirty      atomic.Bool     // a watched key was touched: EXEC aborts (set by the writer)
+	// replyScratch is the reply writers' scratch buffer (reply.NewScratch):
+	// used by one command at a time, on this goroutine or, inside EXEC, on
+	// the writer while this goroutine waits.
+	replyScratch []byte
 
 	mu      sync.Mutex // guards name, closing and read deadlines; db for readers other than the connection goroutine
 	name    string

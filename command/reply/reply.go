@@ -32,6 +32,11 @@ type Writer struct {
 // New returns a Writer rendering RESP2 into sink.
 func New(sink Sink) Writer { return Writer{sink: sink, buf: new([]byte)} }
 
+// NewScratch is New with the caller's scratch buffer, reused across
+// Writers (a connection's commands run one at a time) so that a reply costs
+// no allocation once the buffer has grown.
+func NewScratch(sink Sink, scratch *[]byte) Writer { return Writer{sink: sink, buf: scratch} }
+
 // put renders one element with f and appends it to the sink: O(element),
 // whatever the sink already holds.
 func (w Writer) put(f func(b []byte) []byte) {
