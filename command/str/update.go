@@ -84,12 +84,8 @@ func runIncrByFloat(x *command.Ctx) error {
 		var events []codec.Event
 		var err error
 		out, events, err = rstring.Update(v, x.DB, x.Args[1], func(cur []byte, ok bool) ([]byte, error) {
-			// Redis parses the stored value before the increment.
-			if ok {
-				if _, valid := ldouble.Parse(cur); !valid {
-					return nil, command.ErrNotFloat
-				}
-			}
+			// Redis checks the type (rstring.Update), then the stored value,
+			// then the increment; both number errors have the same text.
 			incr, valid := ldouble.Parse(x.Args[2])
 			if !valid {
 				return nil, command.ErrNotFloat

@@ -107,16 +107,17 @@ func Scan(v *materialize.View, p []byte, total, cursor uint64, count int, match 
 	if cursor != 0 {
 		lower = append(append([]byte(nil), p...), cursorPrefix(cursor)...)
 	}
-	var last []byte
+	var lastCursor uint64 // the cursor of the last element taken (0: none yet)
 	n := 0
 	err := v.Iterate(lower, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
 		e := k[len(p):]
-		if n >= count && cursorOf(e) != cursorOf(last) {
-			pg.Cursor = cursorOf(e)
+		c := cursorOf(e)
+		if n >= count && c != lastCursor {
+			pg.Cursor = c
 			return false, nil
 		}
 		n++
-		last = append(last[:0], e...)
+		lastCursor = c
 		if match == nil || match(e) {
 			pg.Elems = append(pg.Elems, append([]byte(nil), e...))
 			pg.Vals = append(pg.Vals, append([]byte(nil), val...))
