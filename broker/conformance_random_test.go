@@ -276,17 +276,32 @@ func crWhere(index int) string {
 	return fmt.Sprint("step ", index+1)
 }
 
-// final compares the final state on new connections (the session's may be
-// in MULTI): the key list, then each key's type, content and TTL.
+// final compares the final state of dbs 0 and 1 (MOVE and SWAPDB use 1)
+// on new connections (the session's may be in MULTI): the key list, then
+// each key's type, content and TTL.
 func (x *crSession) final() *crMismatch {
+	for _, db := range []string{"0", "1"} {
+		if m := x.finalDB(db); m != nil {
+			return m
+		}
+	}
+	return nil
+}
+
+func (x *crSession) finalDB(db string) *crMismatch {
 	rc, sc := confDial(x.t, x.redis), confDial(x.t, x.sediment)
 	defer rc.nc.Close()
 	defer sc.nc.Close()
 	x.inMulti, x.queued = false, nil
+	for _, c := range []*confConn{rc, sc} {
+		if r, err := c.do("SELECT", db); err != nil || r.kind != confSimple {
+			x.t.Fatalf("SELECT %s: %v %v", db, r, err)
+		}
+	}
 	check := func(s confStep) *crMismatch {
 		m := x.do(rc, sc, s, -1)
 		if m != nil {
-			m.sig = "final " + m.sig
+			m.sig = "final db" + db + " " + m.sig
 		}
 		return m
 	}
@@ -972,7 +987,11 @@ func (g *crGen) sets() confStep {
 func (g *crGen) keyspace() confStep {
 	k := g.key("")
 	if g.chance(5) {
-		switch g.rng.Intn(4) {
+		switch g.rng.Intn(6) {
+		case 4:
+			return cc("MOVE", k, "1")
+		case 5:
+			return cc("SWAPDB", "0", "1") // final compares both dbs
 		case 0:
 			return cc("RENAME", k, g.key(""))
 		case 1:

@@ -212,8 +212,18 @@ func (x *exec) w() *redcon.Writer {
 	return x.c.w
 }
 
-// db returns the connection's selected database.
+// db returns the connection's selected database (logical: SELECT's number).
 func (x *exec) db() uint8 { return x.c.db }
+
+// storageDB returns the storage db of the selected database as reads see
+// it now (materialize.View.StorageDB). A write decision resolves it again
+// on its own View.
+func (x *exec) storageDB() uint8 {
+	if x.tx != nil {
+		return x.tx.tx.View().StorageDB(x.c.db)
+	}
+	return x.c.s.store.StorageDB(x.c.db)
+}
 
 // view returns a read View of the latest committed state (inside EXEC: of
 // the transaction so far).

@@ -33,7 +33,7 @@ func registerSpecs(specs ...command.Spec) {
 			group: sp.Group, since: sp.Since, summary: sp.Summary,
 			run: func(x *exec) error {
 				lim := command.Limits{MaxBulkLen: x.c.rd.lim.MaxBulkLen, Databases: x.c.s.opts.Databases}
-				return run(command.NewCtx(x.args, x.db(), reply.NewScratch(x.w(), &x.c.replyScratch), lim, execRuntime{x}))
+				return run(command.NewCtx(x.args, x.db(), x.storageDB(), uint64(x.c.id), reply.NewScratch(x.w(), &x.c.replyScratch), lim, execRuntime{x}))
 			}})
 	}
 }

@@ -79,7 +79,8 @@ func runKeys(x *exec) error {
 	var keys [][]byte
 	g := clientGuard{c: x.c}
 	defer g.release()
-	_, _, err := scanKeys(x.view(), x.db(), 0, nil, func(key []byte, _ codec.Meta) bool {
+	v := x.view()
+	_, _, err := scanKeys(v, v.StorageDB(x.db()), 0, nil, func(key []byte, _ codec.Meta) bool {
 		if g.gone() {
 			return false
 		}
@@ -197,7 +198,8 @@ func runScan(x *exec) error {
 		g := clientGuard{c: x.c}
 		defer g.release()
 		visited := int64(0)
-		nextSlot, resume, err := scanKeys(x.view(), x.db(), slot, after, func(key []byte, m codec.Meta) bool {
+		v := x.view()
+		nextSlot, resume, err := scanKeys(v, v.StorageDB(x.db()), slot, after, func(key []byte, m codec.Meta) bool {
 			if g.gone() {
 				return false
 			}

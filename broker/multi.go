@@ -103,7 +103,7 @@ func runWatch(x *exec) error {
 	}
 	err := x.write(func(v *materialize.View) ([]codec.Event, error) {
 		for _, k := range x.args[1:] {
-			_, ok, del, err := v.MetaForWrite(x.db(), k)
+			_, ok, del, err := v.MetaForWrite(v.StorageDB(x.db()), k)
 			if err != nil {
 				return nil, err
 			}

@@ -155,10 +155,10 @@ func (c *consumers) ready(v *materialize.View, events []codec.Event, record func
 		last   waitKey
 		primed bool
 	)
-	for _, e := range events {
+	for i, e := range events {
 		switch e.Op {
 		case codec.OpXAdd, codec.OpDelKey, codec.OpGroupDel:
-			k := waitKey{e.DB, string(e.Key)}
+			k := waitKey{eventDB(events, i, v.LogicalDB), string(e.Key)}
 			if primed && k == last {
 				continue // served already for this key
 			}
@@ -166,14 +166,26 @@ func (c *consumers) ready(v *materialize.View, events []codec.Event, record func
 			for group := range c.queues[k] {
 				c.serveLocked(v, k, group, record)
 			}
-		case codec.OpFlushDB, codec.OpFlushAll:
+		case codec.OpFlushDB, codec.OpFlushAll, codec.OpSwapDB:
+			// Every waiter of the dbs: flushed keys end their waits,
+			// swapped ones may now hold entries (Redis's SWAPDB serves
+			// the clients blocked on keys of either db).
+			var dbs [2]uint8
+			switch e.Op {
+			case codec.OpFlushDB:
+				db := eventDB(events, i, v.LogicalDB)
+				dbs = [2]uint8{db, db}
+			case codec.OpSwapDB:
+				dbs = [2]uint8{e.DB, e.Args[0][0]}
+			}
 			for k, byGroup := range c.queues {
-				if e.Op == codec.OpFlushAll || k.db == e.DB {
+				if e.Op == codec.OpFlushAll || k.db == dbs[0] || k.db == dbs[1] {
 					for group := range byGroup {
 						c.serveLocked(v, k, group, record)
 					}
 				}
 			}
+			primed = false
 		}
 	}
 }

@@ -120,7 +120,7 @@ func New(opts Options) (*Server, error) {
 	s.cons = newConsumers(o.Logger.Warn)
 	s.watch = newWatches()
 	store.SetReady(func(v *materialize.View, events []codec.Event, record func(materialize.Served)) {
-		s.watch.touch(events)
+		s.watch.touch(v, events)
 		s.cons.ready(v, events, record)
 	})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -128,6 +128,7 @@ func New(opts Options) (*Server, error) {
 		store.Close()
 		return nil, err
 	}
+	s.wake.logicalDB = store.LogicalDB
 	s.wg.Add(1)
 	go s.activeExpiry()
 	return s, nil
@@ -239,7 +240,7 @@ func (s *Server) activeExpiry() {
 				continue
 			}
 			for _, k := range keys {
-				s.wake.publishKey(k.DB, k.Key)
+				s.wake.publishKey(s.store.LogicalDB(k.DB), k.Key)
 			}
 		}
 	}

@@ -242,7 +242,7 @@ func runInfo(x *exec) error {
 	section("keyspace", func() {
 		v := x.view()
 		for db := 0; db < s.opts.Databases; db++ {
-			if n, expires := v.KeyCount(uint8(db)); n > 0 {
+			if n, expires := v.KeyCount(v.StorageDB(uint8(db))); n > 0 {
 				fmt.Fprintf(&b, "db%d:keys=%d,expires=%d,avg_ttl=0\r\n", db, n, expires)
 			}
 		}

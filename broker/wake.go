@@ -50,6 +50,9 @@ type waker struct {
 	log    *slog.Logger
 	reg    *registry
 	flushS *nats.Subscription
+	// logicalDB maps an event's storage db to its logical db, which wake
+	// subjects name (materialize.Store.LogicalDB).
+	logicalDB func(storage uint8) uint8
 }
 
 // newWaker connects to url, or starts an embedded in-process NATS server
@@ -128,10 +131,10 @@ func (w *waker) publishEvents(events []codec.Event) {
 		last   codec.Event
 		primed bool
 	)
-	for _, e := range events {
+	for i, e := range events {
 		switch e.Op {
 		case codec.OpXAdd, codec.OpDelKey, codec.OpGroupDel:
-		case codec.OpFlushDB, codec.OpFlushAll:
+		case codec.OpFlushDB, codec.OpFlushAll, codec.OpSwapDB:
 			if w.ns != nil && !w.reg.any() {
 				continue
 			}
@@ -146,6 +149,9 @@ func (w *waker) publishEvents(events []codec.Event) {
 			continue
 		}
 		last, primed = e, true
-		w.publishKey(e.DB, e.Key)
+		// Subjects name logical dbs. A SWAPDB committed since these events
+		// may make this the wrong one: its own wake (above) wakes every
+		// waiter to re-check.
+		w.publishKey(eventDB(events, i, w.logicalDB), e.Key)
 	}
 }

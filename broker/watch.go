@@ -80,23 +80,25 @@ func (w *watches) clear(c *conn) {
 }
 
 // touch marks dirty every connection watching a key that events touch. It
-// runs on the writer goroutine for each write (materialize.ReadyFunc).
-func (w *watches) touch(events []codec.Event) {
+// runs on the writer goroutine for each write (materialize.ReadyFunc), with
+// v seeing the write. Watches name logical dbs; events carry storage dbs.
+func (w *watches) touch(v *materialize.View, events []codec.Event) {
 	if w.n.Load() == 0 {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, e := range events {
+	for i, e := range events {
 		switch e.Op {
 		case codec.OpSetMeta, codec.OpDelKey, codec.OpXAdd, codec.OpXDel, codec.OpXTrim,
 			codec.OpHSet, codec.OpHDel, codec.OpSAdd, codec.OpSRem:
-			for c := range w.keys[waitKey{e.DB, string(e.Key)}] {
+			for c := range w.keys[waitKey{eventDB(events, i, v.LogicalDB), string(e.Key)}] {
 				c.dirty.Store(true)
 			}
 		case codec.OpFlushDB, codec.OpFlushAll:
+			db := eventDB(events, i, v.LogicalDB)
 			for k, m := range w.keys {
-				if e.Op == codec.OpFlushDB && k.db != e.DB {
+				if e.Op == codec.OpFlushDB && k.db != db {
 					continue
 				}
 				for c, wk := range m {
@@ -105,6 +107,32 @@ func (w *watches) touch(events []codec.Event) {
 					}
 				}
 			}
+		case codec.OpSwapDB:
+			w.touchSwapped(v, e.DB, e.Args[0][0])
+		}
+	}
+}
+
+// touchSwapped marks dirty the watchers of a key of db a or b that exists
+// in either (Redis's touchAllWatchedKeysInDb, called for both dbs by
+// SWAPDB): the key's value changed, or appeared, or vanished.
+func (w *watches) touchSwapped(v *materialize.View, a, b uint8) {
+	for k, m := range w.keys {
+		if k.db != a && k.db != b {
+			continue
+		}
+		dirty := false
+		for _, db := range [2]uint8{a, b} {
+			if _, ok, err := v.Meta(v.StorageDB(db), []byte(k.key)); ok || err != nil {
+				dirty = true // an unreadable key counts as touched
+				break
+			}
+		}
+		if !dirty {
+			continue
+		}
+		for c := range m {
+			c.dirty.Store(true)
 		}
 	}
 }
@@ -117,7 +145,7 @@ func (c *conn) expiredSince(v *materialize.View) (bool, error) {
 		if k.expired {
 			continue
 		}
-		_, _, del, err := v.MetaForWrite(k.key.db, []byte(k.key.key))
+		_, _, del, err := v.MetaForWrite(v.StorageDB(k.key.db), []byte(k.key.key))
 		if err != nil {
 			return false, err
 		}

@@ -155,9 +155,10 @@ func runXRead(x *exec) error {
 		return err
 	}
 	v := x.view()
+	db := v.StorageDB(x.db())
 	after := make([]codec.ID, len(c.keys))
 	for i, key := range c.keys {
-		m, _, err := streams.Meta(v, x.db(), key) // WRONGTYPE before the ID, as Redis
+		m, _, err := streams.Meta(v, db, key) // WRONGTYPE before the ID, as Redis
 		if err != nil {
 			return err
 		}
@@ -175,8 +176,9 @@ func runXRead(x *exec) error {
 	read := func() ([]streamReply, error) {
 		var out []streamReply
 		v := x.view()
+		db := v.StorageDB(x.db()) // a wake after a SWAPDB reads the swapped db
 		for i, key := range c.keys {
-			entries, err := streams.After(v, x.db(), key, after[i], c.count)
+			entries, err := streams.After(v, db, key, after[i], c.count)
 			if err != nil && !errors.Is(err, materialize.ErrWrongType) {
 				return nil, err
 			}
@@ -222,7 +224,8 @@ func runXReadGroup(x *exec) error {
 		var out []streamReply
 		// One session for the decision: a stream named twice sees what
 		// the first read of it delivered.
-		sess := groups.NewSession(v, x.db())
+		db := v.StorageDB(x.db())
+		sess := groups.NewSession(v, db)
 		for i, key := range c.keys {
 			var (
 				entries []streams.Entry
@@ -230,7 +233,7 @@ func runXReadGroup(x *exec) error {
 			)
 			if isGT(c.ids[i]) {
 				entries, err = sess.ReadNew(key, args)
-			} else if _, _, err = groups.Lookup(v, x.db(), key, c.group); err == nil {
+			} else if _, _, err = groups.Lookup(v, db, key, c.group); err == nil {
 				// Redis checks the key and group before the ID, stream by stream.
 				var after codec.ID
 				if after, err = historyID(c.ids[i]); err != nil {
@@ -245,7 +248,7 @@ func runXReadGroup(x *exec) error {
 				if !blocked {
 					return nil, nil, errNoGroupRead(key, c.group)
 				}
-				if _, ok, _ := streams.Meta(v, x.db(), key); !ok {
+				if _, ok, _ := streams.Meta(v, db, key); !ok {
 					return nil, nil, errUnblockedNoKey
 				}
 				return nil, nil, errUnblockedGroup

@@ -796,6 +796,7 @@ func TestEventConstructors(t *testing.T) {
 		{FlushDBEvent(2, []uint16{0, 105, 16383}), Event{OpFlushDB, 2, nil, b([]byte{0, 0, 0, 0x69, 0x3f, 0xff})}},
 		{FlushDBEvent(2, nil), Event{OpFlushDB, 2, nil, b([]byte{})}},
 		{FlushAllEvent(), Event{Op: OpFlushAll}},
+		{SwapDBEvent(3, 7), Event{OpSwapDB, 3, nil, b([]byte{7})}},
 	} {
 		if !eventsEqual(tc.got, tc.want) {
 			t.Errorf("op %q: built %+v, want %+v", byte(tc.want.Op), tc.got, tc.want)

@@ -71,6 +71,12 @@ const (
 	// is a separate OpSetMeta; applying reads the state, so replaying the
 	// same log over the same state gives the same keys.
 	OpCopyKey Op = 'k'
+	// OpSwapDB swaps two databases (SWAPDB): the logical dbs DB and
+	// Args[0] (1 byte) exchange their storage dbs in the db map (TagDBMap).
+	// Key is empty. No data key moves: events and keys carry storage dbs,
+	// and a reader of the change log tracks the map by applying these
+	// events in order (docs/key-format.md, "Databases").
+	OpSwapDB Op = 'w'
 )
 
 // Event is one change event: an operation on one user key of one db.

@@ -30,6 +30,7 @@ const (
 	TagTTL         Tag = 'E' // E|slot|deadline(8)|db|key → empty
 	TagChangeLog   Tag = 'L' // L|seq(8) → change-log Record
 	TagCount       Tag = 'K' // K|db → key counts (keys, keys with a TTL)
+	TagDBMap       Tag = 'D' // D → the db map: storage db of each logical db
 )
 
 // StreamTags lists the tags of a stream's sub-keys other than its metadata.
@@ -83,6 +84,12 @@ func MetaKey(db uint8, key []byte) []byte { return KeyPrefix(TagMeta, db, key) }
 // CountKey returns K|db: the key under which db's key counts are kept (two
 // int64s, big-endian: keys, keys with a TTL).
 func CountKey(db uint8) []byte { return []byte{byte(TagCount), db} }
+
+// DBMapKey returns D: the key of the db map, which SWAPDB changes. Its
+// value holds one byte per logical db, in order: the storage db (the db
+// byte of keys and events) that logical db reads and writes. A missing key
+// or a value shorter than a db's number means the identity for that db.
+func DBMapKey() []byte { return []byte{byte(TagDBMap)} }
 
 // ElementKey returns tag|slot|db|keylen|key|elem: a hash field's key
 // (TagHash) or a set member's (TagSet). The element is the key's last

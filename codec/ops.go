@@ -94,6 +94,9 @@ func FlushDBEvent(db uint8, slots []uint16) Event {
 	return Event{Op: OpFlushDB, DB: db, Args: [][]byte{b}}
 }
 
+// SwapDBEvent builds an OpSwapDB event swapping the logical dbs a and b.
+func SwapDBEvent(a, b uint8) Event { return Event{Op: OpSwapDB, DB: a, Args: [][]byte{{b}}} }
+
 // FlushAllEvent builds an OpFlushAll event.
 func FlushAllEvent() Event { return Event{Op: OpFlushAll} }
 

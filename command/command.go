@@ -83,12 +83,23 @@ type Runtime interface {
 
 // Ctx is one command's execution: its arguments, database, reply writer,
 // the server's limits and the runtime.
+//
+// DB is the storage db (materialize.View.StorageDB) of the database the
+// client selected: the db byte every read and event of the command uses.
+// It is resolved when the Ctx is made, for reads, and again on the decision's
+// View right before a write decision runs, so a write decided after a
+// SWAPDB lands in the swapped database. Decisions therefore read x.DB
+// inside the decision, never a copy taken before Write. A db number given
+// as an argument (MOVE, COPY ... DB) is logical: resolve it with
+// View.StorageDB inside the decision.
 type Ctx struct {
 	Args   [][]byte // the command name first, as sent
 	DB     uint8
+	Client uint64 // the connection's id (CLIENT ID)
 	Reply  reply.Writer
 	Limits Limits
 	rt     Runtime
+	db     uint8 // the logical db the client selected
 }
 
 // Limits are the server settings commands check data against.
@@ -100,18 +111,27 @@ type Limits struct {
 	Databases int
 }
 
-// NewCtx returns the Ctx of one request (the broker's job).
-func NewCtx(args [][]byte, db uint8, w reply.Writer, l Limits, rt Runtime) *Ctx {
-	return &Ctx{Args: args, DB: db, Reply: w, Limits: l, rt: rt}
+// NewCtx returns the Ctx of one request (the broker's job): db is the
+// logical db the client selected, storage its storage db as of the View
+// the command's reads will see.
+func NewCtx(args [][]byte, db, storage uint8, client uint64, w reply.Writer, l Limits, rt Runtime) *Ctx {
+	return &Ctx{Args: args, DB: storage, Client: client, Reply: w, Limits: l, rt: rt, db: db}
 }
+
+// SelectedDB returns the logical db the client selected (SELECT's number).
+func (x *Ctx) SelectedDB() uint8 { return x.db }
 
 // View returns the state to read (Runtime.View).
 func (x *Ctx) View() *materialize.View { return x.rt.View() }
 
 // Write runs decide on the write path and reply after the commit
-// (Runtime.Write).
+// (Runtime.Write). x.DB is the selected db's storage db on decide's View
+// while decide runs.
 func (x *Ctx) Write(decide func(v *materialize.View) ([]codec.Event, error), reply func()) error {
-	return x.rt.Write(decide, reply)
+	return x.rt.Write(func(v *materialize.View) ([]codec.Event, error) {
+		x.DB = v.StorageDB(x.db)
+		return decide(v)
+	}, reply)
 }
 
 // WriteHelp writes a container command's HELP reply: its lines as status

@@ -112,3 +112,14 @@ func FlushDB(v *materialize.View, db uint8) ([]codec.Event, error) {
 	})
 	return []codec.Event{codec.FlushDBEvent(db, slots)}, err
 }
+
+// SwapDB returns the event that swaps the logical dbs a and b (SWAPDB):
+// none when they are the same db. The data stays where it is; the db map
+// changes (materialize.View.StorageDB), so the cost does not grow with the
+// databases' size.
+func SwapDB(a, b uint8) []codec.Event {
+	if a == b {
+		return nil
+	}
+	return []codec.Event{codec.SwapDBEvent(a, b)}
+}

@@ -232,6 +232,9 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		}
 		return nil
 
+	case codec.OpSwapDB:
+		return applySwapDB(b, e)
+
 	case codec.OpFlushAll:
 		for _, tag := range codec.DataTags {
 			if err := b.DeleteRange([]byte{byte(tag)}, []byte{byte(tag) + 1}, nil); err != nil {

@@ -141,15 +141,25 @@ func (c *metaCache) observe(e codec.Event) {
 type overlay struct {
 	m       map[string]cachedMeta
 	flushed bool // a FLUSHDB/FLUSHALL is staged: the committed cache is stale
+	dbBase  *dbMap // the committed db map as the group started
+	dbs     *dbMap // the db map after the group's swaps; nil: none staged
 }
 
 func (o *overlay) reset() {
 	clear(o.m)
 	o.flushed = false
+	o.dbs = nil
 }
 
 func (o *overlay) observe(e codec.Event) {
 	switch e.Op {
+	case codec.OpSwapDB:
+		cur := o.dbs
+		if cur == nil {
+			cur = o.dbBase
+		}
+		o.dbs = cur.swapped(e.DB, e.Args[0][0]) // applyEvent checked the args
+		return
 	case codec.OpFlushDB, codec.OpFlushAll:
 		clear(o.m)
 		o.flushed = true

@@ -115,6 +115,7 @@ type Store struct {
 	iters        iterCounters   // storage work of every view's iterators
 	ttl          ttlSlots       // which slots active expiry visits, and from where
 	ready        atomic.Pointer[ReadyFunc]
+	dbm          atomic.Pointer[dbMap] // committed db map (dbmap.go)
 	served       []servedWrite // scratch: the current group's served writes
 
 	// mu guards seq and entropy (held by the writer goroutine while it
@@ -184,6 +185,12 @@ func Open(opts Options) (*Store, error) {
 		staged:     overlay{m: map[string]cachedMeta{}},
 	}
 	s.stagedCounts.m = map[uint8]*[2]int64{}
+	dbm, err := readDBMap(db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("materialize: db map: %w", err)
+	}
+	s.dbm.Store(dbm)
 	if err := s.loadCounts(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("materialize: key counts: %w", err)
@@ -248,7 +255,7 @@ func (s *Store) LastSeq() uint64 { return s.committed.Load() }
 
 // View returns a View of the latest committed state at the current time.
 func (s *Store) View() *View {
-	return &View{r: s.db, nowMs: s.opts.Now().UnixMilli(), cache: s.cache, iters: &s.iters, counts: &s.counts}
+	return &View{r: s.db, nowMs: s.opts.Now().UnixMilli(), cache: s.cache, iters: &s.iters, counts: &s.counts, dbm: s.dbm.Load()}
 }
 
 // writeReq is one Write call waiting for the writer goroutine.
@@ -364,6 +371,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 	seq := s.seq
 	var rec []byte
 	s.staged.reset()
+	s.staged.dbBase = s.dbm.Load()
 	s.stagedCounts.reset()
 	s.groupCut = s.logCut
 	committed := s.groupEvents[:0]
@@ -377,7 +385,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 	ready := s.ready.Load()
 	// record stages one write's events as change-log record seq+1 (applied
 	// tells that a Txn has applied them already).
-	cv := &View{r: b, cache: s.cache, staged: &s.staged, iters: &s.iters} // reads for count
+	cv := &View{r: b, cache: s.cache, staged: &s.staged, iters: &s.iters, dbm: s.staged.dbBase} // reads for count
 	record := func(now time.Time, events []codec.Event, applied bool) error {
 		seq++
 		var err error
@@ -401,7 +409,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 	for _, r := range group {
 		now := s.opts.Now()
 		v := &View{r: b, nowMs: now.UnixMilli(), cache: s.cache, staged: &s.staged, iters: &s.iters,
-			counts: &s.counts, stagedCounts: &s.stagedCounts}
+			counts: &s.counts, stagedCounts: &s.stagedCounts, dbm: s.staged.dbBase}
 		var events []codec.Event
 		var err error
 		if r.txn != nil {
@@ -461,6 +469,9 @@ func (s *Store) commitGroup(group []*writeReq) {
 	for _, e := range committed {
 		s.cache.observe(e)
 		s.ttl.observe(e)
+	}
+	if s.staged.dbs != nil {
+		s.dbm.Store(s.staged.dbs)
 	}
 	s.doneServed(served, nil)
 }

@@ -21,6 +21,8 @@ type View struct {
 
 	counts       *[256]dbCounts // committed key counts
 	stagedCounts *stagedCounts  // the group's; nil outside Write
+
+	dbm *dbMap // committed db map when the view was made (dbmap.go)
 }
 
 // NowMs returns the decision time in Unix milliseconds.

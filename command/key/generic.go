@@ -26,6 +26,7 @@ func genericSpecs() []command.Spec {
 		{Name: "dbsize", Arity: 1, Flags: rof, Group: "server", Since: "1.0.0", Summary: "Returns the number of keys in the database.", Run: runDBSize},
 		{Name: "flushdb", Arity: -1, Flags: w, Group: "server", Since: "1.0.0", Summary: "Removes all keys from the current database.", Run: runFlush},
 		{Name: "flushall", Arity: -1, Flags: w, Group: "server", Since: "1.0.0", Summary: "Removes all keys from all databases.", Run: runFlush},
+		{Name: "swapdb", Arity: 3, Flags: w | command.FlagFast, Group: "server", Since: "4.0.0", Summary: "Swaps two Redis databases.", Run: runSwapDB},
 	}
 	for _, c := range []struct {
 		name, summary, since string
@@ -216,5 +217,31 @@ func runFlush(x *command.Ctx) error {
 			return []codec.Event{codec.FlushAllEvent()}, nil
 		}
 		return keyspace.FlushDB(v, x.DB)
+	}, func() { x.Reply.OK() })
+}
+
+// SWAPDB index1 index2: OK. Clients connected to either database see the
+// other's data at once; the swap changes the db map (one event, O(1)
+// whatever the databases hold: keyspace.SwapDB). Errors as Redis 7.0's
+// swapdbCommand: an index that is not a C int is "ERR invalid first DB
+// index" (or second), one outside [0, databases) "ERR DB index is out of
+// range".
+// https://redis.io/docs/latest/commands/swapdb/
+func runSwapDB(x *command.Ctx) error {
+	var idx [2]int64
+	for i, msg := range []command.WireError{"ERR invalid first DB index", "ERR invalid second DB index"} {
+		n, ok := command.ParseInt(x.Args[1+i])
+		if !ok || n < math.MinInt32 || n > math.MaxInt32 {
+			return msg
+		}
+		idx[i] = n
+	}
+	for _, n := range idx {
+		if n < 0 || n >= int64(x.Limits.Databases) {
+			return command.ErrDBIndex
+		}
+	}
+	return x.Write(func(v *materialize.View) ([]codec.Event, error) {
+		return keyspace.SwapDB(uint8(idx[0]), uint8(idx[1])), nil
 	}, func() { x.Reply.OK() })
 }

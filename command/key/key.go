@@ -84,7 +84,7 @@ func db(x *command.Ctx, b []byte) (uint8, error) {
 // 0 when source is missing or destination exists (without REPLACE).
 // https://redis.io/docs/latest/commands/copy/
 func runCopy(x *command.Ctx) error {
-	dst, replace := x.DB, false
+	dst, replace := x.SelectedDB(), false
 	for i := 3; i < len(x.Args); i++ {
 		switch {
 		case command.EqualFold(x.Args[i], "REPLACE"):
@@ -104,7 +104,7 @@ func runCopy(x *command.Ctx) error {
 	return x.Write(func(v *materialize.View) ([]codec.Event, error) {
 		var events []codec.Event
 		var err error
-		done, events, err = keyspace.Copy(v, x.DB, x.Args[1], dst, x.Args[2], replace)
+		done, events, err = keyspace.Copy(v, x.DB, x.Args[1], v.StorageDB(dst), x.Args[2], replace)
 		return events, wire(err)
 	}, func() { x.Reply.Bool(done) })
 }
@@ -120,7 +120,7 @@ func runMove(x *command.Ctx) error {
 	return x.Write(func(v *materialize.View) ([]codec.Event, error) {
 		var events []codec.Event
 		var err error
-		done, events, err = keyspace.Move(v, x.DB, x.Args[1], dst)
+		done, events, err = keyspace.Move(v, x.DB, x.Args[1], v.StorageDB(dst))
 		return events, wire(err)
 	}, func() { x.Reply.Bool(done) })
 }
