@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/tidwall/redcon"
 )
 
 // Blocking reads that consume nothing (XREAD BLOCK) wait in a registry of waiters
@@ -21,10 +20,9 @@ import (
 // Blocked XREADGROUP clients, which consume, are served by the writer
 // instead (serve.go).
 
-// attempt runs a blocked command's read. It returns a reply writer when the
-// command is done, the change-log seq of any write it made (0 for reads),
-// or ok false to keep waiting.
-type attempt func() (reply func(*redcon.Writer), seq uint64, ok bool)
+// attempt runs a blocked command's read: true when the command is done
+// (its result kept by the command), false to keep waiting.
+type attempt func() bool
 
 type waitKey struct {
 	db  uint8
@@ -38,9 +36,11 @@ type waiter struct {
 	res  chan waitResult
 }
 
+// waitResult ends a wait: the change-log seq of the write that served it
+// (0 for reads), or the error to reply instead.
 type waitResult struct {
-	reply func(*redcon.Writer)
-	seq   uint64
+	seq uint64
+	err error
 }
 
 type keySub struct {
@@ -204,13 +204,12 @@ func (r *registry) removeLocked(w *waiter) {
 // tryLocked runs w's attempt and, if it finishes, hands w its result.
 // r.mu must be held.
 func (r *registry) tryLocked(w *waiter) {
-	reply, seq, ok := w.try()
-	if !ok {
+	if !w.try() {
 		return
 	}
 	w.done = true
 	r.removeLocked(w)
-	w.res <- waitResult{reply, seq}
+	w.res <- waitResult{}
 }
 
 // serve tries the waiters on k in arrival order.

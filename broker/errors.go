@@ -18,32 +18,17 @@ import (
 type wireError = command.WireError
 
 const (
-	errSyntax                     = command.ErrSyntax
-	errNotInteger                 = command.ErrNotInteger
-	errWrongType                  = command.ErrWrongType
-	errUnbalancedXRead  wireError = "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
-	errXReadGT          wireError = "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
-	errTimeoutNeg       wireError = "ERR timeout is negative"
-	errTimeoutNotInt    wireError = "ERR timeout is not an integer or out of range"
-	errGroupOnXRead     wireError = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
-	errNoAckOnXRead     wireError = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
-	errMissingGroup     wireError = "ERR Missing GROUP option for XREADGROUP"
-	errXReadGroupDollar wireError = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."
-	errUnblockedNoKey   wireError = "UNBLOCKED the stream key no longer exists"
-	errUnblockedGroup   wireError = "NOGROUP the consumer group this client was blocked on no longer exists"
-	errDBIndex          wireError = "ERR DB index is out of range"
-	errInvalidCursor    wireError = "ERR invalid cursor"
-	errInternal         wireError = "ERR internal error"
-	errBadClientName    wireError = "ERR Client names cannot contain spaces, newlines or special characters."
-	errMultiNested      wireError = "ERR MULTI calls can not be nested"
-	errExecNoMulti      wireError = "ERR EXEC without MULTI"
-	errDiscardNoMulti   wireError = "ERR DISCARD without MULTI"
-	errWatchInMulti     wireError = "ERR WATCH inside MULTI is not allowed"
-	errExecAbort        wireError = "EXECABORT Transaction discarded because of previous errors."
-	// Not a Redis message: Redis cannot notice a client leaving while KEYS
-	// runs. Sediment stops the scan, and this reply is rarely read: the
-	// client has gone, or the server is closing the connection.
-	errClientGone wireError = "ERR command aborted: the connection is closing"
+	errSyntax                   = command.ErrSyntax
+	errNotInteger               = command.ErrNotInteger
+	errWrongType                = command.ErrWrongType
+	errDBIndex                  = command.ErrDBIndex
+	errInternal       wireError = "ERR internal error"
+	errBadClientName  wireError = "ERR Client names cannot contain spaces, newlines or special characters."
+	errMultiNested    wireError = "ERR MULTI calls can not be nested"
+	errExecNoMulti    wireError = "ERR EXEC without MULTI"
+	errDiscardNoMulti wireError = "ERR DISCARD without MULTI"
+	errWatchInMulti   wireError = "ERR WATCH inside MULTI is not allowed"
+	errExecAbort      wireError = "EXECABORT Transaction discarded because of previous errors."
 )
 
 // Protocol errors of the request reader (reader.go), replied before the
@@ -92,9 +77,6 @@ func errWrongArgsSub(cmd string, sub []byte) wireError {
 }
 
 // errNoGroupRead is XREADGROUP's NOGROUP error.
-func errNoGroupRead(key, group []byte) wireError {
-	return wireError(fmt.Sprintf("NOGROUP No such key '%s' or consumer group '%s' in XREADGROUP with GROUP option", sanitize(key, 128), sanitize(group, 128)))
-}
 
 // errValueRange is Redis's reply to an integer outside [min, max]
 // (getRangeLongFromObjectOrReply without a message of its own).

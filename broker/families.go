@@ -9,6 +9,7 @@ import (
 	"github.com/sediment-dev/sediment/command/set"
 	"github.com/sediment-dev/sediment/command/str"
 	"github.com/sediment-dev/sediment/command/stream"
+	"github.com/sediment-dev/sediment/keyspace"
 	"github.com/sediment-dev/sediment/materialize"
 )
 
@@ -42,6 +43,10 @@ func registerSpecs(specs ...command.Spec) {
 type execRuntime struct{ x *exec }
 
 func (r execRuntime) View() *materialize.View { return r.x.view() }
+
+func (r execRuntime) Guard() command.Guard { return &clientGuard{c: r.x.c} }
+
+func (r execRuntime) ScanCursors() *keyspace.ScanCursors { return &r.x.c.s.scans }
 
 // Write submits a pipelinable write without waiting (its reply runs when
 // the connection drains); any other write waits for its commit.

@@ -224,14 +224,14 @@ func TestClientGuard(t *testing.T) {
 
 	g := clientGuard{c: c}
 	for i := 0; i < 10*guardEvery; i++ {
-		if g.gone() {
+		if g.Gone() {
 			t.Fatalf("gone after %d keys while the client is connected", i+1)
 		}
 	}
 	client.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	n := 0
-	for !g.gone() {
+	for !g.Gone() {
 		if n++; n%guardEvery == 0 {
 			if time.Now().After(deadline) {
 				t.Fatal("the guard did not notice the client closing")
@@ -239,8 +239,8 @@ func TestClientGuard(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	g.release()
-	if !g.gone() {
+	g.Release()
+	if !g.Gone() {
 		t.Error("gone must stay true")
 	}
 
@@ -250,12 +250,12 @@ func TestClientGuard(t *testing.T) {
 	c2.cancel()
 	g2 := clientGuard{c: c2}
 	for i := 1; i < guardEvery; i++ {
-		if g2.gone() {
+		if g2.Gone() {
 			t.Fatalf("checked before %d keys", guardEvery)
 		}
 	}
-	if !g2.gone() {
+	if !g2.Gone() {
 		t.Errorf("not gone at key %d with a cancelled context", guardEvery)
 	}
-	g2.release()
+	g2.Release()
 }

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sediment-dev/sediment/internal/num"
 )
 
 // limitValues are sent in place of '#' in every case.
@@ -211,6 +213,7 @@ var limitCases = map[string][]limitCase{
 	"spop":       {{cmd: "SPOP st #", then: []string{"SCARD st"}}, {cmd: "SPOP nokey #"}},
 	"sintercard": {{cmd: "SINTERCARD # st st"}, {cmd: "SINTERCARD 1 st LIMIT #"}},
 	"move":       {{cmd: "MOVE k2 #"}},
+	"swapdb":     {{cmd: "SWAPDB # 1"}, {cmd: "SWAPDB 1 #"}},
 	"copy":       {{cmd: "COPY k k2 DB #"}},
 	"getex": {
 		{cmd: "GETEX k EX #", then: []string{"TTL k"}, extra: []string{"9223372036854775", "9223372036854776"}},
@@ -422,7 +425,7 @@ func (l *limitRun) run(c limitCase, v string) bool {
 // replies end the iteration: they then list every key.
 func limitScanWhole(args []string, want, got confReply) bool {
 	done := func(r confReply) bool { return r.kind == confArray && len(r.arr) == 2 && r.arr[0].str == "0" }
-	cur, ok := parseCursor([]byte(args[1]))
+	cur, ok := num.ParseCursor([]byte(args[1]))
 	return ok && cur == 0 && done(want) && done(got)
 }
 

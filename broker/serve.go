@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tidwall/redcon"
-
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/materialize"
 )
@@ -39,10 +37,11 @@ type consumerWaiter struct {
 	keys  []waitKey
 	group string
 	ctx   context.Context // the client's: ended when it disconnects
-	// deliver is the command's decision on a wake: ok false means nothing
-	// to deliver yet (and no events); otherwise reply is the client's reply
-	// (entries or an error such as UNBLOCKED) and events what it records.
-	deliver func(v *materialize.View) (reply func(*redcon.Writer), events []codec.Event, ok bool)
+	// deliver is the command's decision on a wake (command.Waiter.Serve):
+	// ok false means nothing to deliver yet (and no events); otherwise the
+	// command has its result (entries or an error such as UNBLOCKED) and
+	// events are what it records.
+	deliver func(v *materialize.View) (events []codec.Event, ok bool)
 	done    bool            // set under consumers.mu once out of the queues
 	served  bool            // set under consumers.mu when a result is on its way to res
 	res     chan waitResult // capacity 1
@@ -204,7 +203,7 @@ func (c *consumers) serveLocked(v *materialize.View, k waitKey, group string, re
 			c.removeLocked(w) // the client left: deliver nothing to it
 			continue
 		}
-		reply, events, ok := w.deliver(v)
+		events, ok := w.deliver(v)
 		if !ok {
 			return
 		}
@@ -213,9 +212,10 @@ func (c *consumers) serveLocked(v *materialize.View, k waitKey, group string, re
 		record(materialize.Served{Events: events, Done: func(seq uint64, err error) {
 			if err != nil {
 				c.log("blocked XREADGROUP failed", "err", err)
-				reply = func(w *redcon.Writer) { w.WriteError(string(errInternal)) }
+				w.res <- waitResult{err: errInternal}
+				return
 			}
-			w.res <- waitResult{reply, seq}
+			w.res <- waitResult{seq: seq}
 		}})
 	}
 }

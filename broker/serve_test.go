@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/tidwall/redcon"
 
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/materialize"
@@ -104,13 +103,18 @@ func TestConsumerLeftBeforeServe(t *testing.T) {
 	c := newConsumers(func(string, ...any) {})
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &consumerWaiter{keys: []waitKey{{0, "s"}}, group: "g", ctx: ctx, res: make(chan waitResult, 1),
-		deliver: func(*materialize.View) (func(*redcon.Writer), []codec.Event, bool) {
+		deliver: func(*materialize.View) ([]codec.Event, bool) {
 			t.Error("a client that left was served")
-			return nil, nil, false
+			return nil, false
 		}}
 	c.queue(w)
 	cancel()
-	c.ready(nil, []codec.Event{codec.XAddEvent(0, []byte("s"), codec.ID{Ms: 1}, nil)}, func(materialize.Served) {
+	store, err := materialize.Open(materialize.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	c.ready(store.View(), []codec.Event{codec.XAddEvent(0, []byte("s"), codec.ID{Ms: 1}, nil)}, func(materialize.Served) {
 		t.Error("a client that left was recorded as served")
 	})
 	done := make(chan bool)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/keyspace"
 	"github.com/sediment-dev/sediment/materialize"
 )
 
@@ -74,9 +75,9 @@ type Server struct {
 	opts  Options
 	store *materialize.Store
 	wake  *waker
-	cons  *consumers // blocked XREADGROUP clients, served by the writer
-	watch *watches   // WATCHed keys
-	scans scanTokens // SCAN positions inside hash slots
+	cons  *consumers           // blocked XREADGROUP clients, served by the writer
+	watch *watches             // WATCHed keys
+	scans keyspace.ScanCursors // SCAN positions inside hash slots
 	start time.Time
 
 	ctx    context.Context // cancelled by Close: ends blocking waits

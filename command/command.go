@@ -15,8 +15,11 @@
 package command
 
 import (
+	"time"
+
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/command/reply"
+	"github.com/sediment-dev/sediment/keyspace"
 	"github.com/sediment-dev/sediment/materialize"
 )
 
@@ -79,6 +82,50 @@ type Runtime interface {
 	// committed (outside EXEC, possibly after later pipelined requests were
 	// read). decide's error is the command's reply instead.
 	Write(decide func(v *materialize.View) ([]codec.Event, error), reply func()) error
+	// InTxn reports whether the command runs inside EXEC, where a
+	// blocking command acts as if its timeout passed at once.
+	InTxn() bool
+	// Block waits, for a read that found nothing (XREAD BLOCK), until try
+	// returns true, the timeout passes (0: none) or the client leaves
+	// (served false then). It first sends the replies of the requests
+	// before it. try runs after each wake of one of keys (in the client's
+	// db: new entries, the key deleted, a flush or a swap), on another
+	// goroutine but one call at a time; it only reads.
+	Block(keys [][]byte, timeout time.Duration, try func() bool) (served bool, err error)
+	// WriteBlock is Write for a consuming read that may block (XREADGROUP
+	// BLOCK): decide returns its events, or a Waiter to queue within that
+	// same decision, so that no write commits between its check and the
+	// queueing. A queued Waiter is served by the writer (Waiter.Serve);
+	// WriteBlock waits for that up to timeout (0: forever) or until the
+	// client leaves, and reports whether a Waiter was queued and served.
+	WriteBlock(decide func(v *materialize.View) ([]codec.Event, *Waiter, error), timeout time.Duration) (queued, served bool, err error)
+	// Guard returns a Guard for a long read of the keyspace.
+	Guard() Guard
+	// ScanCursors returns the server's table of SCAN positions.
+	ScanCursors() *keyspace.ScanCursors
+}
+
+// Waiter is a blocked consumer (XREADGROUP BLOCK ... >) queued on Keys of
+// the client's db for Group. After each write that may make a key ready
+// (entries added, the key or a group deleted, a flush, a swap) the writer
+// calls Serve with a View that sees the write, for the waiters of each
+// group in arrival order, until one returns ok false. ok true ends the
+// wait; Serve's events are then committed as a change-log record of their
+// own, and what Serve computed is the command's result once WriteBlock
+// returns (Serve runs on the writer goroutine, before WriteBlock returns).
+type Waiter struct {
+	Keys  [][]byte
+	Group string
+	Serve func(v *materialize.View) (events []codec.Event, ok bool)
+}
+
+// Guard lets a long read (KEYS, SCAN with a large COUNT) stop once its
+// client has gone: Gone is cheap enough to call for every key visited, and
+// once it returns true the command replies ErrClientGone. Release ends
+// the guard (a deferred call).
+type Guard interface {
+	Gone() bool
+	Release()
 }
 
 // Ctx is one command's execution: its arguments, database, reply writer,
@@ -123,6 +170,30 @@ func (x *Ctx) SelectedDB() uint8 { return x.db }
 
 // View returns the state to read (Runtime.View).
 func (x *Ctx) View() *materialize.View { return x.rt.View() }
+
+// InTxn reports whether the command runs inside EXEC (Runtime.InTxn).
+func (x *Ctx) InTxn() bool { return x.rt.InTxn() }
+
+// Block waits for a read to find something (Runtime.Block).
+func (x *Ctx) Block(keys [][]byte, timeout time.Duration, try func() bool) (bool, error) {
+	return x.rt.Block(keys, timeout, try)
+}
+
+// WriteBlock is Write for a consuming read that may block
+// (Runtime.WriteBlock). x.DB is resolved on decide's View as for Write;
+// Serve resolves its own (View.StorageDB of SelectedDB).
+func (x *Ctx) WriteBlock(decide func(v *materialize.View) ([]codec.Event, *Waiter, error), timeout time.Duration) (queued, served bool, err error) {
+	return x.rt.WriteBlock(func(v *materialize.View) ([]codec.Event, *Waiter, error) {
+		x.DB = v.StorageDB(x.db)
+		return decide(v)
+	}, timeout)
+}
+
+// Guard returns a Guard for a long read (Runtime.Guard).
+func (x *Ctx) Guard() Guard { return x.rt.Guard() }
+
+// ScanCursors returns the server's SCAN positions (Runtime.ScanCursors).
+func (x *Ctx) ScanCursors() *keyspace.ScanCursors { return x.rt.ScanCursors() }
 
 // Write runs decide on the write path and reply after the commit
 // (Runtime.Write). x.DB is the selected db's storage db on decide's View

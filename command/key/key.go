@@ -1,8 +1,7 @@
 // Package key is the generic key command family (Redis 7.0, db.c,
 // expire.c, object.c): DEL, UNLINK, EXISTS, TYPE, the EXPIRE and TTL
 // families, PERSIST, RENAME, RENAMENX, COPY, MOVE, TOUCH, RANDOMKEY,
-// OBJECT, and DBSIZE, FLUSHDB, FLUSHALL. (KEYS and SCAN are still broker
-// handlers: they need the connection's close watcher and SCAN's positions.)
+// OBJECT, KEYS, SCAN, and DBSIZE, FLUSHDB, FLUSHALL, SWAPDB.
 package key
 
 import (
@@ -20,7 +19,7 @@ const group = "generic"
 
 // Specs returns the family's commands.
 func Specs() []command.Spec {
-	return append(genericSpecs(), []command.Spec{
+	return append(append(genericSpecs(), scanSpecs()...), []command.Spec{
 		{Name: "rename", Arity: 3, Flags: command.FlagWrite, First: 1, Last: 2, Step: 1, Group: group, Since: "1.0.0", Summary: "Renames a key and overwrites the destination.", Run: runRename},
 		{Name: "renamenx", Arity: 3, Flags: command.FlagWrite | command.FlagFast, First: 1, Last: 2, Step: 1, Group: group, Since: "1.0.0", Summary: "Renames a key only when the target key name doesn't exist.", Run: runRename},
 		{Name: "copy", Arity: -3, Flags: command.FlagWrite | command.FlagDenyOOM, First: 1, Last: 2, Step: 1, Group: group, Since: "6.2.0", Summary: "Copies the value of a key to a new key.", Run: runCopy},

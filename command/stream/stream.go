@@ -1,7 +1,7 @@
 // Package stream is the stream command family (Redis 7.0, t_stream.c): one
 // Spec per command, each parsing its arguments and running over streams
-// and groups. The blocking reads (XREAD, XREADGROUP) are still broker
-// handlers; they use this package's argument parsers and reply writers.
+// and groups, the blocking reads XREAD and XREADGROUP included (they wait
+// through command.Ctx.Block and WriteBlock).
 package stream
 
 import (
@@ -22,7 +22,7 @@ func Specs() []command.Spec {
 		wdf = wf | command.FlagDenyOOM
 		ro  = command.FlagReadonly
 	)
-	return []command.Spec{
+	return append(readSpecs(), []command.Spec{
 		{Name: "xadd", Arity: -5, Flags: wdf, First: 1, Last: 1, Step: 1, Group: group, Since: "5.0.0", Summary: "Appends a new message to a stream. Creates the key if it doesn't exist.", Run: runXAdd},
 		{Name: "xtrim", Arity: -4, Flags: w, First: 1, Last: 1, Step: 1, Group: group, Since: "5.0.0", Summary: "Deletes messages from the beginning of a stream.", Run: runXTrim},
 		{Name: "xrange", Arity: -4, Flags: ro, First: 1, Last: 1, Step: 1, Group: group, Since: "5.0.0", Summary: "Returns the messages from a stream within a range of IDs.", Run: runXRange},
@@ -36,7 +36,7 @@ func Specs() []command.Spec {
 		{Name: "xautoclaim", Arity: -6, Flags: wf, First: 1, Last: 1, Step: 1, Group: group, Since: "6.2.0", Summary: "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member.", Run: runXAutoClaim},
 		{Name: "xinfo", Arity: -2, Flags: ro, First: 2, Last: 2, Step: 1, Group: group, Since: "5.0.0", Summary: "A container for stream introspection commands.", Run: runXInfo},
 		{Name: "xpending", Arity: -3, Flags: ro, First: 1, Last: 1, Step: 1, Group: group, Since: "5.0.0", Summary: "Returns the information and entries from a stream consumer group's pending entries list.", Run: runXPending},
-	}
+	}...)
 }
 
 // wire maps streams' and groups' errors to Redis's words; others pass

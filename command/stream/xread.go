@@ -1,0 +1,321 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/command"
+	"github.com/sediment-dev/sediment/groups"
+	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
+)
+
+// XREAD and XREADGROUP's errors, in Redis 7.0's words (t_stream.c).
+const (
+	errUnbalancedXRead  command.WireError = "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
+	errXReadGT          command.WireError = "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
+	errTimeoutNeg       command.WireError = "ERR timeout is negative"
+	errTimeoutNotInt    command.WireError = "ERR timeout is not an integer or out of range"
+	errGroupOnXRead     command.WireError = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
+	errNoAckOnXRead     command.WireError = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
+	errMissingGroup     command.WireError = "ERR Missing GROUP option for XREADGROUP"
+	errXReadGroupDollar command.WireError = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."
+	errUnblockedNoKey   command.WireError = "UNBLOCKED the stream key no longer exists"
+	errUnblockedGroup   command.WireError = "NOGROUP the consumer group this client was blocked on no longer exists"
+)
+
+// errNoGroupRead is XREADGROUP's NOGROUP for a missing key or group.
+func errNoGroupRead(key, group []byte) command.WireError {
+	return command.WireError(fmt.Sprintf("NOGROUP No such key '%s' or consumer group '%s' in XREADGROUP with GROUP option",
+		command.Sanitize(key, 128), command.Sanitize(group, 128)))
+}
+
+func readSpecs() []command.Spec {
+	// Key positions 0: the keys follow STREAMS (Redis's movablekeys).
+	return []command.Spec{
+		{Name: "xread", Arity: -4, Flags: command.FlagReadonly | command.FlagBlocking, Step: 1, Group: group, Since: "5.0.0",
+			Summary: "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.", Run: runXRead},
+		{Name: "xreadgroup", Arity: -7, Flags: command.FlagWrite | command.FlagBlocking, Step: 1, Group: group, Since: "5.0.0",
+			Summary: "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.", Run: runXReadGroup},
+	}
+}
+
+// xread is a parsed XREAD or XREADGROUP.
+// XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]
+// XREADGROUP GROUP group consumer [COUNT count] [BLOCK milliseconds] [NOACK] STREAMS key [key ...] id [id ...]
+// Parsing follows Redis's xreadCommand, including the order of its checks.
+type xread struct {
+	group, consumer []byte
+	count           int // 0: no limit
+	block           bool
+	timeout         time.Duration // with block; 0 waits forever
+	noAck           bool
+	keys, ids       [][]byte
+}
+
+func parseXRead(args [][]byte, isGroup bool) (xread, error) {
+	var c xread
+	streamsAt := 0
+	for i := 1; i < len(args) && streamsAt == 0; i++ {
+		a, more := args[i], len(args)-i-1
+		switch {
+		case command.EqualFold(a, "BLOCK") && more > 0:
+			i++
+			ms, ok := command.ParseInt(args[i])
+			if !ok {
+				return c, errTimeoutNotInt
+			}
+			if ms < 0 {
+				return c, errTimeoutNeg
+			}
+			c.block, c.timeout = true, blockTimeout(ms)
+		case command.EqualFold(a, "COUNT") && more > 0:
+			i++
+			n, err := command.IntArg(args[i])
+			if err != nil {
+				return c, err
+			}
+			if n > 0 && n < int64(^uint(0)>>1) {
+				c.count = int(n)
+			}
+		case command.EqualFold(a, "STREAMS") && more > 0:
+			streamsAt = i + 1
+			if (len(args)-streamsAt)%2 != 0 {
+				return c, errUnbalancedXRead
+			}
+		case command.EqualFold(a, "GROUP") && more >= 2:
+			if !isGroup {
+				return c, errGroupOnXRead
+			}
+			c.group, c.consumer = args[i+1], args[i+2]
+			i += 2
+		case command.EqualFold(a, "NOACK"):
+			if !isGroup {
+				return c, errNoAckOnXRead
+			}
+			c.noAck = true
+		default:
+			return c, command.ErrSyntax
+		}
+	}
+	if streamsAt == 0 {
+		return c, command.ErrSyntax
+	}
+	if isGroup && c.group == nil {
+		return c, errMissingGroup
+	}
+	n := (len(args) - streamsAt) / 2
+	c.keys, c.ids = args[streamsAt:streamsAt+n], args[streamsAt+n:]
+	return c, nil
+}
+
+// blockTimeout converts a BLOCK argument (ms >= 0) to the wait's timeout.
+// Redis 7.0 accepts any int64 and waits that long; a time.Duration holds
+// about 292 years, so a longer wait is a wait without timeout (0) rather
+// than a product that wraps, possibly to a timeout that fires at once.
+func blockTimeout(ms int64) time.Duration {
+	if ms > int64(math.MaxInt64/time.Millisecond) {
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// historyID parses an XREADGROUP history ID ("$" is an error there).
+func historyID(b []byte) (codec.ID, error) {
+	if isDollar(b) {
+		return codec.ID{}, errXReadGroupDollar
+	}
+	return ParseID(b, 0)
+}
+
+func isGT(b []byte) bool { return len(b) == 1 && b[0] == '>' }
+
+// streamReply is one stream's part of an XREAD/XREADGROUP reply.
+type streamReply struct {
+	key     []byte
+	entries []streams.Entry
+}
+
+// writeStreamReplies writes [[key, entries], ...], or the null array when
+// there are none.
+func writeStreamReplies(x *command.Ctx, rs []streamReply) {
+	if len(rs) == 0 {
+		x.Reply.NullArray()
+		return
+	}
+	x.Reply.Array(len(rs))
+	for _, r := range rs {
+		x.Reply.Array(2)
+		x.Reply.Bulk(r.key)
+		WriteEntries(x.Reply, r.entries)
+	}
+}
+
+// XREAD: [[key, entries], ...] for the streams with entries after their
+// ID, or the null array (also on BLOCK timeout, and inside EXEC where
+// BLOCK does not wait). A blocked XREAD re-reads on each wake of one of
+// its keys (command.Ctx.Block).
+// https://redis.io/docs/latest/commands/xread/
+func runXRead(x *command.Ctx) error {
+	c, err := parseXRead(x.Args, false)
+	if err != nil {
+		return err
+	}
+	v := x.View()
+	after := make([]codec.ID, len(c.keys))
+	for i, key := range c.keys {
+		m, _, err := streams.Meta(v, x.DB, key) // WRONGTYPE before the ID, as Redis
+		if err != nil {
+			return err
+		}
+		switch {
+		case isDollar(c.ids[i]):
+			after[i] = m.Stream.LastID
+		case isGT(c.ids[i]):
+			return errXReadGT
+		default:
+			if after[i], err = ParseID(c.ids[i], 0); err != nil {
+				return err
+			}
+		}
+	}
+	read := func() ([]streamReply, error) {
+		var out []streamReply
+		v := x.View()
+		db := v.StorageDB(x.SelectedDB()) // a wake after a SWAPDB reads the swapped db
+		for i, key := range c.keys {
+			entries, err := streams.After(v, db, key, after[i], c.count)
+			if err != nil && !errors.Is(err, materialize.ErrWrongType) {
+				return nil, err
+			}
+			if len(entries) > 0 {
+				out = append(out, streamReply{key, entries})
+			}
+		}
+		return out, nil
+	}
+	rs, err := read()
+	if err != nil {
+		return err
+	}
+	if len(rs) > 0 || !c.block || x.InTxn() {
+		writeStreamReplies(x, rs)
+		return nil
+	}
+	served, err := x.Block(c.keys, c.timeout, func() bool {
+		var err error
+		rs, err = read()
+		return err == nil && len(rs) > 0
+	})
+	if err != nil {
+		return err
+	}
+	if !served {
+		rs = nil
+	}
+	writeStreamReplies(x, rs)
+	return nil
+}
+
+// XREADGROUP: [[key, entries], ...]: streams read with '>' appear when they
+// delivered something, streams read by ID (the consumer's history) always;
+// the null array when nothing appears (also on BLOCK timeout). Blocking
+// applies only when every ID is '>' (and not inside EXEC); the writer then
+// serves the client (command.Waiter). A blocked reader whose stream is
+// deleted gets UNBLOCKED, whose group is destroyed gets NOGROUP.
+// https://redis.io/docs/latest/commands/xreadgroup/
+func runXReadGroup(x *command.Ctx) error {
+	c, err := parseXRead(x.Args, true)
+	if err != nil {
+		return err
+	}
+	args := groups.ReadArgs{Group: c.group, Consumer: c.consumer, Count: c.count, NoAck: c.noAck}
+	// deliver is the whole decision: reads every stream, records the
+	// deliveries. blocked: called from a wake, where a missing key or group
+	// ends the wait with an error and an empty read writes nothing.
+	deliver := func(v *materialize.View, blocked bool) ([]streamReply, []codec.Event, error) {
+		var out []streamReply
+		// One session for the decision: a stream named twice sees what
+		// the first read of it delivered.
+		db := v.StorageDB(x.SelectedDB())
+		sess := groups.NewSession(v, db)
+		for i, key := range c.keys {
+			var (
+				entries []streams.Entry
+				err     error
+			)
+			if isGT(c.ids[i]) {
+				entries, err = sess.ReadNew(key, args)
+			} else if _, _, err = groups.Lookup(v, db, key, c.group); err == nil {
+				// Redis checks the key and group before the ID, stream by stream.
+				var after codec.ID
+				if after, err = historyID(c.ids[i]); err != nil {
+					return nil, nil, err
+				}
+				entries, err = sess.ReadHistory(key, args, after)
+			}
+			if blocked && errors.Is(err, materialize.ErrWrongType) {
+				return nil, nil, errUnblockedNoKey // the key is no longer a stream
+			}
+			if errors.Is(err, groups.ErrNoGroup) {
+				if !blocked {
+					return nil, nil, errNoGroupRead(key, c.group)
+				}
+				if _, ok, _ := streams.Meta(v, db, key); !ok {
+					return nil, nil, errUnblockedNoKey
+				}
+				return nil, nil, errUnblockedGroup
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			if len(entries) > 0 || !isGT(c.ids[i]) {
+				out = append(out, streamReply{key, entries})
+			}
+		}
+		if blocked && len(out) == 0 {
+			return nil, nil, nil
+		}
+		events, err := sess.Finish()
+		if err != nil {
+			return nil, nil, err
+		}
+		return out, events, nil
+	}
+	blockable := c.block && !x.InTxn() // inside EXEC: as on a timeout
+	for _, id := range c.ids {
+		blockable = blockable && isGT(id)
+	}
+	var (
+		rs      []streamReply
+		wakeErr error // the blocked read's error reply (UNBLOCKED, NOGROUP)
+	)
+	// A blocking read that finds nothing queues its client in the same
+	// decision: the writer serves it from then on.
+	queued, served, err := x.WriteBlock(func(v *materialize.View) ([]codec.Event, *command.Waiter, error) {
+		var evs []codec.Event
+		var err error
+		if rs, evs, err = deliver(v, false); err != nil || len(rs) > 0 || !blockable {
+			return evs, nil, err
+		}
+		return nil, &command.Waiter{Keys: c.keys, Group: string(c.group), Serve: func(v *materialize.View) ([]codec.Event, bool) {
+			var evs []codec.Event
+			rs, evs, wakeErr = deliver(v, true)
+			return evs, wakeErr != nil || len(rs) > 0
+		}}, nil
+	}, c.timeout)
+	switch {
+	case err != nil:
+		return err
+	case !queued: // rs is the first read's
+	case !served:
+		rs = nil // timed out, or the client left
+	case wakeErr != nil:
+		return wakeErr
+	}
+	writeStreamReplies(x, rs)
+	return nil
+}
