@@ -3,17 +3,17 @@ package broker
 import (
 	"sort"
 
-	"github.com/tidwall/redcon"
+	"github.com/sediment-dev/sediment/command/reply"
 )
 
 // COMMAND [COUNT | INFO [name ...] | DOCS [name ...] | LIST]
 // The replies follow Redis 7's shapes, built from the command table.
 // https://redis.io/docs/latest/commands/command/
 func runCommand(x *exec) error {
-	w := x.w()
+	w := x.reply()
 	if len(x.args) == 1 {
 		cmds := sortedCommands()
-		w.WriteArray(len(cmds))
+		w.Array(len(cmds))
 		for _, c := range cmds {
 			writeCommandInfo(w, c)
 		}
@@ -22,19 +22,19 @@ func runCommand(x *exec) error {
 	sub := x.args[1]
 	switch {
 	case equalFold(sub, "COUNT") && len(x.args) == 2:
-		w.WriteInt(len(commandTable))
+		w.Int(int64(len(commandTable)))
 	case equalFold(sub, "LIST") && len(x.args) == 2:
 		cmds := sortedCommands()
-		w.WriteArray(len(cmds))
+		w.Array(len(cmds))
 		for _, c := range cmds {
-			w.WriteBulkString(c.name)
+			w.BulkString(c.name)
 		}
 	case equalFold(sub, "INFO"):
 		cmds := namedCommands(x.args[2:])
-		w.WriteArray(len(cmds))
+		w.Array(len(cmds))
 		for _, c := range cmds {
 			if c == nil {
-				w.WriteNull()
+				w.NullBulk()
 			} else {
 				writeCommandInfo(w, c)
 			}
@@ -46,16 +46,16 @@ func runCommand(x *exec) error {
 				cmds = append(cmds, c)
 			}
 		}
-		w.WriteArray(2 * len(cmds))
+		w.Map(len(cmds))
 		for _, c := range cmds {
-			w.WriteBulkString(c.name)
-			w.WriteArray(6)
-			w.WriteBulkString("summary")
-			w.WriteBulkString(c.summary)
-			w.WriteBulkString("since")
-			w.WriteBulkString(c.since)
-			w.WriteBulkString("group")
-			w.WriteBulkString(c.group)
+			w.BulkString(c.name)
+			w.Map(3)
+			w.BulkString("summary")
+			w.BulkString(c.summary)
+			w.BulkString("since")
+			w.BulkString(c.since)
+			w.BulkString("group")
+			w.BulkString(c.group)
 		}
 	case equalFold(sub, "COUNT"), equalFold(sub, "LIST"):
 		return errWrongArgsSub("command", sub)
@@ -88,26 +88,26 @@ func sortedCommands() []*cmdSpec {
 
 // writeCommandInfo writes one COMMAND INFO entry: name, arity, flags,
 // first key, last key, step, ACL categories, tips, key specs, subcommands.
-func writeCommandInfo(w *redcon.Writer, c *cmdSpec) {
-	w.WriteArray(10)
-	w.WriteBulkString(c.name)
-	w.WriteInt(c.arity)
+func writeCommandInfo(w reply.Writer, c *cmdSpec) {
+	w.Array(10)
+	w.BulkString(c.name)
+	w.Int(int64(c.arity))
 	flags := c.flags.Names()
-	w.WriteArray(len(flags))
+	w.Array(len(flags))
 	for _, f := range flags {
-		w.WriteString(f)
+		w.Simple(f)
 	}
-	w.WriteInt(c.first)
-	w.WriteInt(c.last)
-	w.WriteInt(c.step)
+	w.Int(int64(c.first))
+	w.Int(int64(c.last))
+	w.Int(int64(c.step))
 	cats := c.aclCategories()
-	w.WriteArray(len(cats))
+	w.Array(len(cats))
 	for _, cat := range cats {
-		w.WriteString(cat)
+		w.Simple(cat)
 	}
-	w.WriteArray(0) // tips
-	w.WriteArray(0) // key specs
-	w.WriteArray(0) // subcommands
+	w.Array(0) // tips
+	w.Array(0) // key specs
+	w.Array(0) // subcommands
 }
 
 // aclCategories derives Redis's ACL categories from the flags and group.

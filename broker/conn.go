@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/command/reply"
 	"github.com/sediment-dev/sediment/materialize"
 )
 
@@ -211,6 +212,10 @@ func (x *exec) w() *redcon.Writer {
 	}
 	return x.c.w
 }
+
+// reply returns a protocol-neutral writer of the reply (command/reply),
+// rendering into w().
+func (x *exec) reply() reply.Writer { return reply.NewScratch(x.w(), &x.c.replyScratch) }
 
 // db returns the connection's selected database (logical: SELECT's number).
 func (x *exec) db() uint8 { return x.c.db }

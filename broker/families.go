@@ -5,7 +5,6 @@ import (
 	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/command/hash"
 	"github.com/sediment-dev/sediment/command/key"
-	"github.com/sediment-dev/sediment/command/reply"
 	"github.com/sediment-dev/sediment/command/set"
 	"github.com/sediment-dev/sediment/command/str"
 	"github.com/sediment-dev/sediment/command/stream"
@@ -34,7 +33,7 @@ func registerSpecs(specs ...command.Spec) {
 			group: sp.Group, since: sp.Since, summary: sp.Summary,
 			run: func(x *exec) error {
 				lim := command.Limits{MaxBulkLen: x.c.rd.lim.MaxBulkLen, Databases: x.c.s.opts.Databases}
-				return run(command.NewCtx(x.args, x.db(), x.storageDB(), uint64(x.c.id), reply.NewScratch(x.w(), &x.c.replyScratch), lim, execRuntime{x}))
+				return run(command.NewCtx(x.args, x.db(), x.storageDB(), uint64(x.c.id), x.reply(), lim, execRuntime{x}))
 			}})
 	}
 }

@@ -39,9 +39,9 @@ func init() {
 func runPing(x *exec) error {
 	switch len(x.args) {
 	case 1:
-		x.w().WriteString("PONG")
+		x.reply().Simple("PONG")
 	case 2:
-		x.w().WriteBulk(x.args[1])
+		x.reply().Bulk(x.args[1])
 	default:
 		return errWrongArgs("ping")
 	}
@@ -49,11 +49,11 @@ func runPing(x *exec) error {
 }
 
 // ECHO message.
-func runEcho(x *exec) error { x.w().WriteBulk(x.args[1]); return nil }
+func runEcho(x *exec) error { x.reply().Bulk(x.args[1]); return nil }
 
 // QUIT: replies OK, then closes the connection after flushing.
 func runQuit(x *exec) error {
-	x.w().WriteString("OK")
+	x.reply().Simple("OK")
 	x.c.closeAfter = true
 	return nil
 }
@@ -74,7 +74,7 @@ func runSelect(x *exec) error {
 	x.c.mu.Lock()
 	x.c.db = uint8(n) // under mu: CLIENT LIST on other connections reads it
 	x.c.mu.Unlock()
-	x.w().WriteString("OK")
+	x.reply().Simple("OK")
 	return nil
 }
 
@@ -84,15 +84,15 @@ func runClient(x *exec) error {
 	c := x.c
 	switch {
 	case equalFold(sub, "ID") && n == 2:
-		x.w().WriteInt64(c.id)
+		x.reply().Int(c.id)
 	case equalFold(sub, "GETNAME") && n == 2:
 		c.mu.Lock()
 		name := c.name
 		c.mu.Unlock()
 		if name == "" {
-			x.w().WriteNull()
+			x.reply().NullBulk()
 		} else {
-			x.w().WriteBulkString(name)
+			x.reply().BulkString(name)
 		}
 	case equalFold(sub, "SETNAME") && n == 3:
 		for _, ch := range x.args[2] {
@@ -103,11 +103,11 @@ func runClient(x *exec) error {
 		c.mu.Lock()
 		c.name = string(x.args[2])
 		c.mu.Unlock()
-		x.w().WriteString("OK")
+		x.reply().Simple("OK")
 	case equalFold(sub, "SETINFO") && n == 4:
-		x.w().WriteString("OK")
+		x.reply().Simple("OK")
 	case equalFold(sub, "INFO") && n == 2:
-		x.w().WriteBulkString(c.info() + "\n")
+		x.reply().BulkString(c.info() + "\n")
 	case equalFold(sub, "LIST") && n == 2:
 		var b strings.Builder
 		c.s.mu.Lock()
@@ -121,7 +121,7 @@ func runClient(x *exec) error {
 			b.WriteString(o.info())
 			b.WriteByte('\n')
 		}
-		x.w().WriteBulkString(b.String())
+		x.reply().BulkString(b.String())
 	case equalFold(sub, "ID"), equalFold(sub, "GETNAME"), equalFold(sub, "SETNAME"), equalFold(sub, "SETINFO"),
 		equalFold(sub, "INFO"), equalFold(sub, "LIST"):
 		return errWrongArgsSub("client", sub)
@@ -143,9 +143,9 @@ func (c *conn) info() string {
 // TIME. Reply: [unix seconds, microseconds] as bulk strings.
 func runTime(x *exec) error {
 	now := x.c.s.opts.Now()
-	x.w().WriteArray(2)
-	x.w().WriteBulkString(strconv.FormatInt(now.Unix(), 10))
-	x.w().WriteBulkString(strconv.FormatInt(int64(now.Nanosecond()/1000), 10))
+	x.reply().Array(2)
+	x.reply().BulkString(strconv.FormatInt(now.Unix(), 10))
+	x.reply().BulkString(strconv.FormatInt(int64(now.Nanosecond()/1000), 10))
 	return nil
 }
 
@@ -179,9 +179,10 @@ func runConfig(x *exec) error {
 			}
 		}
 	}
-	x.w().WriteArray(len(out))
+	w := x.reply()
+	w.Map(len(out) / 2)
 	for _, o := range out {
-		x.w().WriteBulkString(o)
+		w.BulkString(o)
 	}
 	return nil
 }
@@ -247,7 +248,7 @@ func runInfo(x *exec) error {
 			}
 		}
 	})
-	x.w().WriteBulkString(b.String())
+	x.reply().BulkString(b.String())
 	return nil
 }
 
