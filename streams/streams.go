@@ -303,6 +303,13 @@ func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending [
 		node = NodeMaxEntries
 		if s.MaxDeletedID.IsZero() || s.MaxDeletedID.Less(s.FirstID) {
 			node -= nodePos(s) // no XDEL gap: the position is known
+			// So is the first node's size: when it cannot go, nothing
+			// goes (closeNode's first decision, from counts alone). This
+			// spares the common capped XADD a walk of up to a node.
+			first := min(node, s.Length)
+			if t.Strategy == TrimMaxLen && (s.Length-first < t.MaxLen || (t.Limit > 0 && first > uint64(t.Limit))) {
+				return trimPlan{}, nil
+			}
 		}
 	}
 	var (

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"strconv"
@@ -38,8 +40,8 @@ func main() {
 
 // config is the parsed command line.
 type config struct {
-	bind, dir, natsURL, appendfsync, logLevel string
-	port, databases                           int
+	bind, dir, natsURL, appendfsync, logLevel, pprof string
+	port, databases                                  int
 }
 
 // parse fills config from args, then from SEDIMENT_* variables for every
@@ -57,6 +59,7 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.appendfsync, "appendfsync", "everysec", "fsync policy: always, everysec or no")
 	fs.IntVar(&c.databases, "databases", 16, "number of databases (SELECT 0..N-1)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&c.pprof, "pprof", "", "serve Go's net/http/pprof profiles on this address (e.g. 127.0.0.1:6060); empty: off")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -98,6 +101,14 @@ func run(args []string, getenv func(string) string) error {
 	policy, err := materialize.ParseSyncPolicy(c.appendfsync)
 	if err != nil {
 		return err
+	}
+	if c.pprof != "" {
+		ln, err := net.Listen("tcp", c.pprof)
+		if err != nil {
+			return fmt.Errorf("--pprof: %w", err)
+		}
+		log.Info("pprof listening", "addr", ln.Addr().String())
+		go http.Serve(ln, nil) // net/http/pprof registers on the default mux
 	}
 	broker.SedimentVersion = version
 	srv, err := broker.New(broker.Options{
