@@ -123,19 +123,23 @@ func BenchmarkXReadGroupAck(b *testing.B) {
 // pipelines of 100, with allocations per command (b.N rounded up to whole
 // pipelines; the client side allocates next to nothing per command). Keys
 // cycle over 10,000 names so that writes hit existing keys and the
-// metadata cache, as redis-benchmark -r 10000 does.
+// metadata cache, as redis-benchmark -r 10000 does; the -new and -absent
+// cases name a new key every time.
 func BenchmarkCommands(b *testing.B) {
 	cmds := []struct {
-		name string
-		args func(i int) []string
+		name  string
+		args  func(i int) []string
+		fresh bool // every command names a key never written (absent-key lookups)
 	}{
-		{"SET", func(i int) []string { return []string{"SET", "k:" + strconv.Itoa(i%10000), "value-value-value"} }},
-		{"GET", func(i int) []string { return []string{"GET", "k:" + strconv.Itoa(i%10000)} }},
-		{"INCR", func(i int) []string { return []string{"INCR", "n:" + strconv.Itoa(i%10000)} }},
-		{"HSET", func(i int) []string { return []string{"HSET", "h", "f:" + strconv.Itoa(i%10000), "value"} }},
-		{"HGET", func(i int) []string { return []string{"HGET", "h", "f:" + strconv.Itoa(i%10000)} }},
-		{"SADD", func(i int) []string { return []string{"SADD", "s", "m:" + strconv.Itoa(i%10000)} }},
-		{"XADD", func(i int) []string { return []string{"XADD", "x", "MAXLEN", "~", "1000", "*", "field", "value"} }},
+		{"SET", func(i int) []string { return []string{"SET", "k:" + strconv.Itoa(i%10000), "value-value-value"} }, false},
+		{"GET", func(i int) []string { return []string{"GET", "k:" + strconv.Itoa(i%10000)} }, false},
+		{"INCR", func(i int) []string { return []string{"INCR", "n:" + strconv.Itoa(i%10000)} }, false},
+		{"HSET", func(i int) []string { return []string{"HSET", "h", "f:" + strconv.Itoa(i%10000), "value"} }, false},
+		{"HGET", func(i int) []string { return []string{"HGET", "h", "f:" + strconv.Itoa(i%10000)} }, false},
+		{"SADD", func(i int) []string { return []string{"SADD", "s", "m:" + strconv.Itoa(i%10000)} }, false},
+		{"XADD", func(i int) []string { return []string{"XADD", "x", "MAXLEN", "~", "1000", "*", "field", "value"} }, false},
+		{"SET-new", func(i int) []string { return []string{"SET", "new:" + strconv.Itoa(i), "value-value-value"} }, true},
+		{"GET-absent", func(i int) []string { return []string{"GET", "absent:" + strconv.Itoa(i)} }, true},
 	}
 	ts := newTestServer(b)
 	for _, cmd := range cmds {
@@ -143,7 +147,11 @@ func BenchmarkCommands(b *testing.B) {
 			c := dialBench(b, ts.addr)
 			// The pipelines are encoded before the timer starts, so that
 			// the allocations counted are the server's.
-			batches := make([][]byte, 100)
+			nb := 100
+			if cmd.fresh {
+				nb = (b.N + 10000 + 99) / 100 // the warm-up's keys, then b.N new ones
+			}
+			batches := make([][]byte, nb)
 			for i := range batches {
 				for j := 0; j < 100; j++ {
 					c.queue(cmd.args(i*100 + j)...)
@@ -155,7 +163,11 @@ func BenchmarkCommands(b *testing.B) {
 				c.buf.Write(batch)
 				c.flush(b, n)
 			}
-			for _, batch := range batches { // warm: keys exist, metadata cached
+			warm := batches
+			if cmd.fresh {
+				warm, batches = batches[:100], batches[100:]
+			}
+			for _, batch := range warm { // warm: keys exist, metadata cached
 				send(batch, 100)
 			}
 			b.ReportAllocs()
