@@ -82,6 +82,10 @@ func (s *Store) count(v *View, e codec.Event) error {
 				c[1]--
 			}
 		}
+		if e.Op == codec.OpSetMeta && !existed && s.filters.created(e.DB, e.Key) && s.filters.rebuilding.CompareAndSwap(false, true) {
+			s.wg.Add(1)
+			go s.rebuildFilter()
+		}
 		if e.Op == codec.OpSetMeta {
 			// Only the deadline matters here: the header's expire-at
 			// (docs/key-format.md 5.1); applyEvent checks the rest.

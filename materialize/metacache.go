@@ -140,7 +140,7 @@ func (c *metaCache) observe(e codec.Event) {
 // group's later decisions before the group commits. Only the writer uses it.
 type overlay struct {
 	m       map[string]cachedMeta
-	flushed bool // a FLUSHDB/FLUSHALL is staged: the committed cache is stale
+	flushed bool   // a FLUSHDB/FLUSHALL is staged: the committed cache is stale
 	dbBase  *dbMap // the committed db map as the group started
 	dbs     *dbMap // the db map after the group's swaps; nil: none staged
 }

@@ -116,7 +116,8 @@ type Store struct {
 	ttl          ttlSlots       // which slots active expiry visits, and from where
 	ready        atomic.Pointer[ReadyFunc]
 	dbm          atomic.Pointer[dbMap] // committed db map (dbmap.go)
-	served       []servedWrite // scratch: the current group's served writes
+	filters      keyFilters            // absent keys without a lookup (keyfilter.go)
+	served       []servedWrite         // scratch: the current group's served writes
 
 	// mu guards seq and entropy (held by the writer goroutine while it
 	// commits a group) and closed.
@@ -199,6 +200,14 @@ func Open(opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	var keys int64
+	for i := range s.counts {
+		keys += s.counts[i].keys.Load()
+	}
+	f := newKeyFilter(2 * keys)
+	s.filters.cur.Store(f) // tracking before the writer starts and before the scan
+	s.wg.Add(1)
+	go s.fillFilter(f)
 	s.committed.Store(s.seq)
 	s.synced.Store(s.seq)
 	s.wg.Add(1)
@@ -255,7 +264,7 @@ func (s *Store) LastSeq() uint64 { return s.committed.Load() }
 
 // View returns a View of the latest committed state at the current time.
 func (s *Store) View() *View {
-	return &View{r: s.db, nowMs: s.opts.Now().UnixMilli(), cache: s.cache, iters: &s.iters, counts: &s.counts, dbm: s.dbm.Load()}
+	return &View{r: s.db, nowMs: s.opts.Now().UnixMilli(), cache: s.cache, iters: &s.iters, counts: &s.counts, dbm: s.dbm.Load(), filters: &s.filters}
 }
 
 // writeReq is one Write call waiting for the writer goroutine.
@@ -385,7 +394,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 	ready := s.ready.Load()
 	// record stages one write's events as change-log record seq+1 (applied
 	// tells that a Txn has applied them already).
-	cv := &View{r: b, cache: s.cache, staged: &s.staged, iters: &s.iters, dbm: s.staged.dbBase} // reads for count
+	cv := &View{r: b, cache: s.cache, staged: &s.staged, iters: &s.iters, dbm: s.staged.dbBase, filters: &s.filters} // reads for count
 	record := func(now time.Time, events []codec.Event, applied bool) error {
 		seq++
 		var err error
@@ -409,7 +418,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 	for _, r := range group {
 		now := s.opts.Now()
 		v := &View{r: b, nowMs: now.UnixMilli(), cache: s.cache, staged: &s.staged, iters: &s.iters,
-			counts: &s.counts, stagedCounts: &s.stagedCounts, dbm: s.staged.dbBase}
+			counts: &s.counts, stagedCounts: &s.stagedCounts, dbm: s.staged.dbBase, filters: &s.filters}
 		var events []codec.Event
 		var err error
 		if r.txn != nil {

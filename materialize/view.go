@@ -22,7 +22,8 @@ type View struct {
 	counts       *[256]dbCounts // committed key counts
 	stagedCounts *stagedCounts  // the group's; nil outside Write
 
-	dbm *dbMap // committed db map when the view was made (dbmap.go)
+	dbm     *dbMap      // committed db map when the view was made (dbmap.go)
+	filters *keyFilters // nil: always look keys up
 }
 
 // NowMs returns the decision time in Unix milliseconds.
@@ -71,6 +72,9 @@ func (v *View) rawMeta(db uint8, key []byte) (codec.Meta, bool, error) {
 		if e, ok := v.cache.get(db, key); ok {
 			return e.meta, e.exists, nil
 		}
+	}
+	if v.filters != nil && v.filters.absent(db, key) {
+		return codec.Meta{}, false, nil // not cached: the filter answers again
 	}
 	b, ok, err := v.Get(codec.MetaKey(db, key))
 	if err != nil {
