@@ -46,8 +46,8 @@ type changeLog struct {
 	f    vfs.File   // the last segment, appended to
 
 	// The writer goroutine's own state.
-	size    int64  // bytes in the last segment
-	last    uint64 // sequence of the last record appended
+	size     int64  // bytes in the last segment
+	last     uint64 // sequence of the last record appended
 	buf      []byte // frames of the group being staged
 	bufFirst uint64 // sequence of the first frame in buf
 	segSize  int64  // a segment is closed once it passes this many bytes

@@ -2,9 +2,9 @@ package materialize_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"

@@ -137,10 +137,10 @@ type Store struct {
 	mu      sync.Mutex
 	seq     uint64 // last committed change-log sequence
 	entropy io.Reader
-	ulidMs  uint64 // timestamp of the last ULID
+	ulidMs  uint64      // timestamp of the last ULID
 	pruning atomic.Bool // a change-log pruning runs (pruneLog)
 	broken  error       // set when a commit failed after its log write: every later write fails
-	closed           bool
+	closed  bool
 
 	committed atomic.Uint64 // == seq, readable without mu
 	synced    atomic.Uint64 // every seq <= synced is on stable storage
