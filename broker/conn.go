@@ -155,7 +155,7 @@ func (c *conn) flush() error {
 	c.drain()
 	if c.pendingSeq != 0 {
 		if err := c.s.store.WaitDurable(c.pendingSeq); err != nil {
-			c.s.opts.Logger.Warn("WAL sync failed", "client", c.id, "err", err)
+			c.s.opts.Logger.Warn("change log sync failed", "client", c.id, "err", err)
 			return err
 		}
 		c.pendingSeq = 0

@@ -31,6 +31,7 @@ const (
 	TagChangeLog   Tag = 'L' // L|seq(8) → change-log Record
 	TagCount       Tag = 'K' // K|db → key counts (keys, keys with a TTL)
 	TagDBMap       Tag = 'D' // D → the db map: storage db of each logical db
+	TagApplied     Tag = 'A' // A → the sequence of the last change-log record applied
 )
 
 // StreamTags lists the tags of a stream's sub-keys other than its metadata.
@@ -84,6 +85,12 @@ func MetaKey(db uint8, key []byte) []byte { return KeyPrefix(TagMeta, db, key) }
 // CountKey returns K|db: the key under which db's key counts are kept (two
 // int64s, big-endian: keys, keys with a TTL).
 func CountKey(db uint8) []byte { return []byte{byte(TagCount), db} }
+
+// AppliedKey returns A: the key under which every commit records the
+// sequence number (u64, big-endian) of the last change-log record it
+// applied, so that after a crash the records after it are replayed from
+// the change-log files.
+func AppliedKey() []byte { return []byte{byte(TagApplied)} }
 
 // DBMapKey returns D: the key of the db map, which SWAPDB changes. Its
 // value holds one byte per logical db, in order: the storage db (the db

@@ -2,6 +2,7 @@ package materialize
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -18,11 +19,12 @@ import (
 	"github.com/sediment-dev/sediment/codec"
 )
 
-// SyncPolicy is Redis's appendfsync setting applied to Pebble's WAL.
+// SyncPolicy is Redis's appendfsync setting applied to the change log (the
+// store's write-ahead log).
 type SyncPolicy int
 
 const (
-	// SyncEverySec fsyncs the WAL once a second in the background (the default).
+	// SyncEverySec fsyncs the change log once a second in the background (the default).
 	SyncEverySec SyncPolicy = iota
 	// SyncAlways makes WaitDurable fsync before a write is acknowledged.
 	SyncAlways
@@ -59,6 +61,9 @@ type Options struct {
 	Dir string
 	// InMemory keeps everything in memory (tests).
 	InMemory bool
+	// FS, when set, is the file system Dir is on (tests: a crashable
+	// in-memory one). The default is the operating system's.
+	FS vfs.FS
 	// Sync is the fsync policy. The default is SyncEverySec.
 	Sync SyncPolicy
 	// Logger receives Pebble's log lines. The default discards them.
@@ -70,9 +75,13 @@ type Options struct {
 	// cheaper; in make bench, SET went from 0.38 (32 MiB) to 0.48 (16 MiB)
 	// of redis-server's rate, XADD stayed the same.
 	MemTableSize uint64
-	// ChangeLogRetention is how many change-log records are kept. The
-	// default is 1<<20; older records are range-deleted as new ones commit.
+	// ChangeLogRetention is how many change-log records are kept at
+	// least. The default is 1<<20; older records are dropped a whole
+	// segment file at a time, once Pebble holds their effects durably.
 	ChangeLogRetention uint64
+	// ChangeLogSegmentSize is the size in bytes past which a change-log
+	// segment file is closed and a new one started. The default is 64 MiB.
+	ChangeLogSegmentSize int64
 	// Now is the clock. The default is time.Now.
 	Now func() time.Time
 }
@@ -91,6 +100,9 @@ func (o *Options) withDefaults() Options {
 	if c.ChangeLogRetention == 0 {
 		c.ChangeLogRetention = 1 << 20
 	}
+	if c.ChangeLogSegmentSize == 0 {
+		c.ChangeLogSegmentSize = 64 << 20
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -103,6 +115,7 @@ var ErrClosed = errors.New("materialize: store closed")
 // Store is Sediment's Pebble database. It is safe for concurrent use.
 type Store struct {
 	db   *pebble.DB
+	log  *changeLog // the write-ahead change log (changelog.go)
 	opts Options
 
 	reqs         chan *writeReq // to the writer goroutine
@@ -124,15 +137,14 @@ type Store struct {
 	mu      sync.Mutex
 	seq     uint64 // last committed change-log sequence
 	entropy io.Reader
-	ulidMs  uint64 // timestamp of the last ULID
-	// logCut: change-log records below it were range-deleted (0 after
-	// Open); groupCut is the same as of the group being staged.
-	logCut, groupCut uint64
-	closed           bool
+	ulidMs  uint64      // timestamp of the last ULID
+	pruning atomic.Bool // a change-log pruning runs (pruneLog)
+	broken  error       // set when a commit failed after its log write: every later write fails
+	closed  bool
 
 	committed atomic.Uint64 // == seq, readable without mu
 	synced    atomic.Uint64 // every seq <= synced is on stable storage
-	syncMu    sync.Mutex    // one WAL fsync at a time; waiters coalesce behind it
+	syncMu    sync.Mutex    // one change-log fsync at a time; waiters coalesce behind it
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -166,16 +178,39 @@ func Open(opts Options) (*Store, error) {
 	po.Experimental.NumDeletionsThreshold = 100
 	po.Experimental.DeletionSizeRatioThreshold = 0.5
 	dir := o.Dir
+	po.FS = vfs.Default
+	if o.FS != nil {
+		po.FS = o.FS
+	}
 	if o.InMemory {
 		po.FS = vfs.NewMem()
 		dir = ""
 	}
+	// The change-log files are the write-ahead log (changelog.go): Pebble
+	// keeps none, and syncs them before each flush makes its own state
+	// durable.
+	po.DisableWAL = true
+	var logRef atomic.Pointer[changeLog]
+	po.EventListener = &pebble.EventListener{FlushBegin: func(pebble.FlushInfo) {
+		if l := logRef.Load(); l != nil {
+			if err := l.sync(); err != nil {
+				o.Logger.Error("change log sync before a flush failed", "err", err)
+			}
+		}
+	}}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("materialize: open %q: %w", dir, err)
 	}
+	log, err := openChangeLog(po.FS, po.FS.PathJoin(dir, "changelog"), o.ChangeLogSegmentSize)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("materialize: change log: %w", err)
+	}
+	logRef.Store(log)
 	s := &Store{
 		db:      db,
+		log:     log,
 		opts:    o,
 		entropy: ulid.Monotonic(rand.Reader, 0),
 		stop:    make(chan struct{}),
@@ -196,16 +231,17 @@ func Open(opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("materialize: key counts: %w", err)
 	}
-	if s.seq, err = s.lastSeq(); err != nil {
-		db.Close()
-		return nil, err
-	}
 	var keys int64
 	for i := range s.counts {
 		keys += s.counts[i].keys.Load()
 	}
 	f := newKeyFilter(2 * keys)
 	s.filters.cur.Store(f) // tracking before the writer starts and before the scan
+	if err := s.recover(); err != nil {
+		log.close()
+		db.Close()
+		return nil, err
+	}
 	s.wg.Add(1)
 	go s.fillFilter(f)
 	s.committed.Store(s.seq)
@@ -219,24 +255,9 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// lastSeq reads the sequence of the newest change-log record (0 if none).
-func (s *Store) lastSeq() (uint64, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{
-		LowerBound: []byte{byte(codec.TagChangeLog)},
-		UpperBound: []byte{byte(codec.TagChangeLog) + 1},
-	})
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
-	if !it.Last() {
-		return 0, it.Error()
-	}
-	return codec.DecodeChangeLogKey(it.Key())
-}
-
-// Close stops background work, fsyncs the WAL and closes Pebble. Writes
-// after Close return ErrClosed.
+// Close stops background work, fsyncs the change log, flushes Pebble's
+// memtables (so that the next Open has nothing to replay) and closes both.
+// Writes after Close return ErrClosed.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -247,10 +268,11 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	close(s.stop)
 	s.wg.Wait()
-	if err := s.db.LogData(nil, pebble.Sync); err != nil {
-		s.opts.Logger.Warn("final WAL sync failed", "err", err)
+	err := s.log.sync()
+	if err == nil {
+		err = s.db.Flush()
 	}
-	return s.db.Close()
+	return errors.Join(err, s.db.Close(), s.log.close())
 }
 
 // Policy returns the store's fsync policy.
@@ -382,7 +404,6 @@ func (s *Store) commitGroup(group []*writeReq) {
 	s.staged.reset()
 	s.staged.dbBase = s.dbm.Load()
 	s.stagedCounts.reset()
-	s.groupCut = s.logCut
 	committed := s.groupEvents[:0]
 	served := s.served[:0]
 	defer func() { // however the group ends: keep the scratch, drop references
@@ -391,6 +412,10 @@ func (s *Store) commitGroup(group []*writeReq) {
 		clear(served)
 		s.served = served[:0]
 	}()
+	if s.broken != nil {
+		s.failGroup(group, served, s.broken)
+		return
+	}
 	ready := s.ready.Load()
 	// record stages one write's events as change-log record seq+1 (applied
 	// tells that a Txn has applied them already).
@@ -409,7 +434,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 				s.staged.observe(e)
 			}
 		}
-		if rec, err = s.stageRecord(b, rec[:0], seq, now, events); err != nil {
+		if rec, err = s.stageRecord(rec[:0], seq, now, events); err != nil {
 			return err
 		}
 		committed = append(committed, events...)
@@ -467,14 +492,27 @@ func (s *Store) commitGroup(group []*writeReq) {
 		s.failGroup(group, served, fmt.Errorf("materialize: key counts: %w", err))
 		return
 	}
+	if err := b.Set(codec.AppliedKey(), binary.BigEndian.AppendUint64(nil, seq), nil); err != nil {
+		s.failGroup(group, served, fmt.Errorf("materialize: applied sequence: %w", err))
+		return
+	}
+	// The records reach the log (one write) before their effects reach
+	// Pebble: a crash between the two replays them at Open.
+	if err := s.log.write(); err != nil {
+		s.failGroup(group, served, fmt.Errorf("materialize: change log write: %w", err))
+		return
+	}
 	if err := s.db.Apply(b, pebble.NoSync); err != nil {
-		s.failGroup(group, served, fmt.Errorf("materialize: commit: %w", err))
+		// The records are in the log but not applied: no later write can
+		// go on consistently (Open will replay them).
+		s.broken = fmt.Errorf("materialize: commit: %w", err)
+		s.failGroup(group, served, s.broken)
 		return
 	}
 	s.commitCounts()
 	s.seq = seq
-	s.logCut = s.groupCut
 	s.committed.Store(seq)
+	s.maybePruneLog(seq)
 	for _, e := range committed {
 		s.cache.observe(e)
 		s.ttl.observe(e)
@@ -497,16 +535,17 @@ func (s *Store) doneServed(served []servedWrite, err error) {
 
 func (s *Store) failGroup(group []*writeReq, served []servedWrite, err error) {
 	s.opts.Logger.Warn("write group failed", "err", err, "writes", len(group))
+	s.log.discard(s.seq)
 	for _, r := range group {
 		r.seq, r.err = 0, err
 	}
 	s.doneServed(served, err)
 }
 
-// stageRecord adds the change-log record (sequence seq) of events, already
-// applied to b, to b. rec is scratch space for the record's encoding; the
-// grown slice is returned.
-func (s *Store) stageRecord(b *pebble.Batch, rec []byte, seq uint64, now time.Time, events []codec.Event) ([]byte, error) {
+// stageRecord stages the change-log record (sequence seq) of events in
+// the log's buffer (written with the group). rec is scratch space for the
+// record's encoding; the grown slice is returned.
+func (s *Store) stageRecord(rec []byte, seq uint64, now time.Time, events []codec.Event) ([]byte, error) {
 	// ULIDs must increase even if the clock steps back.
 	ms := ulid.Timestamp(now)
 	if ms < s.ulidMs {
@@ -518,18 +557,37 @@ func (s *Store) stageRecord(b *pebble.Batch, rec []byte, seq uint64, now time.Ti
 		return rec, fmt.Errorf("materialize: ulid: %w", err)
 	}
 	rec = codec.AppendRecord(rec, codec.Record{ULID: id, TimeMs: now.UnixMilli(), Events: events})
-	if err := b.Set(codec.ChangeLogKey(seq), rec, nil); err != nil {
-		return rec, err
-	}
-	if r := s.opts.ChangeLogRetention; seq > r && seq%1024 == 0 {
-		// Each cut starts where the previous one ended, so the cuts'
-		// range tombstones never overlap (the first after Open starts at 0).
-		if err := b.DeleteRange(codec.ChangeLogKey(s.groupCut), codec.ChangeLogKey(seq-r), nil); err != nil {
-			return rec, err
-		}
-		s.groupCut = seq - r
-	}
+	s.log.append(seq, rec)
 	return rec, nil
+}
+
+// maybePruneLog starts dropping the change-log segments older than the
+// retention, when there are some and no pruning runs.
+func (s *Store) maybePruneLog(seq uint64) {
+	r := s.opts.ChangeLogRetention
+	if seq <= r || !s.log.droppable(seq-r) || !s.pruning.CompareAndSwap(false, true) {
+		return
+	}
+	s.wg.Add(1)
+	go s.pruneLog(seq - r)
+}
+
+// pruneLog drops the segments whose records all come before cut, once
+// Pebble holds their effects durably: it flushes the memtables first (a
+// crash must still find every record after the durable A key).
+func (s *Store) pruneLog(cut uint64) {
+	defer s.wg.Done()
+	defer s.pruning.Store(false)
+	applied := s.committed.Load()
+	if err := s.db.Flush(); err != nil {
+		if !errors.Is(err, pebble.ErrClosed) {
+			s.opts.Logger.Warn("change log pruning: flush failed", "err", err)
+		}
+		return
+	}
+	if err := s.log.dropBefore(min(cut, applied+1)); err != nil {
+		s.opts.Logger.Warn("change log pruning failed", "err", err)
+	}
 }
 
 // WaitDurable returns once the change-log record seq (and every record
@@ -553,8 +611,8 @@ func (s *Store) syncTo(seq uint64) error {
 		return nil
 	}
 	upTo := s.committed.Load()
-	if err := s.db.LogData(nil, pebble.Sync); err != nil {
-		return fmt.Errorf("materialize: WAL sync: %w", err)
+	if err := s.log.sync(); err != nil {
+		return fmt.Errorf("materialize: change log sync: %w", err)
 	}
 	for {
 		cur := s.synced.Load()
@@ -575,7 +633,7 @@ func (s *Store) syncEverySec() {
 		case <-t.C:
 			if c := s.committed.Load(); c > s.synced.Load() {
 				if err := s.syncTo(c); err != nil {
-					s.opts.Logger.Warn("background WAL sync failed", "err", err)
+					s.opts.Logger.Warn("background change log sync failed", "err", err)
 				}
 			}
 		}
@@ -586,28 +644,19 @@ func (s *Store) syncEverySec() {
 // from, in order, until fn returns false. The record aliases memory valid
 // only during the call.
 func (s *Store) ChangeLog(from uint64, fn func(codec.Record) bool) error {
-	it, err := s.db.NewIter(&pebble.IterOptions{
-		LowerBound: codec.ChangeLogKey(from),
-		UpperBound: []byte{byte(codec.TagChangeLog) + 1},
+	var ferr error
+	err := s.log.read(max(from, 1), s.committed.Load(), func(seq uint64, raw []byte) bool {
+		rec, err := codec.DecodeRecord(seq, raw)
+		if err != nil {
+			ferr = err
+			return false
+		}
+		return fn(rec)
 	})
 	if err != nil {
 		return err
 	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		seq, err := codec.DecodeChangeLogKey(it.Key())
-		if err != nil {
-			return err
-		}
-		rec, err := codec.DecodeRecord(seq, it.Value())
-		if err != nil {
-			return err
-		}
-		if !fn(rec) {
-			break
-		}
-	}
-	return it.Error()
+	return ferr
 }
 
 type pebbleLogger struct{ l *slog.Logger }

@@ -1,0 +1,535 @@
+package materialize
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/sediment-dev/sediment/codec"
+)
+
+// changeLog is the change log kept as files: the store's write-ahead log.
+// Pebble runs without a WAL of its own; every commit group first appends
+// its change-log records here (one write per group), then applies their
+// events to Pebble with the sequence of its last record under the A key.
+// After a crash, the records after the A that Pebble holds durably are
+// replayed (Store.replay). Durability is this file's: the fsync policy
+// syncs it, and a Pebble flush syncs it first (Options.EventListener's
+// FlushBegin), so Pebble never holds durably what the log does not.
+//
+// Layout (docs/key-format.md, "Change-log files"): the directory holds
+// segments named by the sequence of their first record, 20 decimal digits
+// then ".log". A segment is a run of frames:
+//
+//	| u32 payload length | u32 CRC-32C of the payload | payload |
+//	payload = u64 seq | change-log Record (codec.AppendRecord)
+//
+// all big-endian. Sequences are consecutive across segments. A frame cut
+// short or failing its CRC ends its segment (a torn write at a crash):
+// readers stop there, and records after a reopen go to a new segment.
+type changeLog struct {
+	fs  vfs.FS
+	dir string
+
+	mu   sync.Mutex // guards segs and f (the writer swaps them; readers and sync take them)
+	segs []uint64   // first sequence of each segment, ascending
+	f    vfs.File   // the last segment, appended to
+
+	// The writer goroutine's own state.
+	size     int64  // bytes in the last segment
+	last     uint64 // sequence of the last record appended
+	buf      []byte // frames of the group being staged
+	bufFirst uint64 // sequence of the first frame in buf
+	segSize  int64  // a segment is closed once it passes this many bytes
+}
+
+const frameHeader = 8
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func segmentName(first uint64) string { return fmt.Sprintf("%020d.log", first) }
+
+// openChangeLog opens (creating if needed) the change log in dir on fs,
+// truncates a torn tail and returns it with the sequence of its last
+// record (0: empty).
+func openChangeLog(fs vfs.FS, dir string, segSize int64) (*changeLog, error) {
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	l := &changeLog{fs: fs, dir: dir, segSize: segSize}
+	for _, n := range names {
+		first, ok := strings.CutSuffix(n, ".log")
+		if !ok {
+			continue
+		}
+		seq, err := strconv.ParseUint(first, 10, 64)
+		if err != nil {
+			continue
+		}
+		l.segs = append(l.segs, seq)
+	}
+	slices.Sort(l.segs)
+	if len(l.segs) == 0 {
+		return l, nil
+	}
+	// The last segment: its last whole frame is the last record. New
+	// records go to a new segment, so that a torn tail (a frame cut short
+	// or failing its CRC) is never appended to: readers stop at it.
+	first := l.segs[len(l.segs)-1]
+	f, err := fs.Open(fs.PathJoin(dir, segmentName(first)))
+	if err != nil {
+		return nil, err
+	}
+	_, last, err := scanSegment(f, first, nil)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	l.last = last
+	if last == 0 {
+		l.last = first - 1 // an empty last segment
+	}
+	return l, nil
+}
+
+// scanSegment reads the frames of a segment whose first record is first,
+// calling fn (when set) for each, and returns the offset after the last
+// whole frame and the last sequence read (0: none). fn returning false
+// stops the scan.
+func scanSegment(r io.ReaderAt, first uint64, fn func(seq uint64, rec []byte) bool) (end int64, last uint64, err error) {
+	var hdr [frameHeader]byte
+	want := first
+	for {
+		if _, err := r.ReadAt(hdr[:], end); err != nil {
+			if errors.Is(err, io.EOF) {
+				return end, last, nil
+			}
+			return end, last, err
+		}
+		n := binary.BigEndian.Uint32(hdr[:4])
+		if n < 8 || n > 1<<31 {
+			return end, last, nil // torn
+		}
+		payload := make([]byte, n)
+		if _, err := r.ReadAt(payload, end+frameHeader); err != nil {
+			if errors.Is(err, io.EOF) {
+				return end, last, nil // torn
+			}
+			return end, last, err
+		}
+		if crc32.Checksum(payload, castagnoli) != binary.BigEndian.Uint32(hdr[4:]) {
+			return end, last, nil // torn
+		}
+		seq := binary.BigEndian.Uint64(payload)
+		if seq != want {
+			return end, last, fmt.Errorf("materialize: change log: record %d where %d was due: %w", seq, want, codec.ErrCorrupt)
+		}
+		end += frameHeader + int64(n)
+		last, want = seq, seq+1
+		if fn != nil && !fn(seq, payload[8:]) {
+			return end, last, nil
+		}
+	}
+}
+
+// append stages record seq (the writer goroutine's). Records must come in
+// sequence.
+func (l *changeLog) append(seq uint64, rec []byte) {
+	start := len(l.buf)
+	if start == 0 {
+		l.bufFirst = seq
+	}
+	l.buf = binary.BigEndian.AppendUint32(l.buf, uint32(8+len(rec)))
+	l.buf = binary.BigEndian.AppendUint32(l.buf, 0)
+	l.buf = binary.BigEndian.AppendUint64(l.buf, seq)
+	l.buf = append(l.buf, rec...)
+	binary.BigEndian.PutUint32(l.buf[start+4:], crc32.Checksum(l.buf[start+frameHeader:], castagnoli))
+	l.last = seq
+}
+
+// discard drops the staged frames (a failed group), back to last.
+func (l *changeLog) discard(last uint64) {
+	l.buf = l.buf[:0]
+	l.last = last
+}
+
+// write writes the staged frames with one write, starting a segment first
+// when there is none or the last one is full. After a failed write the
+// segment may end in a partial frame: the next write starts a new segment
+// (named by the sequence it starts with, which the failed frames had).
+func (l *changeLog) write() error {
+	if len(l.buf) == 0 {
+		return nil
+	}
+	if l.f == nil || l.size >= l.segSize {
+		if err := l.rotate(l.bufFirst); err != nil {
+			return err
+		}
+	}
+	n, err := l.f.Write(l.buf)
+	l.size += int64(n)
+	l.buf = l.buf[:0]
+	if err != nil {
+		l.mu.Lock()
+		f := l.f
+		l.f = nil
+		l.mu.Unlock()
+		f.Close()
+	}
+	return err
+}
+
+// rotate starts the segment of record first, syncing and closing the one
+// before it.
+func (l *changeLog) rotate(first uint64) error {
+	f, err := l.fs.Create(l.fs.PathJoin(l.dir, segmentName(first)), vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	if err := l.syncDir(); err != nil {
+		f.Close()
+		return err
+	}
+	l.mu.Lock()
+	old := l.f
+	l.f = f
+	l.segs = append(l.segs, first)
+	l.mu.Unlock()
+	l.size = 0
+	if old != nil {
+		if err := old.Sync(); err != nil {
+			return err
+		}
+		return old.Close()
+	}
+	return nil
+}
+
+func (l *changeLog) syncDir() error {
+	d, err := l.fs.OpenDir(l.dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// sync makes every written record durable. Safe from any goroutine: a
+// segment closed meanwhile was synced by the rotation that closed it.
+func (l *changeLog) sync() error {
+	l.mu.Lock()
+	f := l.f
+	l.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
+// read calls fn for each record with from <= seq <= upTo, in order, until
+// fn returns false.
+func (l *changeLog) read(from, upTo uint64, fn func(seq uint64, rec []byte) bool) error {
+	l.mu.Lock()
+	segs := slices.Clone(l.segs)
+	l.mu.Unlock()
+	n, _ := slices.BinarySearch(segs, from+1) // segments starting at or before from
+	i := max(0, n-1)
+	for ; i < len(segs); i++ {
+		if segs[i] > upTo {
+			return nil
+		}
+		if i+1 < len(segs) && segs[i+1] <= from {
+			continue
+		}
+		f, err := l.fs.Open(l.fs.PathJoin(l.dir, segmentName(segs[i])))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // dropped meanwhile: records below the retention
+		}
+		if err != nil {
+			return err
+		}
+		stop := false
+		_, _, err = scanSegment(f, segs[i], func(seq uint64, rec []byte) bool {
+			switch {
+			case seq < from:
+				return true
+			case seq > upTo:
+				stop = true
+				return false
+			}
+			if !fn(seq, rec) {
+				stop = true
+				return false
+			}
+			return true
+		})
+		f.Close()
+		if err != nil || stop {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropBefore removes the segments whose records all come before seq.
+func (l *changeLog) dropBefore(seq uint64) error {
+	l.mu.Lock()
+	var drop []uint64
+	for len(l.segs) > 1 && l.segs[1] <= seq {
+		drop = append(drop, l.segs[0])
+		l.segs = l.segs[1:]
+	}
+	l.mu.Unlock()
+	for _, first := range drop {
+		if err := l.fs.Remove(l.fs.PathJoin(l.dir, segmentName(first))); err != nil {
+			return err
+		}
+	}
+	if len(drop) > 0 {
+		return l.syncDir()
+	}
+	return nil
+}
+
+// droppable reports whether dropBefore(cut) would drop a segment.
+func (l *changeLog) droppable(cut uint64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.segs) > 1 && l.segs[1] <= cut
+}
+
+// firstSeq returns the sequence of the oldest record kept (0: none).
+func (l *changeLog) firstSeq() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.segs) == 0 {
+		return 0
+	}
+	return l.segs[0]
+}
+
+func (l *changeLog) close() error {
+	l.mu.Lock()
+	f := l.f
+	l.f = nil
+	l.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// recover brings Pebble up to the change log at Open: it moves a store's
+// legacy change-log keys (L, from before the log was files) into the log,
+// then replays the records after the last one Pebble applied durably (the
+// A key), which a crash may have lost with Pebble's memtables. It sets
+// s.seq.
+func (s *Store) recover() error {
+	applied, err := s.readApplied()
+	if err != nil {
+		return err
+	}
+	if err := s.migrateLegacyLog(&applied); err != nil {
+		return fmt.Errorf("materialize: moving the change log to files: %w", err)
+	}
+	last := s.log.last
+	switch {
+	case last < applied:
+		// The log lost records Pebble holds (it was removed or damaged):
+		// go on from Pebble's state, leaving a gap in the log.
+		s.opts.Logger.Warn("change log ends before the applied state; records are missing", "log_last", last, "applied", applied)
+		s.seq = applied
+		s.log.last = applied
+		return nil
+	case last == applied:
+		s.seq = applied
+		return nil
+	}
+	if first := s.log.firstSeq(); first > applied+1 {
+		return fmt.Errorf("materialize: change log starts at %d, after the applied record %d: %w", first, applied, codec.ErrCorrupt)
+	}
+	s.seq = applied
+	return s.replay(applied+1, last)
+}
+
+func (s *Store) readApplied() (uint64, error) {
+	v, closer, err := s.db.Get(codec.AppliedKey())
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, fmt.Errorf("materialize: applied sequence: %w", codec.ErrCorrupt)
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// migrateLegacyLog appends the records of L keys after the log's last to
+// the log, then deletes the L keys and records the last as applied (their
+// events were applied with them).
+func (s *Store) migrateLegacyLog(applied *uint64) error {
+	lower, upper := []byte{byte(codec.TagChangeLog)}, []byte{byte(codec.TagChangeLog) + 1}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	found, lastL := false, uint64(0)
+	for ok := it.First(); ok; ok = it.Next() {
+		seq, err := codec.DecodeChangeLogKey(it.Key())
+		if err != nil {
+			return err
+		}
+		found, lastL = true, seq
+		if seq <= s.log.last {
+			continue
+		}
+		if s.log.last != 0 && seq != s.log.last+1 {
+			return fmt.Errorf("legacy record %d after %d: %w", seq, s.log.last, codec.ErrCorrupt)
+		}
+		s.log.append(seq, it.Value())
+		if len(s.log.buf) >= 1<<20 {
+			if err := s.log.write(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	if !found {
+		return nil
+	}
+	if err := s.log.write(); err != nil {
+		return err
+	}
+	if err := s.log.sync(); err != nil {
+		return err
+	}
+	*applied = max(*applied, lastL)
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange(lower, upper, nil); err != nil {
+		return err
+	}
+	if err := b.Set(codec.AppliedKey(), binary.BigEndian.AppendUint64(nil, *applied), nil); err != nil {
+		return err
+	}
+	if err := s.db.Apply(b, pebble.NoSync); err != nil {
+		return err
+	}
+	return s.db.Flush()
+}
+
+// replayChunk is how many records replay applies per Pebble batch.
+const replayChunk = 1024
+
+// replay applies records from..to of the log to Pebble, as the writer
+// applied them (counts, metadata, TTL index, db map), in batches that each
+// record their last sequence as applied.
+func (s *Store) replay(from, to uint64) error {
+	var (
+		b     *pebble.Batch
+		n     int
+		inErr error
+	)
+	begin := func() {
+		b = s.db.NewIndexedBatch()
+		s.staged.reset()
+		s.staged.dbBase = s.dbm.Load()
+		s.stagedCounts.reset()
+		n = 0
+	}
+	var events []codec.Event
+	commit := func(seq uint64) error {
+		defer b.Close()
+		if err := s.stageCounts(b); err != nil {
+			return err
+		}
+		if err := b.Set(codec.AppliedKey(), binary.BigEndian.AppendUint64(nil, seq), nil); err != nil {
+			return err
+		}
+		if err := s.db.Apply(b, pebble.NoSync); err != nil {
+			return err
+		}
+		s.commitCounts()
+		for _, e := range events {
+			s.cache.observe(e)
+			s.ttl.observe(e)
+		}
+		events = events[:0]
+		if s.staged.dbs != nil {
+			s.dbm.Store(s.staged.dbs)
+		}
+		s.seq = seq
+		return nil
+	}
+	begin()
+	err := s.log.read(from, to, func(seq uint64, raw []byte) bool {
+		rec, err := codec.DecodeRecord(seq, raw)
+		if err != nil {
+			inErr = err
+			return false
+		}
+		cv := &View{r: b, cache: s.cache, staged: &s.staged, iters: &s.iters, dbm: s.staged.dbBase, filters: &s.filters}
+		for _, e := range rec.Events {
+			if err := s.count(cv, e); err != nil {
+				inErr = err
+				return false
+			}
+			if err := applyEvent(b, e); err != nil {
+				inErr = err
+				return false
+			}
+			s.staged.observe(e)
+			events = append(events, e)
+		}
+		if n++; n == replayChunk {
+			if inErr = commit(seq); inErr != nil {
+				return false
+			}
+			begin()
+		}
+		return true
+	})
+	if err == nil {
+		err = inErr
+	}
+	if err == nil && n > 0 {
+		err = commit(s.seq + uint64(n))
+	} else if b != nil && n == 0 {
+		b.Close()
+	}
+	if err == nil && s.seq != to {
+		err = fmt.Errorf("materialize: change log replay ended at %d, want %d: %w", s.seq, to, codec.ErrCorrupt)
+	}
+	if err != nil {
+		return fmt.Errorf("materialize: replaying the change log: %w", err)
+	}
+	s.opts.Logger.Info("change log replayed", "from", from, "to", to)
+	return nil
+}
