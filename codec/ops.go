@@ -1,12 +1,18 @@
 package codec
 
+import "encoding/binary"
+
 // Constructors for change events, one per Op. They copy nothing: the event
 // aliases the slices passed in until it is encoded.
 
 // SetMetaEvent builds an OpSetMeta event writing m for key; prevExpireAtMs
 // is the expire-at of the metadata it replaces (0 for none).
 func SetMetaEvent(db uint8, key []byte, m Meta, prevExpireAtMs int64) Event {
-	return Event{Op: OpSetMeta, DB: db, Key: key, Args: [][]byte{AppendMeta(nil, m), Int64Arg(prevExpireAtMs)}}
+	// One buffer for both arguments, each capped at its end.
+	b := AppendMeta(make([]byte, 0, MetaLen(m)+8), m)
+	n := len(b)
+	b = binary.BigEndian.AppendUint64(b, uint64(prevExpireAtMs))
+	return Event{Op: OpSetMeta, DB: db, Key: key, Args: [][]byte{b[:n:n], b[n:]}}
 }
 
 // DelKeyEvent builds an OpDelKey event removing key of type t.

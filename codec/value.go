@@ -96,6 +96,19 @@ const (
 	streamMetaLegacyLen = 8 + 3*IDLen + 8
 )
 
+// MetaLen returns the length of m's encoding.
+func MetaLen(m Meta) int {
+	switch m.Type {
+	case TypeString:
+		return 10 + len(m.Value)
+	case TypeStream:
+		return 10 + streamMetaLen
+	case TypeHash, TypeSet:
+		return 18
+	}
+	return 10
+}
+
 // AppendMeta appends the encoding of m to b.
 func AppendMeta(b []byte, m Meta) []byte {
 	b = append(b, metaVersion, byte(m.Type))
@@ -117,7 +130,8 @@ func AppendMeta(b []byte, m Meta) []byte {
 	return b
 }
 
-// DecodeMeta decodes a metadata value. Value aliases b.
+// DecodeMeta decodes a metadata value. Value aliases b (with no capacity
+// past its end).
 func DecodeMeta(b []byte) (Meta, error) {
 	if len(b) < 10 || b[0] != metaVersion {
 		return Meta{}, corruptf("meta of %d bytes", len(b))
@@ -126,7 +140,7 @@ func DecodeMeta(b []byte) (Meta, error) {
 	rest := b[10:]
 	switch m.Type {
 	case TypeString:
-		m.Value = rest
+		m.Value = rest[:len(rest):len(rest)] // an append copies: b stays intact
 	case TypeStream:
 		if len(rest) != streamMetaLen && len(rest) != streamMetaLegacyLen {
 			return Meta{}, corruptf("stream meta of %d bytes", len(rest))

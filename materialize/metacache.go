@@ -26,7 +26,7 @@ type metaCache struct {
 
 type metaShard struct {
 	mu sync.RWMutex
-	m  map[string]cachedMeta
+	m  map[string]*cachedMeta // pointers: an update of a cached key allocates nothing
 }
 
 type cachedMeta struct {
@@ -46,7 +46,7 @@ const (
 func newMetaCache() *metaCache {
 	c := &metaCache{seed: maphash.MakeSeed()}
 	for i := range c.shards {
-		c.shards[i].m = make(map[string]cachedMeta)
+		c.shards[i].m = make(map[string]*cachedMeta)
 	}
 	return c
 }
@@ -71,9 +71,11 @@ func (c *metaCache) get(db uint8, key []byte) (cachedMeta, bool) {
 	k := append(append(buf[:0], db), key...)
 	s := c.shard(db, key)
 	s.mu.RLock()
-	e, ok := s.m[string(k)]
-	s.mu.RUnlock()
-	return e, ok
+	defer s.mu.RUnlock()
+	if e := s.m[string(k)]; e != nil {
+		return *e, true
+	}
+	return cachedMeta{}, false
 }
 
 // put caches m (exists false: the key is absent). Only the writer calls it.
@@ -82,8 +84,14 @@ func (c *metaCache) put(db uint8, key []byte, m codec.Meta, exists bool) {
 	s := c.shard(db, key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var buf [64]byte
+	k := append(append(buf[:0], db), key...)
 	if exists && len(m.Value) > metaCacheMaxValue {
-		delete(s.m, cacheKey(db, key))
+		delete(s.m, string(k))
+		return
+	}
+	if e := s.m[string(k)]; e != nil {
+		*e = cachedMeta{m, exists}
 		return
 	}
 	if len(s.m) >= metaCacheShardMax {
@@ -95,14 +103,14 @@ func (c *metaCache) put(db uint8, key []byte, m codec.Meta, exists bool) {
 			}
 		}
 	}
-	s.m[cacheKey(db, key)] = cachedMeta{m, exists}
+	s.m[string(k)] = &cachedMeta{m, exists}
 }
 
 func (c *metaCache) clear() {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		s.m = make(map[string]cachedMeta)
+		s.m = make(map[string]*cachedMeta)
 		s.mu.Unlock()
 	}
 }
@@ -116,7 +124,8 @@ func metaEffect(e codec.Event) (cachedMeta, bool) {
 		if err != nil {
 			return cachedMeta{}, false
 		}
-		m.Value = append([]byte(nil), m.Value...)
+		// m.Value aliases the event's argument, which nothing changes
+		// once built (and DecodeMeta caps it: an append copies).
 		return cachedMeta{m, true}, true
 	case codec.OpDelKey:
 		return cachedMeta{}, true

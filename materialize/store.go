@@ -128,6 +128,7 @@ type Store struct {
 	iters        iterCounters   // storage work of every view's iterators
 	ttl          ttlSlots       // which slots active expiry visits, and from where
 	ready        atomic.Pointer[ReadyFunc]
+	recBuf       []byte // scratch: the record being encoded
 	dbm          atomic.Pointer[dbMap] // committed db map (dbmap.go)
 	filters      keyFilters            // absent keys without a lookup (keyfilter.go)
 	served       []servedWrite         // scratch: the current group's served writes
@@ -296,6 +297,8 @@ type writeReq struct {
 	seq    uint64
 	err    error
 	done   chan struct{}
+	// pending is Submit's handle, allocated with the request.
+	pending Pending
 }
 
 // servedWrite is a Served write staged in the current group.
@@ -338,13 +341,14 @@ type Pending struct {
 // its effects (or its decide's side effects).
 func (s *Store) Submit(decide func(v *View) ([]codec.Event, error)) *Pending {
 	req := &writeReq{decide: decide, done: make(chan struct{})}
+	req.pending = Pending{req, s}
 	select {
 	case s.reqs <- req:
 	case <-s.stop:
 		req.err = ErrClosed
 		close(req.done)
 	}
-	return &Pending{req, s}
+	return &req.pending
 }
 
 // Wait returns what Write would have: the record's sequence number (0 when
@@ -400,7 +404,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 	b := s.db.NewIndexedBatch()
 	defer b.Close()
 	seq := s.seq
-	var rec []byte
+	rec := s.recBuf[:0]
 	s.staged.reset()
 	s.staged.dbBase = s.dbm.Load()
 	s.stagedCounts.reset()
@@ -411,6 +415,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 		s.groupEvents = committed[:0]
 		clear(served)
 		s.served = served[:0]
+		s.recBuf = rec[:0]
 	}()
 	if s.broken != nil {
 		s.failGroup(group, served, s.broken)
@@ -440,10 +445,26 @@ func (s *Store) commitGroup(group []*writeReq) {
 		committed = append(committed, events...)
 		return nil
 	}
+	// One View for the group's decisions (a decision must not keep it),
+	// its time set per write; one hook for the blocked clients served.
+	v := &View{r: b, cache: s.cache, staged: &s.staged, iters: &s.iters,
+		counts: &s.counts, stagedCounts: &s.stagedCounts, dbm: s.staged.dbBase, filters: &s.filters}
+	var (
+		now  time.Time
+		serr error
+	)
+	serve := func(sv Served) {
+		w := servedWrite{done: sv.Done}
+		if len(sv.Events) > 0 && serr == nil {
+			if serr = record(now, sv.Events, false); serr == nil {
+				w.seq = seq
+			}
+		}
+		served = append(served, w)
+	}
 	for _, r := range group {
-		now := s.opts.Now()
-		v := &View{r: b, nowMs: now.UnixMilli(), cache: s.cache, staged: &s.staged, iters: &s.iters,
-			counts: &s.counts, stagedCounts: &s.stagedCounts, dbm: s.staged.dbBase, filters: &s.filters}
+		now = s.opts.Now()
+		v.nowMs = now.UnixMilli()
 		var events []codec.Event
 		var err error
 		if r.txn != nil {
@@ -469,16 +490,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 		if ready == nil {
 			continue
 		}
-		var serr error
-		(*ready)(v, events, func(sv Served) {
-			w := servedWrite{done: sv.Done}
-			if len(sv.Events) > 0 && serr == nil {
-				if serr = record(now, sv.Events, false); serr == nil {
-					w.seq = seq
-				}
-			}
-			served = append(served, w)
-		})
+		(*ready)(v, events, serve)
 		if serr != nil {
 			s.failGroup(group, served, serr)
 			return
