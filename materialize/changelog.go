@@ -42,6 +42,9 @@ type changeLog struct {
 	dir string
 
 	mu   sync.Mutex // guards segs and f (the writer swaps them; readers and sync take them)
+	// readers is held shared by each read and exclusively by dropBefore,
+	// so that a read never loses a segment in its middle (a gap).
+	readers sync.RWMutex
 	segs []uint64   // first sequence of each segment, ascending
 	f    vfs.File   // the last segment, appended to
 
@@ -246,6 +249,8 @@ func (l *changeLog) sync() error {
 // read calls fn for each record with from <= seq <= upTo, in order, until
 // fn returns false.
 func (l *changeLog) read(from, upTo uint64, fn func(seq uint64, rec []byte) bool) error {
+	l.readers.RLock()
+	defer l.readers.RUnlock()
 	l.mu.Lock()
 	segs := slices.Clone(l.segs)
 	l.mu.Unlock()
@@ -260,7 +265,7 @@ func (l *changeLog) read(from, upTo uint64, fn func(seq uint64, rec []byte) bool
 		}
 		f, err := l.fs.Open(l.fs.PathJoin(l.dir, segmentName(segs[i])))
 		if errors.Is(err, os.ErrNotExist) {
-			continue // dropped meanwhile: records below the retention
+			continue // dropped before the read began
 		}
 		if err != nil {
 			return err
@@ -290,6 +295,8 @@ func (l *changeLog) read(from, upTo uint64, fn func(seq uint64, rec []byte) bool
 
 // dropBefore removes the segments whose records all come before seq.
 func (l *changeLog) dropBefore(seq uint64) error {
+	l.readers.Lock()
+	defer l.readers.Unlock()
 	l.mu.Lock()
 	var drop []uint64
 	for len(l.segs) > 1 && l.segs[1] <= seq {

@@ -128,7 +128,7 @@ type Store struct {
 	iters        iterCounters   // storage work of every view's iterators
 	ttl          ttlSlots       // which slots active expiry visits, and from where
 	ready        atomic.Pointer[ReadyFunc]
-	recBuf       []byte // scratch: the record being encoded
+	recBuf       []byte                // scratch: the record being encoded
 	dbm          atomic.Pointer[dbMap] // committed db map (dbmap.go)
 	filters      keyFilters            // absent keys without a lookup (keyfilter.go)
 	served       []servedWrite         // scratch: the current group's served writes
