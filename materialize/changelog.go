@@ -41,12 +41,12 @@ type changeLog struct {
 	fs  vfs.FS
 	dir string
 
-	mu   sync.Mutex // guards segs and f (the writer swaps them; readers and sync take them)
+	mu sync.Mutex // guards segs and f (the writer swaps them; readers and sync take them)
 	// readers is held shared by each read and exclusively by dropBefore,
 	// so that a read never loses a segment in its middle (a gap).
 	readers sync.RWMutex
-	segs []uint64   // first sequence of each segment, ascending
-	f    vfs.File   // the last segment, appended to
+	segs    []uint64 // first sequence of each segment, ascending
+	f       vfs.File // the last segment, appended to
 
 	// The writer goroutine's own state.
 	size     int64  // bytes in the last segment
