@@ -183,13 +183,29 @@ func AppendRecord(b []byte, r Record) []byte {
 	b = append(b, r.ULID[:]...)
 	b = binary.BigEndian.AppendUint64(b, uint64(r.TimeMs))
 	b = binary.AppendUvarint(b, uint64(len(r.Events)))
-	var tmp []byte
 	for _, e := range r.Events {
-		tmp = AppendEvent(tmp[:0], e)
-		b = binary.AppendUvarint(b, uint64(len(tmp)))
-		b = append(b, tmp...)
+		b = binary.AppendUvarint(b, uint64(EventLen(e)))
+		b = AppendEvent(b, e) // straight into b: each argument copied once
 	}
 	return b
+}
+
+// EventLen returns the length of AppendEvent's encoding of e.
+func EventLen(e Event) int {
+	n := 2 + uvarintLen(uint64(len(e.Key))) + len(e.Key) + uvarintLen(uint64(len(e.Args)))
+	for _, a := range e.Args {
+		n += uvarintLen(uint64(len(a))) + len(a)
+	}
+	return n
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
 }
 
 // DecodeRecord decodes a record value; seq comes from its key. Events alias b.

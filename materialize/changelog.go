@@ -152,15 +152,23 @@ func scanSegment(r io.ReaderAt, first uint64, fn func(seq uint64, rec []byte) bo
 // append stages record seq (the writer goroutine's). Records must come in
 // sequence.
 func (l *changeLog) append(seq uint64, rec []byte) {
+	l.appendWith(seq, func(b []byte) []byte { return append(b, rec...) })
+}
+
+// appendWith stages record seq, encoded by enc appending to the buffer:
+// the record is encoded in place, with no copy of its own.
+func (l *changeLog) appendWith(seq uint64, enc func(b []byte) []byte) {
 	start := len(l.buf)
 	if start == 0 {
 		l.bufFirst = seq
 	}
-	l.buf = binary.BigEndian.AppendUint32(l.buf, uint32(8+len(rec)))
-	l.buf = binary.BigEndian.AppendUint32(l.buf, 0)
+	l.buf = binary.BigEndian.AppendUint32(l.buf, 0) // length, set below
+	l.buf = binary.BigEndian.AppendUint32(l.buf, 0) // CRC, set below
 	l.buf = binary.BigEndian.AppendUint64(l.buf, seq)
-	l.buf = append(l.buf, rec...)
-	binary.BigEndian.PutUint32(l.buf[start+4:], crc32.Checksum(l.buf[start+frameHeader:], castagnoli))
+	l.buf = enc(l.buf)
+	payload := l.buf[start+frameHeader:]
+	binary.BigEndian.PutUint32(l.buf[start:], uint32(len(payload)))
+	binary.BigEndian.PutUint32(l.buf[start+4:], crc32.Checksum(payload, castagnoli))
 	l.last = seq
 }
 

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -179,4 +180,48 @@ func TestChangeLogLegacyStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestLargeValuesSeparated: values of 4 KiB or more go to Pebble's blob
+// files (value separation); they read back whole after overwrites,
+// flushes and a reopen.
+func TestLargeValuesSeparated(t *testing.T) {
+	dir := t.TempDir()
+	c := newClock(t0)
+	opts := materialize.Options{Dir: dir, Now: c.Now, MemTableSize: 256 << 10}
+	s, err := materialize.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := func(i, round int) string {
+		return strings.Repeat(fmt.Sprintf("%d.%d|", i, round), 20<<10/8)
+	}
+	for round := range 2 {
+		for i := range 300 {
+			setString(t, s, 0, fmt.Sprint("big", i), val(i, round), 0, 0)
+		}
+	}
+	check := func(s *materialize.Store) {
+		t.Helper()
+		v := s.View()
+		for i := range 300 {
+			m, ok, err := v.Meta(0, []byte(fmt.Sprint("big", i)))
+			if err != nil || !ok || string(m.Value) != val(i, 1) {
+				t.Fatalf("big%d: %v %v, %d bytes", i, ok, err, len(m.Value))
+			}
+		}
+	}
+	check(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	blobs, _ := filepath.Glob(filepath.Join(dir, "*.blob"))
+	if len(blobs) == 0 {
+		t.Error("no blob files: the large values were not separated")
+	}
+	if s, err = materialize.Open(opts); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	check(s)
 }

@@ -71,7 +71,7 @@ func (s *Store) stagedFor(db uint8) *[2]int64 {
 func (s *Store) count(v *View, e codec.Event) error {
 	switch e.Op {
 	case codec.OpSetMeta, codec.OpDelKey:
-		prev, existed, err := v.rawMeta(e.DB, e.Key)
+		prev, existed, err := v.rawMetaOpt(e.DB, e.Key, false) // the deadline only
 		if err != nil {
 			return err
 		}

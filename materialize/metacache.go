@@ -32,6 +32,10 @@ type metaShard struct {
 type cachedMeta struct {
 	meta   codec.Meta
 	exists bool
+	// noValue: a string too large to cache (metaCacheMaxValue); meta has
+	// its type and TTL, a nil Value, and a read that needs the value goes
+	// to Pebble.
+	noValue bool
 }
 
 const (
@@ -86,12 +90,12 @@ func (c *metaCache) put(db uint8, key []byte, m codec.Meta, exists bool) {
 	defer s.mu.Unlock()
 	var buf [64]byte
 	k := append(append(buf[:0], db), key...)
+	e := cachedMeta{meta: m, exists: exists}
 	if exists && len(m.Value) > metaCacheMaxValue {
-		delete(s.m, string(k))
-		return
+		e.meta.Value, e.noValue = nil, true
 	}
-	if e := s.m[string(k)]; e != nil {
-		*e = cachedMeta{m, exists}
+	if p := s.m[string(k)]; p != nil {
+		*p = e
 		return
 	}
 	if len(s.m) >= metaCacheShardMax {
@@ -103,7 +107,7 @@ func (c *metaCache) put(db uint8, key []byte, m codec.Meta, exists bool) {
 			}
 		}
 	}
-	s.m[string(k)] = &cachedMeta{m, exists}
+	s.m[string(k)] = &e
 }
 
 func (c *metaCache) clear() {
@@ -126,7 +130,7 @@ func metaEffect(e codec.Event) (cachedMeta, bool) {
 		}
 		// m.Value aliases the event's argument, which nothing changes
 		// once built (and DecodeMeta caps it: an append copies).
-		return cachedMeta{m, true}, true
+		return cachedMeta{meta: m, exists: true}, true
 	case codec.OpDelKey:
 		return cachedMeta{}, true
 	}

@@ -60,6 +60,12 @@ func (v *View) Has(k []byte) (bool, error) {
 
 // rawMeta returns the stored metadata of key, expired or not.
 func (v *View) rawMeta(db uint8, key []byte) (codec.Meta, bool, error) {
+	return v.rawMetaOpt(db, key, true)
+}
+
+// rawMetaOpt is rawMeta; without needValue, a large string's metadata may
+// come with a nil Value (from the cache), which spares reading the value.
+func (v *View) rawMetaOpt(db uint8, key []byte, needValue bool) (codec.Meta, bool, error) {
 	useCache := v.cache != nil
 	if v.staged != nil {
 		var buf [64]byte
@@ -69,7 +75,7 @@ func (v *View) rawMeta(db uint8, key []byte) (codec.Meta, bool, error) {
 		useCache = useCache && !v.staged.flushed
 	}
 	if useCache {
-		if e, ok := v.cache.get(db, key); ok {
+		if e, ok := v.cache.get(db, key); ok && (!e.noValue || !needValue) {
 			return e.meta, e.exists, nil
 		}
 	}
@@ -117,6 +123,21 @@ func (v *View) Meta(db uint8, key []byte) (codec.Meta, bool, error) {
 // write must emit before its own events.
 func (v *View) MetaForWrite(db uint8, key []byte) (codec.Meta, bool, []codec.Event, error) {
 	m, ok, err := v.rawMeta(db, key)
+	if !ok || err != nil {
+		return m, false, nil, err
+	}
+	if v.expired(m) {
+		return codec.Meta{}, false, []codec.Event{codec.DelKeyEvent(db, key, m.Type, m.ExpireAtMs)}, nil
+	}
+	return m, true, nil, nil
+}
+
+// MetaHeaderForWrite is MetaForWrite for a decision that does not read a
+// string's value (SET without GET, the type and TTL checks): for a string
+// larger than the metadata cache holds, Value may be nil, which spares
+// reading the value from Pebble.
+func (v *View) MetaHeaderForWrite(db uint8, key []byte) (codec.Meta, bool, []codec.Event, error) {
+	m, ok, err := v.rawMetaOpt(db, key, false)
 	if !ok || err != nil {
 		return m, false, nil, err
 	}

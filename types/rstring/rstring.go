@@ -108,7 +108,11 @@ type SetResult struct {
 // written. https://redis.io/docs/latest/commands/set/
 func Set(v *materialize.View, db uint8, key, val []byte, a SetArgs) (SetResult, []codec.Event, error) {
 	var r SetResult
-	m, ok, events, err := v.MetaForWrite(db, key)
+	lookup := v.MetaHeaderForWrite // SET needs the old value only with GET
+	if a.Get {
+		lookup = v.MetaForWrite
+	}
+	m, ok, events, err := lookup(db, key)
 	if err != nil {
 		return r, nil, err
 	}
