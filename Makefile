@@ -6,7 +6,7 @@ FUZZ     ?= FuzzDecodeKey
 FUZZTIME ?= 30s
 FUZZPKG  ?= ./codec
 
-.PHONY: all help run build churnbench test test-short fuzz bench bench-rb bench-churn bench-blocked lint clean
+.PHONY: all help run build churnbench test test-short fuzz bench bench-rb bench-large bench-churn bench-blocked lint clean
 
 all: help
 
@@ -15,8 +15,9 @@ help:
 	@echo "make test        run every test with -race (differential tests need redis-server on PATH)"
 	@echo "make test-short  skip the slow tests"
 	@echo "make fuzz        FUZZ=FuzzID FUZZPKG=./codec FUZZTIME=30s"
-	@echo "make bench       bench-rb, bench-churn, then bench-blocked (long: see docs/perf.md)"
+	@echo "make bench       bench-rb, bench-large, bench-churn, then bench-blocked (long: see docs/perf.md)"
 	@echo "make bench-rb    redis-benchmark against Sediment and redis-server, side by side"
+	@echo "make bench-large SET, HSET, GET of 1, 10, 100 KB values, with disk bytes per value byte"
 	@echo "make bench-churn churn workloads (capped streams, acked PELs, XDEL queues) against both"
 	@echo "                 CHURN_N=20000 CHURN_BLOCKS=4 CHURN_MAX_TIME=60 for a quick run"
 	@echo "make bench-blocked  W blocked XREADGROUP workers, one producer, against both"
@@ -50,7 +51,7 @@ churnbench:
 	$(GO) build -trimpath -o bin/churnbench ./cmd/churnbench
 
 bench: build churnbench
-	@echo "> benchmarking against redis-server (redis-benchmark, churn, then blocked)"
+	@echo "> benchmarking against redis-server (redis-benchmark, large values, churn, then blocked)"
 	./scripts/bench.sh all
 
 bench-rb: build
@@ -60,6 +61,10 @@ bench-rb: build
 bench-churn: build churnbench
 	@echo "> benchmarking against redis-server (churn)"
 	./scripts/bench.sh churn
+
+bench-large: build
+	@echo "> benchmarking against redis-server (large values)"
+	./scripts/bench.sh large
 
 bench-blocked: build churnbench
 	@echo "> benchmarking against redis-server (blocked XREADGROUP workers)"

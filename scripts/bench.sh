@@ -15,6 +15,11 @@
 # and with -P 16, alternating the two servers test by test for ROUNDS
 # rounds, and prints the median requests/s of each server and their ratio.
 #
+# large: runs redis-benchmark SET, HSET and GET with values of 1 KB, 10 KB
+# and 100 KB (LARGE_SIZES) over 1,000 keys, LARGE_BYTES of values per run,
+# and prints each server's rate, CPU per request and disk bytes written per
+# value byte (/proc/PID/io).
+#
 # churn: runs bin/churnbench (cmd/churnbench) for each churn workload
 # against Sediment, then against redis-server: one client, unpipelined,
 # CHURN_N commands per workload in CHURN_BLOCKS consecutive blocks. It
@@ -39,6 +44,8 @@
 #   ROUNDS           rounds; the median per server is reported (default 3)
 #   BENCH_CLIENTS    parallel connections, redis-benchmark -c (default 50)
 #   BENCH_TIMEOUT    seconds one redis-benchmark run may take (default 120)
+#   LARGE_BYTES      bytes of values per large-value run (default 300000000)
+#   LARGE_SIZES      value sizes of the large part (default "1000 10000 100000")
 #   CHURN_N          commands per churn workload (default 1000000)
 #   CHURN_BLOCKS     blocks each churn workload is measured in (default 10)
 #   CHURN_WORKLOADS  comma-separated churn workloads, in order (default: all,
@@ -72,6 +79,8 @@ BLOCKED_WORKERS=${BLOCKED_WORKERS:-10 100 1000}
 BLOCKED_ROUNDS=${BLOCKED_ROUNDS:-1}
 SEDIMENT_BIN=${SEDIMENT_BIN:-bin/sediment}
 CHURNBENCH_BIN=${CHURNBENCH_BIN:-bin/churnbench}
+LARGE_BYTES=${LARGE_BYTES:-300000000}
+LARGE_SIZES=${LARGE_SIZES:-1000 10000 100000}
 HOST=127.0.0.1
 PIPELINES=(1 16)
 
@@ -79,17 +88,17 @@ die() { echo "bench: $*" >&2; exit 1; }
 log() { echo "bench: $*" >&2; }
 
 MODE=${1:-all}
-(($# <= 1)) || die "usage: $0 [all|redis-benchmark|churn|blocked]"
+(($# <= 1)) || die "usage: $0 [all|redis-benchmark|large|churn|blocked]"
 case $MODE in
-  all) PARTS=(redis-benchmark churn blocked) ;;
-  redis-benchmark | churn | blocked) PARTS=("$MODE") ;;
-  *) die "unknown part '$MODE' (usage: $0 [all|redis-benchmark|churn|blocked])" ;;
+  all) PARTS=(redis-benchmark large churn blocked) ;;
+  redis-benchmark | large | churn | blocked) PARTS=("$MODE") ;;
+  *) die "unknown part '$MODE' (usage: $0 [all|redis-benchmark|large|churn|blocked])" ;;
 esac
 has_part() { [[ " ${PARTS[*]} " == *" $1 "* ]]; }
 
 tools=(redis-server redis-cli)
-if has_part redis-benchmark; then
-  for v in N ROUNDS CLIENTS TIMEOUT; do
+if has_part redis-benchmark || has_part large; then
+  for v in N ROUNDS CLIENTS TIMEOUT LARGE_BYTES; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
   done
   tools+=(redis-benchmark)
@@ -381,6 +390,58 @@ redis_benchmark_part() {
   done
 }
 
+# ---------------------------------------------------------------- large values
+
+# disk_written pid: bytes pid has caused to be written to storage (/proc/PID/io).
+disk_written() { awk '$1 == "write_bytes:" { print $2 }' "/proc/$1/io"; }
+
+# run_large server port pid test size n: one redis-benchmark run of test
+# (set, get or hset) with values of size bytes over 1,000 keys; prints
+# "rps cpu_us_per_request disk_bytes_per_value_byte".
+run_large() {
+  local server=$1 port=$2 pid=$3 test=$4 size=$5 n=$6 out rps t0 t1 w0 w1
+  t0=$(cpu_ticks "$pid")
+  w0=$(disk_written "$pid")
+  if ! out=$(timeout "$TIMEOUT" redis-benchmark -h "$HOST" -p "$port" -c 20 -n "$n" -r 1000 -d "$size" -t "$test" -q --csv 2>"$WORK/bench.err"); then
+    cat "$WORK/bench.err" >&2
+    die "redis-benchmark failed or timed out ($server, $test, -d $size)"
+  fi
+  sleep 2 # let the flushes and compactions the run started write
+  t1=$(cpu_ticks "$pid")
+  w1=$(disk_written "$pid")
+  rps=$(awk -F'","' 'NR > 1 { gsub(/"/, "", $2); print $2; exit }' <<<"${out//$'\r'/}")
+  [[ $rps =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "cannot parse redis-benchmark output: $out"
+  awk -v r="$rps" -v d=$((t1 - t0)) -v w=$((w1 - w0)) -v n="$n" -v sz="$size" -v t="$test" \
+    'BEGIN { printf "%s %.1f %s\n", r, d * 10000 / n, (t == "get") ? "-" : sprintf("%.2f", w / (n * sz)) }'
+}
+
+# large_part runs SET, HSET and GET with values of each LARGE_SIZES size,
+# LARGE_BYTES of values per run (GET reads what SET wrote), on sediment
+# then redis-server, and prints the table.
+large_part() {
+  local size n test sed red
+  log "large values: sizes $LARGE_SIZES, $LARGE_BYTES bytes of values per run, 20 clients, 1,000 keys"
+  echo
+  echo "large values: redis-benchmark -c 20 -r 1000 -d SIZE, LARGE_BYTES=$LARGE_BYTES bytes of values per run"
+  echo "sediment ${SED_VERSION:-?} vs redis-server ${RED_VERSION:-?}, appendfsync everysec on both; load average $(loadavg)"
+  echo "disk = bytes written to storage (/proc/PID/io write_bytes, the run plus 2 s) per value byte"
+  echo
+  local FMT='%-5s %7s %12s %12s %7s %10s %10s %8s %8s\n'
+  # shellcheck disable=SC2059
+  printf "$FMT" test size "sed ops/s" "redis ops/s" ratio "sed cpu µs" "red cpu µs" "sed disk" "red disk"
+  for size in $LARGE_SIZES; do
+    n=$((LARGE_BYTES / size))
+    for test in set hset get; do
+      sed=$(run_large sediment "$SED_PORT" "$SED_PID" "$test" "$size" "$n")
+      red=$(run_large redis "$RED_PORT" "$RED_PID" "$test" "$size" "$n")
+      # shellcheck disable=SC2086
+      set -- $sed $red
+      # shellcheck disable=SC2059
+      printf "$FMT" "$test" "$size" "$1" "$4" "$(awk -v s="$1" -v r="$4" 'BEGIN { printf "%.2f", s / r }')" "$2" "$5" "$3" "$6"
+    done
+  done
+}
+
 # ---------------------------------------------------------------- churn
 
 # churn_units prints the churn runs, one a line: each workload of
@@ -645,6 +706,7 @@ blocked_part() {
 for part in "${PARTS[@]}"; do
   case $part in
     redis-benchmark) redis_benchmark_part ;;
+    large) large_part ;;
     churn) churn_part ;;
     blocked) blocked_part ;;
   esac
