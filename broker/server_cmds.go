@@ -239,6 +239,12 @@ func runInfo(x *exec) error {
 		kv("total_connections_received", s.stats.connsReceived.Load())
 		kv("total_commands_processed", s.stats.commands.Load())
 		kv("rejected_calls", s.stats.rejected.Load())
+		// Where metadata lookups were answered (materialize.IterStats):
+		// the metadata cache, the key filter (absent keys), or Pebble.
+		st := s.store.IterStats()
+		kv("sediment_meta_cache_hits", st.MetaHits)
+		kv("sediment_meta_filter_absent", st.MetaAbsent)
+		kv("sediment_meta_pebble_lookups", st.MetaLookups)
 	})
 	section("keyspace", func() {
 		v := x.view()

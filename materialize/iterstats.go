@@ -25,6 +25,12 @@ type IterStats struct {
 	Points uint64
 	// PointsCovered is the subset of Points hidden by range tombstones.
 	PointsCovered uint64
+
+	// Metadata lookups (every command's first read of a key), by where
+	// they were answered: the metadata cache or the commit group's staged
+	// metadata (MetaHits), the key filter for absent keys (MetaAbsent), or
+	// a Pebble point lookup (MetaLookups).
+	MetaHits, MetaAbsent, MetaLookups uint64
 }
 
 // Sub returns s minus o, field by field.
@@ -37,12 +43,16 @@ func (s IterStats) Sub(o IterStats) IterStats {
 		InternalSteps: s.InternalSteps - o.InternalSteps,
 		Points:        s.Points - o.Points,
 		PointsCovered: s.PointsCovered - o.PointsCovered,
+		MetaHits:      s.MetaHits - o.MetaHits,
+		MetaAbsent:    s.MetaAbsent - o.MetaAbsent,
+		MetaLookups:   s.MetaLookups - o.MetaLookups,
 	}
 }
 
 // iterCounters accumulates IterStats; safe for concurrent use.
 type iterCounters struct {
 	gets, iterators, seeks, steps, internalSteps, points, covered atomic.Uint64
+	metaHits, metaAbsent, metaLookups                             atomic.Uint64
 }
 
 // record adds the stats of it, which is about to be closed. c may be nil.
@@ -79,6 +89,16 @@ func (c *iterCounters) load() IterStats {
 		InternalSteps: c.internalSteps.Load(),
 		Points:        c.points.Load(),
 		PointsCovered: c.covered.Load(),
+		MetaHits:      c.metaHits.Load(),
+		MetaAbsent:    c.metaAbsent.Load(),
+		MetaLookups:   c.metaLookups.Load(),
+	}
+}
+
+// meta counts one metadata lookup answered by where (c may be nil).
+func (c *iterCounters) meta(where *atomic.Uint64) {
+	if c != nil {
+		where.Add(1)
 	}
 }
 

@@ -123,3 +123,41 @@ func TestKeyFilterReopenAndRebuild(t *testing.T) {
 		t.Errorf("the filter answered %d of 1000 absent keys", answered)
 	}
 }
+
+// TestMetaLookupCounts: IterStats tells where metadata lookups were
+// answered: a new key by the filter, a written one by the cache, a key
+// not cached (after a reopen) by Pebble.
+func TestMetaLookupCounts(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFilterReady(t, s)
+	before := s.IterStats()
+	if _, ok, _ := s.View().Meta(0, []byte("nokey")); ok {
+		t.Fatal("nokey present")
+	}
+	setKeys(t, s, 0, "k", 0, 1)
+	if _, ok, _ := s.View().Meta(0, []byte("k0")); !ok {
+		t.Fatal("k0 absent")
+	}
+	d := s.IterStats().Sub(before)
+	if d.MetaAbsent < 2 || d.MetaHits < 1 || d.MetaLookups != 0 {
+		t.Errorf("absent %d (want >= 2: nokey, the new k0), hits %d (want >= 1), Pebble %d (want 0)", d.MetaAbsent, d.MetaHits, d.MetaLookups)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(Options{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before = s.IterStats()
+	if _, ok, _ := s.View().Meta(0, []byte("k0")); !ok {
+		t.Fatal("k0 absent after reopen")
+	}
+	if d := s.IterStats().Sub(before); d.MetaLookups != 1 {
+		t.Errorf("Pebble lookups %d for an uncached key, want 1", d.MetaLookups)
+	}
+}

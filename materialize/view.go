@@ -70,18 +70,22 @@ func (v *View) rawMetaOpt(db uint8, key []byte, needValue bool) (codec.Meta, boo
 	if v.staged != nil {
 		var buf [64]byte
 		if e, ok := v.staged.m[string(append(append(buf[:0], db), key...))]; ok {
+			v.countMeta(metaHit)
 			return e.meta, e.exists, nil
 		}
 		useCache = useCache && !v.staged.flushed
 	}
 	if useCache {
 		if e, ok := v.cache.get(db, key); ok && (!e.noValue || !needValue) {
+			v.countMeta(metaHit)
 			return e.meta, e.exists, nil
 		}
 	}
 	if v.filters != nil && v.filters.absent(db, key) {
+		v.countMeta(metaAbsent)
 		return codec.Meta{}, false, nil // not cached: the filter answers again
 	}
+	v.countMeta(metaLookup)
 	b, ok, err := v.Get(codec.MetaKey(db, key))
 	if err != nil {
 		return codec.Meta{}, false, err
@@ -97,6 +101,28 @@ func (v *View) rawMetaOpt(db uint8, key []byte, needValue bool) (codec.Meta, boo
 		v.cache.put(db, key, m, ok)
 	}
 	return m, ok, nil
+}
+
+const (
+	metaHit = iota
+	metaAbsent
+	metaLookup
+)
+
+// countMeta counts where a metadata lookup was answered (IterStats).
+func (v *View) countMeta(where int) {
+	c := v.iters
+	if c == nil {
+		return
+	}
+	switch where {
+	case metaHit:
+		c.meta(&c.metaHits)
+	case metaAbsent:
+		c.meta(&c.metaAbsent)
+	default:
+		c.meta(&c.metaLookups)
+	}
 }
 
 // Expired reports whether m's TTL has passed at the decision time: as in
