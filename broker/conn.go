@@ -172,7 +172,7 @@ func (c *conn) execute(args [][]byte) {
 		return
 	}
 	c.s.stats.commands.Add(1)
-	if cmd == nil || !cmd.arityOK(len(args)) || !cmd.pipelined() {
+	if cmd == nil || !cmd.arityOK(len(args)) || !cmd.pipelined(args) {
 		// Anything but a pipelinable write runs after, and sees, every
 		// write submitted before it.
 		c.drain()
@@ -249,7 +249,7 @@ func (x *exec) inTxn() bool { return x.tx != nil }
 // next command that is not a pipelinable write, and before every flush).
 // decide's error is replied in reply's place. Consecutive writes of a
 // pipeline thus share commit groups instead of waiting for one another.
-// The command must be pipelined() (a write that never blocks).
+// The request must be pipelined (a write that cannot block).
 func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error), reply func()) error {
 	if x.tx != nil {
 		if err := x.tx.write(decide); err != nil {

@@ -30,7 +30,7 @@ func registerSpecs(specs ...command.Spec) {
 	for _, sp := range specs {
 		run := sp.Run
 		register(&cmdSpec{name: sp.Name, arity: sp.Arity, flags: sp.Flags, first: sp.First, last: sp.Last, step: sp.Step,
-			group: sp.Group, since: sp.Since, summary: sp.Summary,
+			group: sp.Group, since: sp.Since, summary: sp.Summary, blockOption: sp.BlockOption,
 			run: func(x *exec) error {
 				lim := command.Limits{MaxBulkLen: x.c.rd.lim.MaxBulkLen, Databases: x.c.s.opts.Databases}
 				return run(command.NewCtx(x.args, x.db(), x.storageDB(), uint64(x.c.id), x.reply(), lim, execRuntime{x}))
@@ -50,7 +50,7 @@ func (r execRuntime) ScanCursors() *keyspace.ScanCursors { return &r.x.c.s.scans
 // Write submits a pipelinable write without waiting (its reply runs when
 // the connection drains); any other write waits for its commit.
 func (r execRuntime) Write(decide func(v *materialize.View) ([]codec.Event, error), reply func()) error {
-	if r.x.cmd.pipelined() {
+	if r.x.cmd.pipelined(r.x.args) {
 		return r.x.writeAsync(decide, reply)
 	}
 	if err := r.x.write(decide); err != nil {

@@ -34,6 +34,7 @@ type cmdSpec struct {
 	group             string // COMMAND DOCS group: "stream", "string", "generic", "connection", "server"
 	summary           string
 	since             string
+	blockOption       string // see command.Spec.BlockOption
 	run               func(x *exec) error
 }
 
@@ -71,10 +72,29 @@ func lookup(name []byte) *cmdSpec {
 	return commandTable[string(lower)]
 }
 
-// pipelined reports whether the command is a write that never blocks: its
-// write is submitted without waiting (exec.writeAsync), so a pipeline's
-// consecutive writes commit together.
-func (c *cmdSpec) pipelined() bool { return c.flags&flagWrite != 0 && c.flags&flagBlocking == 0 }
+// pipelined reports whether the request args of the command is a write
+// that cannot block: its write is submitted without waiting
+// (exec.writeAsync), so a pipeline's consecutive writes commit together.
+// A command that blocks only with an option (blockOption) is pipelined
+// when no argument spells that option (a key of that name makes it wait,
+// which is only slower).
+func (c *cmdSpec) pipelined(args [][]byte) bool {
+	if c.flags&flagWrite == 0 {
+		return false
+	}
+	if c.flags&flagBlocking == 0 {
+		return true
+	}
+	if c.blockOption == "" {
+		return false
+	}
+	for _, a := range args[1:] {
+		if equalFold(a, c.blockOption) {
+			return false
+		}
+	}
+	return true
+}
 
 // arityOK reports whether n arguments (name included) satisfy arity.
 func (c *cmdSpec) arityOK(n int) bool {

@@ -106,25 +106,35 @@ func ElementKey(tag Tag, db uint8, key, elem []byte) []byte {
 	return append(AppendKeyPrefix(b, tag, db, key), elem...)
 }
 
+// newKey returns tag|slot|db|keylen|key in a buffer with room for extra
+// more bytes: each key builder below allocates once.
+func newKey(tag Tag, db uint8, key []byte, extra int) []byte {
+	return AppendKeyPrefix(make([]byte, 0, keyHeaderLen+len(key)+extra), tag, db, key)
+}
+
+// nameLen is AppendName's length for name.
+func nameLen(name []byte) int { return 4 + len(name) }
+
 // StreamEntryKey returns X|slot|db|key|id.
 func StreamEntryKey(db uint8, key []byte, id ID) []byte {
-	return AppendID(KeyPrefix(TagStreamEntry, db, key), id)
+	return AppendID(newKey(TagStreamEntry, db, key, IDLen), id)
 }
 
 // GroupKey returns G|slot|db|key|group.
 func GroupKey(db uint8, key, group []byte) []byte {
-	return AppendName(KeyPrefix(TagGroup, db, key), group)
+	return AppendName(newKey(TagGroup, db, key, nameLen(group)), group)
 }
 
 // GroupPrefix returns tag|slot|db|key|group, the prefix of a group's consumers
 // (TagConsumer), PEL (TagPEL) or per-consumer PELs (TagConsumerPEL).
 func GroupPrefix(tag Tag, db uint8, key, group []byte) []byte {
-	return AppendName(KeyPrefix(tag, db, key), group)
+	return AppendName(newKey(tag, db, key, nameLen(group)+IDLen), group)
 }
 
 // ConsumerKey returns C|slot|db|key|group|consumer.
 func ConsumerKey(db uint8, key, group, consumer []byte) []byte {
-	return AppendName(GroupPrefix(TagConsumer, db, key, group), consumer)
+	b := newKey(TagConsumer, db, key, nameLen(group)+nameLen(consumer))
+	return AppendName(AppendName(b, group), consumer)
 }
 
 // PELKey returns P|slot|db|key|group|id.
@@ -134,7 +144,8 @@ func PELKey(db uint8, key, group []byte, id ID) []byte {
 
 // ConsumerPELPrefix returns Q|slot|db|key|group|consumer.
 func ConsumerPELPrefix(db uint8, key, group, consumer []byte) []byte {
-	return AppendName(GroupPrefix(TagConsumerPEL, db, key, group), consumer)
+	b := newKey(TagConsumerPEL, db, key, nameLen(group)+nameLen(consumer)+IDLen)
+	return AppendName(AppendName(b, group), consumer)
 }
 
 // ConsumerPELKey returns Q|slot|db|key|group|consumer|id.

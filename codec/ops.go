@@ -53,7 +53,7 @@ func XTrimEvent(db uint8, key []byte, first, last ID, ids []ID) Event {
 
 // GroupSetEvent builds an OpGroupSet event.
 func GroupSetEvent(db uint8, key, group []byte, g Group) Event {
-	return Event{Op: OpGroupSet, DB: db, Key: key, Args: [][]byte{group, AppendGroup(nil, g)}}
+	return Event{Op: OpGroupSet, DB: db, Key: key, Args: [][]byte{group, AppendGroup(make([]byte, 0, groupLegacyLen+pelStatsLen), g)}}
 }
 
 // GroupDelEvent builds an OpGroupDel event.
@@ -63,7 +63,7 @@ func GroupDelEvent(db uint8, key, group []byte) Event {
 
 // ConsumerSetEvent builds an OpConsumerSet event.
 func ConsumerSetEvent(db uint8, key, group, consumer []byte, c Consumer) Event {
-	return Event{Op: OpConsumerSet, DB: db, Key: key, Args: [][]byte{group, consumer, AppendConsumer(nil, c)}}
+	return Event{Op: OpConsumerSet, DB: db, Key: key, Args: [][]byte{group, consumer, AppendConsumer(make([]byte, 0, consumerLegacyLen+pelStatsLen), c)}}
 }
 
 // ConsumerDelEvent builds an OpConsumerDel event.
@@ -74,7 +74,7 @@ func ConsumerDelEvent(db uint8, key, group, consumer []byte) Event {
 // PELSetEvent builds an OpPELSet event; prevOwner is nil when id was not
 // pending (and may be empty, a consumer's name, when it was).
 func PELSetEvent(db uint8, key, group []byte, id ID, e PELEntry, prevOwner []byte) Event {
-	args := [][]byte{group, IDArg(id), AppendPELEntry(nil, e)}
+	args := [][]byte{group, IDArg(id), AppendPELEntry(make([]byte, 0, pelEntryLen+len(e.Consumer)), e)}
 	if prevOwner != nil {
 		args = append(args, prevOwner)
 	}

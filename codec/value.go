@@ -308,6 +308,9 @@ type PELEntry struct {
 	Consumer       []byte
 }
 
+// pelEntryLen is a PEL entry's encoded length without its consumer's name.
+const pelEntryLen = 8 + 8 + 4
+
 // AppendPELEntry appends the encoding of e.
 func AppendPELEntry(b []byte, e PELEntry) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(e.DeliveryTimeMs))

@@ -70,7 +70,11 @@ type Spec struct {
 	Group             string // COMMAND DOCS group: "string", "hash", "generic", ...
 	Since             string // the Redis version that introduced it
 	Summary           string
-	Run               func(x *Ctx) error
+	// BlockOption, for a blocking command that blocks only when given an
+	// option (XREADGROUP's BLOCK), names it: a request without it is a
+	// plain write, which a pipeline submits without waiting.
+	BlockOption string
+	Run         func(x *Ctx) error
 }
 
 // Runtime is what the broker provides a Ctx with.

@@ -39,7 +39,8 @@ func readSpecs() []command.Spec {
 		{Name: "xread", Arity: -4, Flags: command.FlagReadonly | command.FlagBlocking, Step: 1, Group: group, Since: "5.0.0",
 			Summary: "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.", Run: runXRead},
 		{Name: "xreadgroup", Arity: -7, Flags: command.FlagWrite | command.FlagBlocking, Step: 1, Group: group, Since: "5.0.0",
-			Summary: "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.", Run: runXReadGroup},
+			Summary:     "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.",
+			BlockOption: "BLOCK", Run: runXReadGroup},
 	}
 }
 
@@ -293,6 +294,15 @@ func runXReadGroup(x *command.Ctx) error {
 		rs      []streamReply
 		wakeErr error // the blocked read's error reply (UNBLOCKED, NOGROUP)
 	)
+	if !c.block {
+		// A plain write: pipelined requests submit it without waiting.
+		return x.Write(func(v *materialize.View) ([]codec.Event, error) {
+			var evs []codec.Event
+			var err error
+			rs, evs, err = deliver(v, false)
+			return evs, err
+		}, func() { writeStreamReplies(x, rs) })
+	}
 	// A blocking read that finds nothing queues its client in the same
 	// decision: the writer serves it from then on.
 	queued, served, err := x.WriteBlock(func(v *materialize.View) ([]codec.Event, *command.Waiter, error) {
