@@ -245,6 +245,10 @@ func runInfo(x *exec) error {
 		kv("sediment_meta_cache_hits", st.MetaHits)
 		kv("sediment_meta_filter_absent", st.MetaAbsent)
 		kv("sediment_meta_pebble_lookups", st.MetaLookups)
+		// Group commit: commits and the change-log records they held.
+		groups, records := s.store.GroupStats()
+		kv("sediment_commit_groups", groups)
+		kv("sediment_commit_records", records)
 	})
 	section("keyspace", func() {
 		v := x.view()

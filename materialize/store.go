@@ -140,6 +140,9 @@ type Store struct {
 	entropy io.Reader
 	ulidMs  uint64      // timestamp of the last ULID
 	pruning atomic.Bool // a change-log pruning runs (pruneLog)
+	// groups and groupRecords count the commit groups committed and the
+	// change-log records they held (GroupStats).
+	groups, groupRecords atomic.Uint64
 	broken  error       // set when a commit failed after its log write: every later write fails
 	closed  bool
 
@@ -288,6 +291,13 @@ func (s *Store) Close() error {
 		err = s.db.Flush()
 	}
 	return errors.Join(err, s.db.Close(), s.log.close())
+}
+
+// GroupStats returns how many commit groups have committed since Open and
+// how many change-log records they held: their ratio is the mean group
+// size, how many writes shared one Pebble commit and one log write.
+func (s *Store) GroupStats() (groups, records uint64) {
+	return s.groups.Load(), s.groupRecords.Load()
 }
 
 // Policy returns the store's fsync policy.
@@ -533,6 +543,8 @@ func (s *Store) commitGroup(group []*writeReq) {
 		return
 	}
 	s.commitCounts()
+	s.groups.Add(1)
+	s.groupRecords.Add(seq - s.seq)
 	s.seq = seq
 	s.committed.Store(seq)
 	s.maybePruneLog(seq)
