@@ -143,8 +143,8 @@ type Store struct {
 	// groups and groupRecords count the commit groups committed and the
 	// change-log records they held (GroupStats).
 	groups, groupRecords atomic.Uint64
-	broken  error       // set when a commit failed after its log write: every later write fails
-	closed  bool
+	broken               error // set when a commit failed after its log write: every later write fails
+	closed               bool
 
 	committed atomic.Uint64 // == seq, readable without mu
 	synced    atomic.Uint64 // every seq <= synced is on stable storage
