@@ -17,7 +17,7 @@ help:
 	@echo "make fuzz        FUZZ=FuzzID FUZZPKG=./codec FUZZTIME=30s"
 	@echo "make bench       bench-rb, bench-large, bench-churn, then bench-blocked (long: see docs/perf.md)"
 	@echo "make bench-rb    redis-benchmark against Sediment and redis-server, side by side"
-	@echo "make bench-large SET, HSET, GET of 1, 10, 100 KB values, with disk bytes per value byte"
+	@echo "make bench-large SET, HSET, XADD, GET of 1, 10, 100 KB values, with disk bytes per value byte"
 	@echo "make bench-churn churn workloads (capped streams, acked PELs, XDEL queues) against both"
 	@echo "                 CHURN_N=20000 CHURN_BLOCKS=4 CHURN_MAX_TIME=60 for a quick run"
 	@echo "make bench-blocked  W blocked XREADGROUP workers, one producer, against both"

@@ -15,7 +15,7 @@
 # and with -P 16, alternating the two servers test by test for ROUNDS
 # rounds, and prints the median requests/s of each server and their ratio.
 #
-# large: runs redis-benchmark SET, HSET and GET with values of 1 KB, 10 KB
+# large: runs redis-benchmark SET, HSET, XADD and GET with values of 1 KB, 10 KB
 # and 100 KB (LARGE_SIZES) over 1,000 keys, LARGE_BYTES of values per run,
 # and prints each server's rate, CPU per request and disk bytes written per
 # value byte (/proc/PID/io).
@@ -396,13 +396,19 @@ redis_benchmark_part() {
 disk_written() { awk '$1 == "write_bytes:" { print $2 }' "/proc/$1/io"; }
 
 # run_large server port pid test size n: one redis-benchmark run of test
-# (set, get or hset) with values of size bytes over 1,000 keys; prints
+# (set, get, hset or xadd) with values of size bytes over 1,000 keys (xadd:
+# one stream capped at about 1,000 entries, the value given whole on the
+# command line, since -d applies to the built-in tests only); prints
 # "rps cpu_us_per_request disk_bytes_per_value_byte".
 run_large() {
   local server=$1 port=$2 pid=$3 test=$4 size=$5 n=$6 out rps t0 t1 w0 w1
+  local args=(-t "$test")
+  if [[ $test == xadd ]]; then
+    args=(XADD bench:large:s MAXLEN '~' 1000 '*' f "$(head -c "$size" /dev/zero | tr '\0' x)")
+  fi
   t0=$(cpu_ticks "$pid")
   w0=$(disk_written "$pid")
-  if ! out=$(timeout "$TIMEOUT" redis-benchmark -h "$HOST" -p "$port" -c 20 -n "$n" -r 1000 -d "$size" -t "$test" -q --csv 2>"$WORK/bench.err"); then
+  if ! out=$(timeout "$TIMEOUT" redis-benchmark -h "$HOST" -p "$port" -c 20 -n "$n" -r 1000 -d "$size" -q --csv "${args[@]}" 2>"$WORK/bench.err"); then
     cat "$WORK/bench.err" >&2
     die "redis-benchmark failed or timed out ($server, $test, -d $size)"
   fi
@@ -415,7 +421,7 @@ run_large() {
     'BEGIN { printf "%s %.1f %s\n", r, d * 10000 / n, (t == "get") ? "-" : sprintf("%.2f", w / (n * sz)) }'
 }
 
-# large_part runs SET, HSET and GET with values of each LARGE_SIZES size,
+# large_part runs SET, HSET, XADD and GET with values of each LARGE_SIZES size,
 # LARGE_BYTES of values per run (GET reads what SET wrote), on sediment
 # then redis-server, and prints the table.
 large_part() {
@@ -431,7 +437,7 @@ large_part() {
   printf "$FMT" test size "sed ops/s" "redis ops/s" ratio "sed cpu µs" "red cpu µs" "sed disk" "red disk"
   for size in $LARGE_SIZES; do
     n=$((LARGE_BYTES / size))
-    for test in set hset get; do
+    for test in set hset xadd get; do
       sed=$(run_large sediment "$SED_PORT" "$SED_PID" "$test" "$size" "$n")
       red=$(run_large redis "$RED_PORT" "$RED_PID" "$test" "$size" "$n")
       # shellcheck disable=SC2086
