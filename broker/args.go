@@ -7,8 +7,5 @@ import "github.com/sediment-dev/sediment/command"
 // parser too, so that arguments and protocol headers agree.
 func parseInt(b []byte) (int64, bool) { return command.ParseInt(b) }
 
-// intArg parses an integer argument or returns Redis's not-an-integer error.
-func intArg(b []byte) (int64, error) { return command.IntArg(b) }
-
 // equalFold reports whether b equals the ASCII upper-case word s, ignoring case.
 func equalFold(b []byte, s string) bool { return command.EqualFold(b, s) }

@@ -474,32 +474,20 @@ func (s *Store) replay(from, to uint64) error {
 	)
 	begin := func() {
 		b = s.db.NewIndexedBatch()
-		s.staged.reset()
-		s.staged.dbBase = s.dbm.Load()
-		s.stagedCounts.reset()
+		s.beginGroup()
 		n = 0
 	}
 	var events []codec.Event
 	commit := func(seq uint64) error {
 		defer b.Close()
-		if err := s.stageCounts(b); err != nil {
-			return err
-		}
-		if err := b.Set(codec.AppliedKey(), binary.BigEndian.AppendUint64(nil, seq), nil); err != nil {
+		if err := s.seal(b, seq); err != nil {
 			return err
 		}
 		if err := s.db.Apply(b, pebble.NoSync); err != nil {
 			return err
 		}
-		s.commitCounts()
-		for _, e := range events {
-			s.cache.observe(e)
-			s.ttl.observe(e)
-		}
+		s.publish(events)
 		events = events[:0]
-		if s.staged.dbs != nil {
-			s.dbm.Store(s.staged.dbs)
-		}
 		s.seq = seq
 		return nil
 	}
@@ -512,15 +500,9 @@ func (s *Store) replay(from, to uint64) error {
 		}
 		cv := &View{r: b, cache: s.cache, staged: &s.staged, iters: &s.iters, dbm: s.staged.dbBase, filters: &s.filters}
 		for _, e := range rec.Events {
-			if err := s.count(cv, e); err != nil {
-				inErr = err
+			if inErr = s.stage(cv, b, e); inErr != nil {
 				return false
 			}
-			if err := applyEvent(b, e); err != nil {
-				inErr = err
-				return false
-			}
-			s.staged.observe(e)
 			events = append(events, e)
 		}
 		if n++; n == replayChunk {

@@ -95,10 +95,24 @@ func (c *iterCounters) load() IterStats {
 	}
 }
 
-// meta counts one metadata lookup answered by where (c may be nil).
-func (c *iterCounters) meta(where *atomic.Uint64) {
+// metaHit, metaAbsentHit and metaLookup count one metadata lookup by where
+// it was answered (IterStats.MetaHits, MetaAbsent, MetaLookups). c may be
+// nil.
+func (c *iterCounters) metaHit() {
 	if c != nil {
-		where.Add(1)
+		c.metaHits.Add(1)
+	}
+}
+
+func (c *iterCounters) metaAbsentHit() {
+	if c != nil {
+		c.metaAbsent.Add(1)
+	}
+}
+
+func (c *iterCounters) metaLookup() {
+	if c != nil {
+		c.metaLookups.Add(1)
 	}
 }
 

@@ -128,7 +128,6 @@ type Store struct {
 	iters        iterCounters   // storage work of every view's iterators
 	ttl          ttlSlots       // which slots active expiry visits, and from where
 	ready        atomic.Pointer[ReadyFunc]
-	recBuf       []byte                // scratch: the record being encoded
 	dbm          atomic.Pointer[dbMap] // committed db map (dbmap.go)
 	filters      keyFilters            // absent keys without a lookup (keyfilter.go)
 	served       []servedWrite         // scratch: the current group's served writes
@@ -428,9 +427,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 	b := s.db.NewIndexedBatch()
 	defer b.Close()
 	seq := s.seq
-	s.staged.reset()
-	s.staged.dbBase = s.dbm.Load()
-	s.stagedCounts.reset()
+	s.beginGroup()
 	committed := s.groupEvents[:0]
 	served := s.served[:0]
 	defer func() { // however the group ends: keep the scratch, drop references
@@ -451,13 +448,9 @@ func (s *Store) commitGroup(group []*writeReq) {
 		seq++
 		if !applied {
 			for _, e := range events {
-				if err := s.count(cv, e); err != nil {
+				if err := s.stage(cv, b, e); err != nil {
 					return err
 				}
-				if err := applyEvent(b, e); err != nil {
-					return err
-				}
-				s.staged.observe(e)
 			}
 		}
 		if err := s.stageRecord(seq, now, events); err != nil {
@@ -521,12 +514,8 @@ func (s *Store) commitGroup(group []*writeReq) {
 		s.doneServed(served, nil)
 		return
 	}
-	if err := s.stageCounts(b); err != nil {
-		s.failGroup(group, served, fmt.Errorf("materialize: key counts: %w", err))
-		return
-	}
-	if err := b.Set(codec.AppliedKey(), binary.BigEndian.AppendUint64(nil, seq), nil); err != nil {
-		s.failGroup(group, served, fmt.Errorf("materialize: applied sequence: %w", err))
+	if err := s.seal(b, seq); err != nil {
+		s.failGroup(group, served, err)
 		return
 	}
 	// The records reach the log (one write) before their effects reach
@@ -542,20 +531,60 @@ func (s *Store) commitGroup(group []*writeReq) {
 		s.failGroup(group, served, s.broken)
 		return
 	}
-	s.commitCounts()
+	s.publish(committed)
 	s.groups.Add(1)
 	s.groupRecords.Add(seq - s.seq)
 	s.seq = seq
 	s.committed.Store(seq)
 	s.maybePruneLog(seq)
-	for _, e := range committed {
+	s.doneServed(served, nil)
+}
+
+// beginGroup clears the staged state for a new commit group (or replay
+// batch).
+func (s *Store) beginGroup() {
+	s.staged.reset()
+	s.staged.dbBase = s.dbm.Load()
+	s.stagedCounts.reset()
+}
+
+// stage applies e to b within the current group: the key counts (v reads
+// the state before e), the Pebble keys (applyEvent), the staged metadata.
+// The writer's decisions, Txn.Emit and the replay at Open all stage this
+// way. An error means a corrupt event.
+func (s *Store) stage(v *View, b *pebble.Batch, e codec.Event) error {
+	if err := s.count(v, e); err != nil {
+		return err
+	}
+	if err := applyEvent(b, e); err != nil {
+		return err
+	}
+	s.staged.observe(e)
+	return nil
+}
+
+// seal adds the group's key counts and its last sequence (the A key) to b.
+func (s *Store) seal(b *pebble.Batch, seq uint64) error {
+	if err := s.stageCounts(b); err != nil {
+		return fmt.Errorf("materialize: key counts: %w", err)
+	}
+	if err := b.Set(codec.AppliedKey(), binary.BigEndian.AppendUint64(nil, seq), nil); err != nil {
+		return fmt.Errorf("materialize: applied sequence: %w", err)
+	}
+	return nil
+}
+
+// publish brings the in-memory indexes up to a group that committed: key
+// counts, metadata cache, TTL index, db map.
+func (s *Store) publish(events []codec.Event) {
+	s.commitCounts()
+	for _, e := range events {
 		s.cache.observe(e)
 		s.ttl.observe(e)
 	}
 	if s.staged.dbs != nil {
 		s.dbm.Store(s.staged.dbs)
 	}
-	s.doneServed(served, nil)
 }
 
 // doneServed tells the blocked clients served in a group how it ended.

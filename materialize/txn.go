@@ -44,15 +44,10 @@ func (t *Txn) Emit(events ...codec.Event) error {
 		return t.broken
 	}
 	for _, e := range events {
-		if err := t.s.count(t.v, e); err != nil {
+		if err := t.s.stage(t.v, t.b, e); err != nil {
 			t.broken = err
 			return err
 		}
-		if err := applyEvent(t.b, e); err != nil {
-			t.broken = err
-			return err
-		}
-		t.staged.observe(e)
 		t.events = append(t.events, e)
 	}
 	return nil

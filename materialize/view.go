@@ -70,22 +70,22 @@ func (v *View) rawMetaOpt(db uint8, key []byte, needValue bool) (codec.Meta, boo
 	if v.staged != nil {
 		var buf [64]byte
 		if e, ok := v.staged.m[string(append(append(buf[:0], db), key...))]; ok {
-			v.countMeta(metaHit)
+			v.iters.metaHit()
 			return e.meta, e.exists, nil
 		}
 		useCache = useCache && !v.staged.flushed
 	}
 	if useCache {
 		if e, ok := v.cache.get(db, key); ok && (!e.noValue || !needValue) {
-			v.countMeta(metaHit)
+			v.iters.metaHit()
 			return e.meta, e.exists, nil
 		}
 	}
 	if v.filters != nil && v.filters.absent(db, key) {
-		v.countMeta(metaAbsent)
+		v.iters.metaAbsentHit()
 		return codec.Meta{}, false, nil // not cached: the filter answers again
 	}
-	v.countMeta(metaLookup)
+	v.iters.metaLookup()
 	b, ok, err := v.Get(codec.MetaKey(db, key))
 	if err != nil {
 		return codec.Meta{}, false, err
@@ -101,28 +101,6 @@ func (v *View) rawMetaOpt(db uint8, key []byte, needValue bool) (codec.Meta, boo
 		v.cache.put(db, key, m, ok)
 	}
 	return m, ok, nil
-}
-
-const (
-	metaHit = iota
-	metaAbsent
-	metaLookup
-)
-
-// countMeta counts where a metadata lookup was answered (IterStats).
-func (v *View) countMeta(where int) {
-	c := v.iters
-	if c == nil {
-		return
-	}
-	switch where {
-	case metaHit:
-		c.meta(&c.metaHits)
-	case metaAbsent:
-		c.meta(&c.metaAbsent)
-	default:
-		c.meta(&c.metaLookups)
-	}
 }
 
 // Expired reports whether m's TTL has passed at the decision time: as in
@@ -148,14 +126,7 @@ func (v *View) Meta(db uint8, key []byte) (codec.Meta, bool, error) {
 // expired it also returns the OpDelKey event that removes it, which the
 // write must emit before its own events.
 func (v *View) MetaForWrite(db uint8, key []byte) (codec.Meta, bool, []codec.Event, error) {
-	m, ok, err := v.rawMeta(db, key)
-	if !ok || err != nil {
-		return m, false, nil, err
-	}
-	if v.expired(m) {
-		return codec.Meta{}, false, []codec.Event{codec.DelKeyEvent(db, key, m.Type, m.ExpireAtMs)}, nil
-	}
-	return m, true, nil, nil
+	return v.metaForWrite(db, key, true)
 }
 
 // MetaHeaderForWrite is MetaForWrite for a decision that does not read a
@@ -163,7 +134,11 @@ func (v *View) MetaForWrite(db uint8, key []byte) (codec.Meta, bool, []codec.Eve
 // larger than the metadata cache holds, Value may be nil, which spares
 // reading the value from Pebble.
 func (v *View) MetaHeaderForWrite(db uint8, key []byte) (codec.Meta, bool, []codec.Event, error) {
-	m, ok, err := v.rawMetaOpt(db, key, false)
+	return v.metaForWrite(db, key, false)
+}
+
+func (v *View) metaForWrite(db uint8, key []byte, needValue bool) (codec.Meta, bool, []codec.Event, error) {
+	m, ok, err := v.rawMetaOpt(db, key, needValue)
 	if !ok || err != nil {
 		return m, false, nil, err
 	}
