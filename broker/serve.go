@@ -154,10 +154,11 @@ func (c *consumers) ready(v *materialize.View, events []codec.Event, record func
 		last   waitKey
 		primed bool
 	)
+	edb := newEventDBs(events, v.LogicalDB)
 	for i, e := range events {
 		switch e.Op {
 		case codec.OpXAdd, codec.OpDelKey, codec.OpGroupDel:
-			k := waitKey{eventDB(events, i, v.LogicalDB), string(e.Key)}
+			k := waitKey{edb.at(i), string(e.Key)}
 			if primed && k == last {
 				continue // served already for this key
 			}
@@ -172,7 +173,7 @@ func (c *consumers) ready(v *materialize.View, events []codec.Event, record func
 			var dbs [2]uint8
 			switch e.Op {
 			case codec.OpFlushDB:
-				db := eventDB(events, i, v.LogicalDB)
+				db := edb.at(i)
 				dbs = [2]uint8{db, db}
 			case codec.OpSwapDB:
 				dbs = [2]uint8{e.DB, e.Args[0][0]}

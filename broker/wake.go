@@ -131,6 +131,7 @@ func (w *waker) publishEvents(events []codec.Event) {
 		last   codec.Event
 		primed bool
 	)
+	edb := newEventDBs(events, w.logicalDB)
 	for i, e := range events {
 		switch e.Op {
 		case codec.OpXAdd, codec.OpDelKey, codec.OpGroupDel:
@@ -152,6 +153,6 @@ func (w *waker) publishEvents(events []codec.Event) {
 		// Subjects name logical dbs. A SWAPDB committed since these events
 		// may make this the wrong one: its own wake (above) wakes every
 		// waiter to re-check.
-		w.publishKey(eventDB(events, i, w.logicalDB), e.Key)
+		w.publishKey(edb.at(i), e.Key)
 	}
 }

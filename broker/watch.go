@@ -88,15 +88,16 @@ func (w *watches) touch(v *materialize.View, events []codec.Event) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	edb := newEventDBs(events, v.LogicalDB)
 	for i, e := range events {
 		switch e.Op {
 		case codec.OpSetMeta, codec.OpDelKey, codec.OpXAdd, codec.OpXDel, codec.OpXTrim,
 			codec.OpHSet, codec.OpHDel, codec.OpSAdd, codec.OpSRem:
-			for c := range w.keys[waitKey{eventDB(events, i, v.LogicalDB), string(e.Key)}] {
+			for c := range w.keys[waitKey{edb.at(i), string(e.Key)}] {
 				c.dirty.Store(true)
 			}
 		case codec.OpFlushDB, codec.OpFlushAll:
-			db := eventDB(events, i, v.LogicalDB)
+			db := edb.at(i)
 			for k, m := range w.keys {
 				if e.Op == codec.OpFlushDB && k.db != db {
 					continue
