@@ -48,6 +48,9 @@ type conn struct {
 	mu      sync.Mutex // guards name, closing and read deadlines; db for readers other than the connection goroutine
 	name    string
 	closing bool // shutdown was requested: the read deadline stays in the past
+	// unblock ends the connection's blocking wait (CLIENT UNBLOCK); nil
+	// when it is not blocked.
+	unblock context.CancelCauseFunc
 }
 
 func newConn(s *Server, nc net.Conn) *conn {

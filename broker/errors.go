@@ -24,6 +24,8 @@ const (
 	errDBIndex                  = command.ErrDBIndex
 	errInternal       wireError = "ERR internal error"
 	errBadClientName  wireError = "ERR Client names cannot contain spaces, newlines or special characters."
+	errUnblockReason  wireError = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
+	errUnblocked      wireError = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
 	errMultiNested    wireError = "ERR MULTI calls can not be nested"
 	errExecNoMulti    wireError = "ERR EXEC without MULTI"
 	errDiscardNoMulti wireError = "ERR DISCARD without MULTI"

@@ -5,6 +5,7 @@ import (
 	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/command/hash"
 	"github.com/sediment-dev/sediment/command/key"
+	"github.com/sediment-dev/sediment/command/list"
 	"github.com/sediment-dev/sediment/command/set"
 	"github.com/sediment-dev/sediment/command/str"
 	"github.com/sediment-dev/sediment/command/stream"
@@ -18,6 +19,7 @@ func init() {
 	registerSpecs(str.Specs()...)
 	registerSpecs(hash.Specs()...)
 	registerSpecs(set.Specs()...)
+	registerSpecs(list.Specs()...)
 	registerSpecs(key.Specs()...)
 	registerSpecs(stream.Specs()...)
 }

@@ -71,6 +71,7 @@ var limitSetup = []string{
 	"SET k v",
 	"HSET h f 1", // one field: HRANDFIELD replies are deterministic
 	"SADD st 7",  // one member (an intset in Redis): SRANDMEMBER, SPOP and SSCAN replies too
+	"RPUSH li a b a",
 }
 
 // limitCases lists every numeric argument of today's commands. CLIENT and
@@ -215,6 +216,32 @@ var limitCases = map[string][]limitCase{
 	"move":       {{cmd: "MOVE k2 #"}},
 	"swapdb":     {{cmd: "SWAPDB # 1"}, {cmd: "SWAPDB 1 #"}},
 	"copy":       {{cmd: "COPY k k2 DB #"}},
+	"lpop":       {{cmd: "LPOP li #", then: []string{"LRANGE li 0 -1"}}, {cmd: "LPOP nokey #"}},
+	"rpop":       {{cmd: "RPOP li #", then: []string{"LRANGE li 0 -1"}}, {cmd: "RPOP nokey #"}},
+	"lrange":     {{cmd: "LRANGE li # 10"}, {cmd: "LRANGE li 0 #"}, {cmd: "LRANGE li # #"}, {cmd: "LRANGE nokey # 1"}},
+	"lindex":     {{cmd: "LINDEX li #"}, {cmd: "LINDEX nokey #"}},
+	"lset":       {{cmd: "LSET li # x", then: []string{"LRANGE li 0 -1"}}, {cmd: "LSET nokey # x"}},
+	"lrem":       {{cmd: "LREM li # a", then: []string{"LRANGE li 0 -1"}}, {cmd: "LREM nokey # a"}},
+	"ltrim":      {{cmd: "LTRIM li # -1", then: []string{"LRANGE li 0 -1"}}, {cmd: "LTRIM li 0 #", then: []string{"LRANGE li 0 -1"}}},
+	"lpos": {
+		{cmd: "LPOS li a RANK #"}, {cmd: "LPOS li a COUNT #"}, {cmd: "LPOS li a MAXLEN #"},
+		{cmd: "LPOS li a RANK # COUNT 0"}, {cmd: "LPOS nokey a COUNT #"},
+	},
+	"lmpop": {
+		{cmd: "LMPOP # li LEFT", then: []string{"LRANGE li 0 -1"}},
+		{cmd: "LMPOP 1 li RIGHT COUNT #", then: []string{"LRANGE li 0 -1"}},
+	},
+	// A timeout on a list holding elements: served at once, so the timeout
+	// is parsed and never waited.
+	"blpop":      {{cmd: "BLPOP li #", then: []string{"LRANGE li 0 -1"}}},
+	"brpop":      {{cmd: "BRPOP nokey li #", then: []string{"LRANGE li 0 -1"}}},
+	"blmove":     {{cmd: "BLMOVE li li2 LEFT RIGHT #", then: []string{"LRANGE li2 0 -1"}}},
+	"brpoplpush": {{cmd: "BRPOPLPUSH li li #", then: []string{"LRANGE li 0 -1"}}},
+	"blmpop": {
+		{cmd: "BLMPOP # 1 li LEFT", then: []string{"LRANGE li 0 -1"}},
+		{cmd: "BLMPOP 0 # li LEFT", then: []string{"LRANGE li 0 -1"}},
+		{cmd: "BLMPOP 0 1 li RIGHT COUNT #", then: []string{"LRANGE li 0 -1"}},
+	},
 	"getex": {
 		{cmd: "GETEX k EX #", then: []string{"TTL k"}, extra: []string{"9223372036854775", "9223372036854776"}},
 		{cmd: "GETEX nokey PX #"},
@@ -237,6 +264,7 @@ var limitNoNumbers = []string{
 	"sadd", "srem", "scard", "sismember", "smismember", "smembers", "smove",
 	"sinter", "sunion", "sdiff", "sinterstore", "sunionstore", "sdiffstore",
 	"rename", "renamenx", "touch", "randomkey", "object",
+	"lpush", "rpush", "lpushx", "rpushx", "llen", "linsert", "lmove", "rpoplpush",
 }
 
 // TestLimitsCoverTable fails when a command of the table is neither in

@@ -102,8 +102,8 @@ func TestBlockedConsumersCostFlatInW(t *testing.T) {
 func TestConsumerLeftBeforeServe(t *testing.T) {
 	c := newConsumers(func(string, ...any) {})
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &consumerWaiter{keys: []waitKey{{0, "s"}}, group: "g", ctx: ctx, res: make(chan waitResult, 1),
-		deliver: func(*materialize.View) ([]codec.Event, bool) {
+	w := &consumerWaiter{keys: []waitKey{{0, "s"}}, queue: waitQueue{group: "g"}, ctx: ctx, res: make(chan waitResult, 1),
+		deliver: func(*materialize.View, []byte) ([]codec.Event, bool) {
 			t.Error("a client that left was served")
 			return nil, false
 		}}

@@ -122,7 +122,10 @@ func New(opts Options) (*Server, error) {
 	s.watch = newWatches()
 	store.SetReady(func(v *materialize.View, events []codec.Event, record func(materialize.Served)) {
 		s.watch.touch(v, events)
-		s.cons.ready(v, events, record)
+		s.cons.ready(v, events, func(sv materialize.Served) {
+			record(sv)
+			s.watch.touch(v, sv.Events) // a served client's pops touch watched keys too
+		})
 	})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if s.wake, err = newWaker(o.NATSURL, o.Logger); err != nil {

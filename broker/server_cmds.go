@@ -78,7 +78,8 @@ func runSelect(x *exec) error {
 	return nil
 }
 
-// CLIENT ID | GETNAME | SETNAME name | SETINFO attr value | INFO | LIST
+// CLIENT ID | GETNAME | SETNAME name | SETINFO attr value | INFO | LIST |
+// UNBLOCK client-id [TIMEOUT | ERROR]
 func runClient(x *exec) error {
 	sub, n := x.args[1], len(x.args)
 	c := x.c
@@ -122,8 +123,24 @@ func runClient(x *exec) error {
 			b.WriteByte('\n')
 		}
 		x.reply().BulkString(b.String())
+	case equalFold(sub, "UNBLOCK") && (n == 3 || n == 4):
+		id, ok := parseInt(x.args[2])
+		if !ok {
+			return command.ErrNotInteger
+		}
+		cause := errUnblockTimeout
+		if n == 4 {
+			switch {
+			case equalFold(x.args[3], "TIMEOUT"):
+			case equalFold(x.args[3], "ERROR"):
+				cause = errUnblockError
+			default:
+				return errUnblockReason
+			}
+		}
+		x.reply().Bool(c.s.unblockClient(id, cause))
 	case equalFold(sub, "ID"), equalFold(sub, "GETNAME"), equalFold(sub, "SETNAME"), equalFold(sub, "SETINFO"),
-		equalFold(sub, "INFO"), equalFold(sub, "LIST"):
+		equalFold(sub, "INFO"), equalFold(sub, "LIST"), equalFold(sub, "UNBLOCK"):
 		return errWrongArgsSub("client", sub)
 	default:
 		return errUnknownSubcommand(sub, "client")

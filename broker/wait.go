@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -38,12 +39,14 @@ func (r execRuntime) Block(keys [][]byte, timeout time.Duration, try func() bool
 	if err := x.c.flush(); err != nil {
 		return false, err
 	}
+	bw := x.c.newBlockWait()
+	bw.arm()
 	stop := x.c.watchClose()
 	x.c.s.stats.blocked.Add(1)
-	_, ok := x.c.s.wake.reg.block(x.c.ctx, x.waitKeys(keys), timeout, try)
+	_, ok := x.c.s.wake.reg.block(bw.ctx, x.waitKeys(keys), timeout, try)
 	x.c.s.stats.blocked.Add(-1)
 	stop()
-	return ok, nil
+	return ok, bw.end(ok)
 }
 
 // WriteBlock runs decide as a write; a Waiter it returns is queued in the
@@ -51,6 +54,8 @@ func (r execRuntime) Block(keys [][]byte, timeout time.Duration, try func() bool
 func (r execRuntime) WriteBlock(decide func(v *materialize.View) ([]codec.Event, *command.Waiter, error), timeout time.Duration) (queued, served bool, err error) {
 	x := r.x
 	var w *consumerWaiter
+	bw := x.c.newBlockWait()
+	defer bw.end(true)
 	err = x.write(func(v *materialize.View) ([]codec.Event, error) {
 		evs, cw, err := decide(v)
 		if err != nil || cw == nil {
@@ -59,7 +64,7 @@ func (r execRuntime) WriteBlock(decide func(v *materialize.View) ([]codec.Event,
 		if x.inTxn() {
 			return nil, errBlockInTxn
 		}
-		w = &consumerWaiter{keys: x.waitKeys(cw.Keys), group: cw.Group, ctx: x.c.ctx, res: make(chan waitResult, 1), deliver: cw.Serve}
+		w = &consumerWaiter{keys: x.waitKeys(cw.Keys), queue: waitQueue{pop: cw.Pop, group: cw.Group}, ctx: bw.ctx, res: make(chan waitResult, 1), deliver: cw.Serve}
 		x.c.s.cons.queue(w)
 		return evs, nil
 	})
@@ -72,7 +77,11 @@ func (r execRuntime) WriteBlock(decide func(v *materialize.View) ([]codec.Event,
 	if w == nil {
 		return false, false, nil
 	}
+	bw.arm()
 	served, err = x.waitConsumer(w, timeout)
+	if err == nil {
+		err = bw.end(served)
+	}
 	return true, served, err
 }
 
@@ -98,4 +107,74 @@ func (x *exec) waitConsumer(w *consumerWaiter, timeout time.Duration) (bool, err
 		x.c.pendingSeq = res.seq
 	}
 	return true, nil
+}
+
+// CLIENT UNBLOCK's causes: the context of a wait it ends is cancelled with
+// one of these.
+var (
+	errUnblockTimeout = errors.New("broker: CLIENT UNBLOCK TIMEOUT")
+	errUnblockError   = errors.New("broker: CLIENT UNBLOCK ERROR")
+)
+
+// blockWait is one blocking wait of a connection: its context ends when
+// the client leaves or, once armed, when CLIENT UNBLOCK ends the wait.
+type blockWait struct {
+	c      *conn
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	ended  bool
+}
+
+func (c *conn) newBlockWait() *blockWait {
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	return &blockWait{c: c, ctx: ctx, cancel: cancel}
+}
+
+// arm lets CLIENT UNBLOCK end the wait from now on (the client counts as
+// blocked).
+func (b *blockWait) arm() {
+	b.c.mu.Lock()
+	b.c.unblock = b.cancel
+	b.c.mu.Unlock()
+}
+
+// end disarms the wait and releases its context. It returns errUnblocked
+// when the wait was not served because CLIENT UNBLOCK ... ERROR ended it
+// (TIMEOUT ends it as a timeout does: nil).
+func (b *blockWait) end(served bool) error {
+	if b.ended {
+		return nil
+	}
+	b.ended = true
+	b.c.mu.Lock()
+	b.c.unblock = nil
+	b.c.mu.Unlock()
+	cause := context.Cause(b.ctx)
+	b.cancel(nil)
+	if !served && errors.Is(cause, errUnblockError) {
+		return errUnblocked
+	}
+	return nil
+}
+
+// unblockClient ends the wait of the connection id as CLIENT UNBLOCK does
+// (cause errUnblockTimeout or errUnblockError) and reports whether it was
+// blocked.
+func (s *Server) unblockClient(id int64, cause error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.id != id {
+			continue
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.unblock == nil {
+			return false
+		}
+		c.unblock(cause)
+		c.unblock = nil
+		return true
+	}
+	return false
 }

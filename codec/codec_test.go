@@ -515,8 +515,52 @@ func TestMetaCountRoundTrip(t *testing.T) {
 	}
 }
 
+func TestMetaListRoundTrip(t *testing.T) {
+	for _, m := range []Meta{{Type: TypeList, Count: 1}, {Type: TypeList, ExpireAtMs: 1700000060000, Count: 7, Head: -5}, {Type: TypeList, Count: 1, Head: math.MinInt64}} {
+		enc := AppendMeta(nil, m)
+		if len(enc) != 26 || len(enc) != MetaLen(m) {
+			t.Fatalf("list meta is %d bytes, want 26 (MetaLen %d)", len(enc), MetaLen(m))
+		}
+		got, err := DecodeMeta(enc)
+		if err != nil || got.Type != m.Type || got.Count != m.Count || got.Head != m.Head || got.ExpireAtMs != m.ExpireAtMs {
+			t.Fatalf("DecodeMeta(AppendMeta(%+v)) = %+v, %v", m, got, err)
+		}
+		for _, n := range []int{18, 25, 27} {
+			b := append(append([]byte(nil), enc...), 0)[:n]
+			if _, err := DecodeMeta(b); err == nil {
+				t.Fatalf("DecodeMeta accepted a list meta of %d bytes", n)
+			}
+		}
+	}
+	if tags := TypeList.SubTags(); len(tags) != 1 || tags[0] != TagList {
+		t.Errorf("list sub-tags %q", tags)
+	}
+}
+
+// TestListKeyOrderIsPositionOrder checks that list element keys sort by
+// position across the sign boundary, and that positions round-trip.
+func TestListKeyOrderIsPositionOrder(t *testing.T) {
+	pos := []int64{math.MinInt64, -1 << 40, -2, -1, 0, 1, 2, 1 << 40, math.MaxInt64}
+	for i, p := range pos {
+		k := ListKey(3, []byte("q\x00"), p)
+		d, err := DecodeKey(k)
+		if err != nil || d.Tag != TagList || string(d.Key) != "q\x00" {
+			t.Fatalf("DecodeKey(ListKey(%d)) = %+v, %v", p, d, err)
+		}
+		if got, err := DecodeListPos(d.Suffix); err != nil || got != p {
+			t.Fatalf("DecodeListPos = %d, %v; want %d", got, err, p)
+		}
+		if i > 0 && bytes.Compare(ListKey(3, []byte("q\x00"), pos[i-1]), k) >= 0 {
+			t.Fatalf("ListKey(%d) does not sort before ListKey(%d)", pos[i-1], p)
+		}
+	}
+	if _, err := DecodeListPos([]byte{1, 2, 3}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("DecodeListPos of 3 bytes: %v", err)
+	}
+}
+
 func TestTypeString(t *testing.T) {
-	for ty, want := range map[Type]string{TypeString: "string", TypeStream: "stream", TypeHash: "hash", TypeSet: "set", TypeNone: "none", 'z': "none"} {
+	for ty, want := range map[Type]string{TypeString: "string", TypeStream: "stream", TypeHash: "hash", TypeSet: "set", TypeList: "list", TypeNone: "none", 'z': "none"} {
 		if got := ty.String(); got != want {
 			t.Errorf("Type(%q).String() = %q, want %q", byte(ty), got, want)
 		}

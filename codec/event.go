@@ -16,7 +16,8 @@ const (
 	// (int64; its TTL index entry is removed when non-zero).
 	OpSetMeta Op = 'm'
 	// OpDelKey removes a key and all its sub-keys. Args: type (1 byte),
-	// previous expire-at (int64).
+	// previous expire-at (int64). An empty type removes the metadata alone:
+	// the events before it removed every sub-key (DelMetaEvent).
 	OpDelKey Op = 'd'
 	// OpXAdd adds a stream entry. Args: ID, then field, value, field, value...
 	OpXAdd Op = 'a'
@@ -77,6 +78,15 @@ const (
 	// and a reader of the change log tracks the map by applying these
 	// events in order (docs/key-format.md, "Databases").
 	OpSwapDB Op = 'w'
+	// OpLSet writes list elements at consecutive positions (ListKey): Args:
+	// the first position (int64), then the elements in position order. A
+	// push, LSET, and the elements LINSERT or LREM shift are all one run.
+	// The list's new head and count are a separate OpSetMeta.
+	OpLSet Op = 'l'
+	// OpLDel removes the list elements at positions first..last inclusive.
+	// Args: first, last (int64). The elements left stay where they are
+	// (an OpLSet rewrites any that shift).
+	OpLDel Op = 'L'
 )
 
 // Event is one change event: an operation on one user key of one db.

@@ -27,6 +27,7 @@ const (
 	TagConsumerPEL Tag = 'Q' // Q|slot|db|key|group|consumer|ID(16) → empty
 	TagHash        Tag = 'H' // H|slot|db|key|field → value
 	TagSet         Tag = 'S' // S|slot|db|key|member → empty
+	TagList        Tag = 'I' // I|slot|db|key|position(8) → element
 	TagTTL         Tag = 'E' // E|slot|deadline(8)|db|key → empty
 	TagChangeLog   Tag = 'L' // L|seq(8) → change-log Record
 	TagCount       Tag = 'K' // K|db → key counts (keys, keys with a TTL)
@@ -40,7 +41,7 @@ var StreamTags = []Tag{TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsume
 // DataTags lists every tag that holds user data (everything but the change
 // log). Note that TTL keys (TagTTL) put the db after the deadline, so a
 // per-db prefix of TagTTL does not select one db's entries.
-var DataTags = []Tag{TagMeta, TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsumerPEL, TagHash, TagSet, TagTTL}
+var DataTags = []Tag{TagMeta, TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsumerPEL, TagHash, TagSet, TagList, TagTTL}
 
 // keyHeaderLen is tag(1) + slot(2) + db(1) + keylen(4).
 const keyHeaderLen = 8
@@ -104,6 +105,29 @@ func DBMapKey() []byte { return []byte{byte(TagDBMap)} }
 func ElementKey(tag Tag, db uint8, key, elem []byte) []byte {
 	b := make([]byte, 0, keyHeaderLen+len(key)+len(elem))
 	return append(AppendKeyPrefix(b, tag, db, key), elem...)
+}
+
+// ListPosLen is the length of a list element's position in its key.
+const ListPosLen = 8
+
+// ListKey returns I|slot|db|keylen|key|position: the key of the list
+// element at position pos. The position is an int64 with its sign bit
+// flipped, big-endian (AppendListPos), so byte order is position order.
+func ListKey(db uint8, key []byte, pos int64) []byte {
+	return AppendListPos(newKey(TagList, db, key, ListPosLen), pos)
+}
+
+// AppendListPos appends pos in ListKey's order-preserving form.
+func AppendListPos(b []byte, pos int64) []byte {
+	return binary.BigEndian.AppendUint64(b, uint64(pos)^(1<<63))
+}
+
+// DecodeListPos decodes AppendListPos's 8 bytes.
+func DecodeListPos(b []byte) (int64, error) {
+	if len(b) != ListPosLen {
+		return 0, corruptf("list position of %d bytes", len(b))
+	}
+	return int64(binary.BigEndian.Uint64(b) ^ (1 << 63)), nil
 }
 
 // newKey returns tag|slot|db|keylen|key in a buffer with room for extra

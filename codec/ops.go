@@ -20,6 +20,14 @@ func DelKeyEvent(db uint8, key []byte, t Type, prevExpireAtMs int64) Event {
 	return Event{Op: OpDelKey, DB: db, Key: key, Args: [][]byte{{byte(t)}, Int64Arg(prevExpireAtMs)}}
 }
 
+// DelMetaEvent builds an OpDelKey event that removes only key's metadata
+// (and TTL index entry): for a collection whose last elements the events
+// before it deleted one by one, so no range deletion covers keys that a
+// re-created key will write again (a queue that empties on every pop).
+func DelMetaEvent(db uint8, key []byte, prevExpireAtMs int64) Event {
+	return Event{Op: OpDelKey, DB: db, Key: key, Args: [][]byte{nil, Int64Arg(prevExpireAtMs)}}
+}
+
 // XAddEvent builds an OpXAdd event; fv is field, value, field, value...
 func XAddEvent(db uint8, key []byte, id ID, fv [][]byte) Event {
 	args := make([][]byte, 0, 1+len(fv))
@@ -117,4 +125,17 @@ func ElementsEvent(op Op, db uint8, key []byte, elems [][]byte) Event {
 // src), of type t, to (db, dst).
 func CopyKeyEvent(db uint8, dst []byte, t Type, srcDB uint8, src []byte) Event {
 	return Event{Op: OpCopyKey, DB: db, Key: dst, Args: [][]byte{{byte(t)}, {srcDB}, src}}
+}
+
+// ListSetEvent builds an OpLSet event writing elems at positions first,
+// first+1, ...
+func ListSetEvent(db uint8, key []byte, first int64, elems [][]byte) Event {
+	args := make([][]byte, 0, 1+len(elems))
+	return Event{Op: OpLSet, DB: db, Key: key, Args: append(append(args, Int64Arg(first)), elems...)}
+}
+
+// ListDelEvent builds an OpLDel event removing the list elements at
+// positions first..last.
+func ListDelEvent(db uint8, key []byte, first, last int64) Event {
+	return Event{Op: OpLDel, DB: db, Key: key, Args: [][]byte{Int64Arg(first), Int64Arg(last)}}
 }

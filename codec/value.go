@@ -14,6 +14,7 @@ const (
 	TypeStream Type = 'x'
 	TypeHash   Type = 'h'
 	TypeSet    Type = 'S'
+	TypeList   Type = 'l'
 )
 
 // String returns the name TYPE replies with ("string", "stream", "hash",
@@ -28,6 +29,8 @@ func (t Type) String() string {
 		return "hash"
 	case TypeSet:
 		return "set"
+	case TypeList:
+		return "list"
 	}
 	return "none"
 }
@@ -42,6 +45,8 @@ func (t Type) SubTags() []Tag {
 		return hashTags
 	case TypeSet:
 		return setTags
+	case TypeList:
+		return listTags
 	}
 	return nil
 }
@@ -49,6 +54,7 @@ func (t Type) SubTags() []Tag {
 var (
 	hashTags = []Tag{TagHash}
 	setTags  = []Tag{TagSet}
+	listTags = []Tag{TagList}
 )
 
 // metaVersion is the first byte of every metadata value.
@@ -63,13 +69,16 @@ const metaVersion = 1
 //
 // expire-at is Unix milliseconds, big-endian, 0 for no TTL. For a string the
 // rest is the value. For a stream it is StreamMeta (72 bytes). For a hash
-// or a set it is the element count (8 bytes, big-endian): HLEN, SCARD.
+// or a set it is the element count (8 bytes, big-endian): HLEN, SCARD. For
+// a list it is the element count (8 bytes: LLEN) and the head, the position
+// of the first element (i64): element i is at ListKey position head + i.
 type Meta struct {
 	Type       Type
 	ExpireAtMs int64      // 0: no TTL
 	Value      []byte     // TypeString: the value
 	Stream     StreamMeta // TypeStream
-	Count      uint64     // TypeHash, TypeSet: fields or members (never 0: an empty one is deleted)
+	Count      uint64     // TypeHash, TypeSet, TypeList: fields, members or elements (never 0: an empty one is deleted)
+	Head       int64      // TypeList: the position of the first element (ListKey)
 }
 
 // StreamMeta is a stream's metadata.
@@ -105,6 +114,8 @@ func MetaLen(m Meta) int {
 		return 10 + streamMetaLen
 	case TypeHash, TypeSet:
 		return 18
+	case TypeList:
+		return 26
 	}
 	return 10
 }
@@ -126,6 +137,9 @@ func AppendMeta(b []byte, m Meta) []byte {
 		b = binary.BigEndian.AppendUint64(b, s.NodeOrigin)
 	case TypeHash, TypeSet:
 		b = binary.BigEndian.AppendUint64(b, m.Count)
+	case TypeList:
+		b = binary.BigEndian.AppendUint64(b, m.Count)
+		b = binary.BigEndian.AppendUint64(b, uint64(m.Head))
 	}
 	return b
 }
@@ -158,6 +172,12 @@ func DecodeMeta(b []byte) (Meta, error) {
 			return Meta{}, corruptf("%s meta of %d bytes", m.Type, len(rest))
 		}
 		m.Count = binary.BigEndian.Uint64(rest)
+	case TypeList:
+		if len(rest) != 16 {
+			return Meta{}, corruptf("list meta of %d bytes", len(rest))
+		}
+		m.Count = binary.BigEndian.Uint64(rest)
+		m.Head = int64(binary.BigEndian.Uint64(rest[8:]))
 	default:
 		return Meta{}, corruptf("meta type %q", b[1])
 	}

@@ -97,7 +97,7 @@ type Runtime interface {
 	// goroutine but one call at a time; it only reads.
 	Block(keys [][]byte, timeout time.Duration, try func() bool) (served bool, err error)
 	// WriteBlock is Write for a consuming read that may block (XREADGROUP
-	// BLOCK): decide returns its events, or a Waiter to queue within that
+	// BLOCK, BLPOP): decide returns its events, or a Waiter to queue within that
 	// same decision, so that no write commits between its check and the
 	// queueing. A queued Waiter is served by the writer (Waiter.Serve);
 	// WriteBlock waits for that up to timeout (0: forever) or until the
@@ -109,18 +109,24 @@ type Runtime interface {
 	ScanCursors() *keyspace.ScanCursors
 }
 
-// Waiter is a blocked consumer (XREADGROUP BLOCK ... >) queued on Keys of
-// the client's db for Group. After each write that may make a key ready
-// (entries added, the key or a group deleted, a flush, a swap) the writer
-// calls Serve with a View that sees the write, for the waiters of each
-// group in arrival order, until one returns ok false. ok true ends the
-// wait; Serve's events are then committed as a change-log record of their
-// own, and what Serve computed is the command's result once WriteBlock
-// returns (Serve runs on the writer goroutine, before WriteBlock returns).
+// Waiter is a blocked consumer queued on Keys of the client's db: a group
+// reader (XREADGROUP BLOCK ... >, Group names its consumer group) or, with
+// Pop, a popping command (BLPOP, BLMOVE, BLMPOP, ...). After each write
+// that may make a key ready (entries added or pushed, the key created,
+// deleted or a group deleted, a flush, a swap) the writer calls Serve with
+// a View that sees the write and the key made ready, for the waiters of
+// each queue (the key's pops; the key's readers of one group) in arrival
+// order, until one returns ok false. ok true ends the wait; Serve's events
+// are then committed as a change-log record of their own, and may in turn
+// make other keys ready (BLMOVE's push serves the clients blocked on its
+// destination). What Serve computed is the command's result once
+// WriteBlock returns (Serve runs on the writer goroutine, before
+// WriteBlock returns).
 type Waiter struct {
 	Keys  [][]byte
 	Group string
-	Serve func(v *materialize.View) (events []codec.Event, ok bool)
+	Pop   bool
+	Serve func(v *materialize.View, key []byte) (events []codec.Event, ok bool)
 }
 
 // Guard lets a long read (KEYS, SCAN with a large COUNT) stop once its

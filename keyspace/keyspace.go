@@ -163,7 +163,8 @@ func Random(v *materialize.View, db uint8) ([]byte, bool, error) {
 // with default settings: strings "int" (a decimal int64), "embstr" (at most
 // 44 bytes) or "raw"; hashes "listpack" (at most 128 fields, each field and
 // value at most 64 bytes) or "hashtable"; sets "intset" (at most 512
-// members, all decimal int64s) or "hashtable"; streams "stream". ok is
+// members, all decimal int64s) or "hashtable"; lists "quicklist"; streams
+// "stream". ok is
 // false when the key is missing.
 func Encoding(v *materialize.View, db uint8, key []byte) (string, bool, error) {
 	m, ok, err := v.Meta(db, key)
@@ -197,6 +198,8 @@ func Encoding(v *materialize.View, db uint8, key []byte) (string, bool, error) {
 			return "hashtable", true, err
 		}
 		return "intset", true, nil
+	case codec.TypeList:
+		return "quicklist", true, nil
 	}
 	return "stream", true, nil
 }

@@ -8,6 +8,12 @@ import (
 	"github.com/sediment-dev/sediment/codec"
 )
 
+// listPointDeleteMax is the largest list deletion done with point
+// deletions; a larger one is one range deletion (a pop is a point
+// deletion, so readers seeking past popped heads never meet range
+// tombstones; the same trade-off as streams.PointTrimMax).
+const listPointDeleteMax = 64
+
 // applyEvent writes one event's effect into b. It is the one place that
 // turns change events into Pebble keys; replaying a change log calls it
 // again with the same events.
@@ -105,6 +111,46 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 			}
 		}
 		return nil
+
+	case codec.OpLSet:
+		if err := need(1); err != nil {
+			return err
+		}
+		pos, err := codec.DecodeInt64Arg(a[0])
+		if err != nil {
+			return err
+		}
+		for i, elem := range a[1:] {
+			if err := b.Set(codec.ListKey(e.DB, e.Key, pos+int64(i)), elem, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+
+	case codec.OpLDel:
+		if err := need(2); err != nil {
+			return err
+		}
+		first, err := codec.DecodeInt64Arg(a[0])
+		if err != nil {
+			return err
+		}
+		last, err := codec.DecodeInt64Arg(a[1])
+		if err != nil {
+			return err
+		}
+		if last < first {
+			return fmt.Errorf("materialize: list delete %d..%d: %w", first, last, codec.ErrCorrupt)
+		}
+		if last-first < listPointDeleteMax {
+			for p := first; p <= last; p++ {
+				if err := b.Delete(codec.ListKey(e.DB, e.Key, p), nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return b.DeleteRange(codec.ListKey(e.DB, e.Key, first), codec.ListKey(e.DB, e.Key, last+1), nil)
 
 	case codec.OpXAdd:
 		if err := need(1); err != nil {

@@ -311,7 +311,7 @@ func runXReadGroup(x *command.Ctx) error {
 		if rs, evs, err = deliver(v, false); err != nil || len(rs) > 0 || !blockable {
 			return evs, nil, err
 		}
-		return nil, &command.Waiter{Keys: c.keys, Group: string(c.group), Serve: func(v *materialize.View) ([]codec.Event, bool) {
+		return nil, &command.Waiter{Keys: c.keys, Group: string(c.group), Serve: func(v *materialize.View, _ []byte) ([]codec.Event, bool) {
 			var evs []codec.Event
 			rs, evs, wakeErr = deliver(v, true)
 			return evs, wakeErr != nil || len(rs) > 0
