@@ -6,7 +6,7 @@ FUZZ     ?= FuzzDecodeKey
 FUZZTIME ?= 30s
 FUZZPKG  ?= ./codec
 
-.PHONY: all help run build churnbench test test-short fuzz bench bench-rb bench-large bench-churn bench-blocked lint clean
+.PHONY: all help run build churnbench test test-short fuzz bench bench-rb bench-large bench-churn bench-blocked bench-groups lint clean
 
 all: help
 
@@ -15,13 +15,15 @@ help:
 	@echo "make test        run every test with -race (differential tests need redis-server on PATH)"
 	@echo "make test-short  skip the slow tests"
 	@echo "make fuzz        FUZZ=FuzzID FUZZPKG=./codec FUZZTIME=30s"
-	@echo "make bench       bench-rb, bench-large, bench-churn, then bench-blocked (long: see docs/perf.md)"
+	@echo "make bench       bench-rb, bench-large, bench-churn, bench-blocked, then bench-groups (long: see docs/perf.md)"
 	@echo "make bench-rb    redis-benchmark against Sediment and redis-server, side by side"
 	@echo "make bench-large SET, HSET, XADD, GET of 1, 10, 100 KB values, with disk bytes per value byte"
 	@echo "make bench-churn churn workloads (capped streams, acked PELs, XDEL queues) against both"
 	@echo "                 CHURN_N=20000 CHURN_BLOCKS=4 CHURN_MAX_TIME=60 for a quick run"
 	@echo "make bench-blocked  W blocked XREADGROUP workers, one producer, against both"
 	@echo "                 BLOCKED_N=2000 BLOCKED_WORKERS=\"10 100 1000\" BLOCKED_ROUNDS=1 (the defaults)"
+	@echo "make bench-groups   consumer groups end to end: producers XADD, consumers XREADGROUP + XACK, against both"
+	@echo "                 GROUPS_N=200000 GROUPS_RATE=20000 GROUPS_DURATION=10 GROUPS_PRODUCERS=4 GROUPS_CONSUMERS=4 (the defaults)"
 	@echo "make build       build bin/sediment"
 	@echo "make churnbench  build bin/churnbench, the churn load generator"
 	@echo "make lint        go vet + gofmt check"
@@ -51,7 +53,7 @@ churnbench:
 	$(GO) build -trimpath -o bin/churnbench ./cmd/churnbench
 
 bench: build churnbench
-	@echo "> benchmarking against redis-server (redis-benchmark, large values, churn, then blocked)"
+	@echo "> benchmarking against redis-server (redis-benchmark, large values, churn, blocked, then groups)"
 	./scripts/bench.sh all
 
 bench-rb: build
@@ -69,6 +71,10 @@ bench-large: build
 bench-blocked: build churnbench
 	@echo "> benchmarking against redis-server (blocked XREADGROUP workers)"
 	./scripts/bench.sh blocked
+
+bench-groups: build churnbench
+	@echo "> benchmarking against redis-server (consumer groups end to end)"
+	./scripts/bench.sh groups
 
 lint:
 	$(GO) vet ./...

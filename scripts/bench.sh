@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # scripts/bench.sh — Sediment against redis-server, side by side.
 #
-#   scripts/bench.sh [all|redis-benchmark|churn|blocked]      (default: all)
+#   scripts/bench.sh [all|redis-benchmark|large|churn|blocked|groups]      (default: all)
 #
 # `make bench` builds bin/sediment and bin/churnbench and runs every part
-# (all); `make bench-rb` runs only the redis-benchmark part,
-# `make bench-churn` only the churn part and `make bench-blocked` only the
-# blocked part. The script starts Sediment and a
+# (all); `make bench-rb` runs only the redis-benchmark part, `make
+# bench-large` only the large part, `make bench-churn` only the churn part,
+# `make bench-blocked` only the blocked part and `make bench-groups` only
+# the groups part. The script starts Sediment and a
 # redis-server with comparable durability (AOF, appendfsync everysec, no RDB
 # snapshots) on free loopback ports, each with a fresh temp data dir, then:
 #
@@ -39,6 +40,19 @@
 # worker, or the run fails. It raises the soft open-file limit (ulimit -n)
 # when the largest W needs it.
 #
+# groups: runs bin/churnbench -workloads groups against Sediment, then
+# redis-server: GROUPS_PRODUCERS connections add 64-byte entries (XADD key
+# * d <payload>, one at a time each) while GROUPS_CONSUMERS connections loop
+# XREADGROUP GROUP g c<i> COUNT 10 BLOCK 100 STREAMS key > and XACK each
+# batch. A max run adds GROUPS_N entries as fast as the replies come; a
+# rate run offers GROUPS_RATE entries/s for GROUPS_DURATION seconds, each
+# entry at its scheduled time. It prints each server's entries received and
+# acknowledged per second and the ratio sediment / redis of the max run
+# (target >= 0.8), the end-to-end p99 of the rate run (reply received minus
+# the scheduled send time; target <= 2 ms), and each server's CPU µs per
+# entry. Every entry must be received exactly once and acknowledged, and
+# XPENDING must count 0 at the end, or the run fails.
+#
 # Environment:
 #   BENCH_N          requests per redis-benchmark run (default 100000)
 #   ROUNDS           rounds; the median per server is reported (default 3)
@@ -53,10 +67,15 @@
 #   CHURN_MAX_TIME   seconds one churn workload may run on one server
 #                    (default 600); it then stops and reports what it measured
 #   CHURN_PROBE_N    calls of each pel-probe command (default 10000)
-#   CHURN_OUT        a directory to copy the churn and blocked CSVs to (default: none)
+#   CHURN_OUT        a directory to copy the churn, blocked and groups CSVs to (default: none)
 #   BLOCKED_N        entries the producer adds per blocked run (default 2000)
 #   BLOCKED_WORKERS  worker counts, one blocked run each (default "10 100 1000")
 #   BLOCKED_ROUNDS   rounds of blocked runs; medians are reported (default 1)
+#   GROUPS_N         entries of the groups max run (default 200000)
+#   GROUPS_RATE      entries/s the groups rate run offers (default 20000)
+#   GROUPS_DURATION  seconds of the groups rate run (default 10)
+#   GROUPS_PRODUCERS producer connections of the groups part (default 4)
+#   GROUPS_CONSUMERS consumer connections of the groups part (default 4)
 #   SEDIMENT_BIN     the Sediment binary (default bin/sediment)
 #   CHURNBENCH_BIN   the churn load generator (default bin/churnbench)
 #
@@ -77,6 +96,11 @@ CHURN_OUT=${CHURN_OUT:-}
 BLOCKED_N=${BLOCKED_N:-2000}
 BLOCKED_WORKERS=${BLOCKED_WORKERS:-10 100 1000}
 BLOCKED_ROUNDS=${BLOCKED_ROUNDS:-1}
+GROUPS_N=${GROUPS_N:-200000}
+GROUPS_RATE=${GROUPS_RATE:-20000}
+GROUPS_DURATION=${GROUPS_DURATION:-10}
+GROUPS_PRODUCERS=${GROUPS_PRODUCERS:-4}
+GROUPS_CONSUMERS=${GROUPS_CONSUMERS:-4}
 SEDIMENT_BIN=${SEDIMENT_BIN:-bin/sediment}
 CHURNBENCH_BIN=${CHURNBENCH_BIN:-bin/churnbench}
 LARGE_BYTES=${LARGE_BYTES:-300000000}
@@ -88,11 +112,11 @@ die() { echo "bench: $*" >&2; exit 1; }
 log() { echo "bench: $*" >&2; }
 
 MODE=${1:-all}
-(($# <= 1)) || die "usage: $0 [all|redis-benchmark|large|churn|blocked]"
+(($# <= 1)) || die "usage: $0 [all|redis-benchmark|large|churn|blocked|groups]"
 case $MODE in
-  all) PARTS=(redis-benchmark large churn blocked) ;;
-  redis-benchmark | large | churn | blocked) PARTS=("$MODE") ;;
-  *) die "unknown part '$MODE' (usage: $0 [all|redis-benchmark|large|churn|blocked])" ;;
+  all) PARTS=(redis-benchmark large churn blocked groups) ;;
+  redis-benchmark | large | churn | blocked | groups) PARTS=("$MODE") ;;
+  *) die "unknown part '$MODE' (usage: $0 [all|redis-benchmark|large|churn|blocked|groups])" ;;
 esac
 has_part() { [[ " ${PARTS[*]} " == *" $1 "* ]]; }
 
@@ -108,7 +132,7 @@ for tool in "${tools[@]}"; do
     die "$tool not found on PATH (apt-get install redis-server redis-tools)"
 done
 [[ -x $SEDIMENT_BIN ]] || die "$SEDIMENT_BIN not found: run 'make build' (or 'make bench')"
-if has_part churn || has_part blocked; then
+if has_part churn || has_part blocked || has_part groups; then
   [[ -x $CHURNBENCH_BIN ]] || die "$CHURNBENCH_BIN not found: run 'make churnbench' (or 'make bench-churn')"
   if [[ -n $CHURN_OUT ]]; then
     mkdir -p "$CHURN_OUT" || die "cannot create CHURN_OUT=$CHURN_OUT"
@@ -118,14 +142,15 @@ if has_part churn; then
   for v in CHURN_N CHURN_BLOCKS CHURN_MAX_TIME CHURN_PROBE_N; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
   done
-  # Check the workload names before any server starts. The blocked
-  # workload is a part of its own.
-  CHURN_LIST=$("$CHURNBENCH_BIN" -list | awk -F'\t' '$1 != "blocked"') || die "$CHURNBENCH_BIN -list failed"
+  # Check the workload names before any server starts. The blocked and
+  # groups workloads are parts of their own.
+  CHURN_LIST=$("$CHURNBENCH_BIN" -list | awk -F'\t' '$1 != "blocked" && $1 != "groups"') || die "$CHURNBENCH_BIN -list failed"
   [[ -n $CHURN_WORKLOADS ]] || CHURN_WORKLOADS=$(cut -f1 <<<"$CHURN_LIST" | paste -sd, -)
   prev=""
   IFS=, read -ra CHURN_UNITS_IN <<<"$CHURN_WORKLOADS"
   for w in "${CHURN_UNITS_IN[@]}"; do
     [[ $w != blocked ]] || die "CHURN_WORKLOADS: blocked is a part of its own: $0 blocked (make bench-blocked)"
+    [[ $w != groups ]] || die "CHURN_WORKLOADS: groups is a part of its own: $0 groups (make bench-groups)"
     cut -f1 <<<"$CHURN_LIST" | grep -qxF -- "$w" ||
       die "CHURN_WORKLOADS: unknown workload '$w' (have: $(cut -f1 <<<"$CHURN_LIST" | paste -sd' ' -))"
     [[ $w != pel-probe || $prev == group-ack ]] || die "CHURN_WORKLOADS: pel-probe must come right after group-ack"
@@ -156,6 +181,11 @@ if has_part blocked; then
     ulimit -Sn "$need" || die "cannot raise the open-file limit (ulimit -n) from $soft to $need"
     log "raised the open-file limit (ulimit -n) from $soft to $need for $BLOCKED_MAX_W workers"
   fi
+fi
+if has_part groups; then
+  for v in GROUPS_N GROUPS_RATE GROUPS_DURATION GROUPS_PRODUCERS GROUPS_CONSUMERS; do
+    [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
+  done
 fi
 
 # ---------------------------------------------------------------- servers
@@ -707,6 +737,130 @@ blocked_part() {
   blocked_report "$sed_csv" "$red_csv"
 }
 
+# ---------------------------------------------------------------- groups
+
+# run_groups server port pid csv: one churnbench run of the groups
+# workload (its max run, then its rate run); appends its two CSV rows to
+# csv. A wrong delivery (an entry received twice or never, or left pending)
+# fails the run.
+run_groups() {
+  local server=$1 port=$2 pid=$3 csv=$4 limit
+  limit=$((180 + 2 * GROUPS_DURATION + GROUPS_N / 500))
+  log "groups: max run (n=$GROUPS_N) and rate run ($GROUPS_RATE/s for ${GROUPS_DURATION}s) on $server"
+  if ! timeout "$limit" "$CHURNBENCH_BIN" -addr "$HOST:$port" -pid "$pid" -workloads groups \
+    -n "$GROUPS_N" -rate "$GROUPS_RATE" -duration "${GROUPS_DURATION}s" \
+    -producers "$GROUPS_PRODUCERS" -consumers "$GROUPS_CONSUMERS" -csv -v >"$WORK/groups.out"; then
+    cat "$WORK/groups.out" >&2
+    die "churnbench failed or timed out ($server, groups)"
+  fi
+  tail -n +2 "$WORK/groups.out" >>"$csv"
+}
+
+# groups_report sediment.csv redis.csv prints the side-by-side table of
+# the max and rate runs (each CSV starts with its header), the latency
+# detail per server, then the figures against their targets.
+groups_report() {
+  awk '
+    function pad(s, width, left,   n, t) {
+      t = s
+      n = length(s) - gsub(/µ/, "", t) * (length("µ") - 1)
+      while (n++ < width) s = left ? s " " : " " s
+      return s
+    }
+    function row(a, b, c, d, e, f, g, h, i) {
+      print pad(a, 5, 1) pad(b, 11) pad(c, 12) pad(d, 14) pad(e, 7) pad(f, 12) pad(g, 14) pad(h, 14) pad(i, 16)
+    }
+    function drow(a, b, c, d, e, f, g, h, i) {
+      print pad(a, 9, 1) pad(b, 5, 1) pad(c, 10) pad(d, 10) pad(e, 10) pad(f, 13) pad(g, 7) pad(h, 10) pad(i, 8)
+    }
+    function cell(v, fmt) { return v == "" ? "-" : sprintf(fmt, v) }
+    FNR == 1 { file++; next }
+    {
+      split($0, f, ",")
+      srv = file == 1 ? "s" : "r"
+      m = f[2]
+      if (!(m in seen)) { seen[m] = 1; modes[++nm] = m }
+      offered[m] = f[5]; mps[srv, m] = f[9]; p50[srv, m] = f[10]; p99[srv, m] = f[11]; mx[srv, m] = f[12]
+      p99s[srv, m] = f[13]; batch[srv, m] = f[14]; cpu[srv, m] = f[15]; src = f[16]
+      timeouts[srv, m] = f[17]; unsent[srv, m] = f[20]; part[srv, m] = f[21]
+    }
+    END {
+      printf "cpu = server CPU per acknowledged entry, from /proc/PID/%s\n\n", (src == "schedstat" ? "task/*/schedstat (ns)" : "stat (10 ms ticks)")
+      row("mode", "offered/s", "sed msgs/s", "redis msgs/s", "ratio", "sed p99 ms", "redis p99 ms", "sed cpu µs/m", "redis cpu µs/m")
+      for (i = 1; i <= nm; i++) {
+        m = modes[i]
+        ratio = "-"
+        if (mps["s", m] != "" && mps["r", m] > 0) ratio = sprintf("%.2f", mps["s", m] / mps["r", m])
+        row(m, (offered[m] > 0 ? offered[m] : "-"), cell(mps["s", m], "%.0f"), cell(mps["r", m], "%.0f"), ratio,
+          cell(p99["s", m], "%.3f"), cell(p99["r", m], "%.3f"), cell(cpu["s", m], "%.1f"), cell(cpu["r", m], "%.1f"))
+      }
+      print ""
+      drow("server", "mode", "p50 ms", "p99 ms", "max ms", "p99 send ms", "batch", "timeouts", "unsent")
+      for (k = 1; k <= 2; k++) {
+        srv = k == 1 ? "s" : "r"
+        for (i = 1; i <= nm; i++) {
+          m = modes[i]
+          drow((srv == "s" ? "sediment" : "redis"), m, cell(p50[srv, m], "%.3f"), cell(p99[srv, m], "%.3f"), cell(mx[srv, m], "%.3f"),
+            cell(p99s[srv, m], "%.3f"), cell(batch[srv, m], "%.1f"), cell(timeouts[srv, m], "%d"), cell(unsent[srv, m], "%d"))
+        }
+      }
+      if (mps["s", "max"] == "" || mps["r", "max"] <= 0) print "max run msgs/s sediment/redis: n/a"
+      else {
+        r = mps["s", "max"] / mps["r", "max"]
+        printf "max run msgs/s sediment/redis: %.2f (target >= 0.8: %s)\n", r, (r >= 0.8 ? "ok" : "MISSED")
+      }
+      if (p99["s", "rate"] == "") print "rate run p99: n/a"
+      else {
+        v = (p99["s", "rate"] <= 2 ? "ok" : "MISSED")
+        if (unsent["s", "rate"] > 0) v = "MISSED: fell behind the schedule"
+        printf "p99 end to end at %s msgs/s offered: sediment %.3f ms (target <= 2 ms: %s), redis %.3f ms%s\n",
+          offered["rate"], p99["s", "rate"], v, p99["r", "rate"], (unsent["r", "rate"] > 0 ? " (fell behind the schedule)" : "")
+        printf "achieved at %s msgs/s offered: sediment %.0f msgs/s, redis %.0f msgs/s\n", offered["rate"], mps["s", "rate"], mps["r", "rate"]
+      }
+      for (k = 1; k <= 2; k++) {
+        srv = k == 1 ? "s" : "r"
+        for (i = 1; i <= nm; i++) {
+          m = modes[i]
+          if (part[srv, m] == 1) printf "%s %s run: the producers stopped early (%d scheduled entries unsent)\n", (srv == "s" ? "sediment" : "redis"), m, unsent[srv, m]
+        }
+      }
+    }' "$@"
+}
+
+# groups_part runs the groups workload against Sediment, then redis-server,
+# and prints the side-by-side table.
+groups_part() {
+  local LOAD_BEFORE LOAD_AFTER START ELAPSED
+  local sed_csv=$WORK/groups-sediment.csv red_csv=$WORK/groups-redis.csv
+  local header=workload,mode,producers,consumers,offered_per_s,entries,acked,seconds,msgs_per_s,p50_ms,p99_ms,max_ms,p99_send_ms,batch,cpu_us_per_msg,cpu_source,timeouts,duplicates,missing,unsent,partial
+  echo "$header" >"$sed_csv"
+  echo "$header" >"$red_csv"
+  log "groups: n=$GROUPS_N rate=$GROUPS_RATE duration=${GROUPS_DURATION}s producers=$GROUPS_PRODUCERS consumers=$GROUPS_CONSUMERS"
+  LOAD_BEFORE=$(loadavg)
+  START=$SECONDS
+  run_groups sediment "$SED_PORT" "$SED_PID" "$sed_csv"
+  run_groups redis "$RED_PORT" "$RED_PID" "$red_csv"
+  ELAPSED=$((SECONDS - START))
+  LOAD_AFTER=$(loadavg)
+  log "groups runs took ${ELAPSED}s"
+  if [[ -n $CHURN_OUT ]]; then
+    cp "$sed_csv" "$red_csv" "$CHURN_OUT/"
+    log "groups CSVs written to $CHURN_OUT"
+  fi
+
+  echo
+  echo "groups: $GROUPS_PRODUCERS producers, one connection each, XADD key * d <64-byte payload>, one at a time;"
+  echo "$GROUPS_CONSUMERS consumers, one connection each, loop XREADGROUP GROUP g c<i> COUNT 10 BLOCK 100 STREAMS key > + XACK key g <ids>"
+  echo "max: GROUPS_N=$GROUPS_N entries as fast as replies come; rate: GROUPS_RATE=$GROUPS_RATE entries/s offered for GROUPS_DURATION=${GROUPS_DURATION}s"
+  echo "every entry received exactly once and acknowledged, XPENDING 0 at the end, on both servers"
+  echo "sediment ${SED_VERSION:-?} vs redis-server ${RED_VERSION:-?}, appendfsync everysec on both"
+  echo "$(nproc 2>/dev/null || echo '?') CPUs; load average before: $LOAD_BEFORE, after: $LOAD_AFTER; runs took ${ELAPSED}s"
+  echo "msgs/s = entries received and acknowledged per second; ratio = sediment / redis"
+  echo "latency = XREADGROUP reply received - the entry's scheduled send time (p99 send: - its actual send time);"
+  echo "batch = entries per XREADGROUP reply"
+  groups_report "$sed_csv" "$red_csv"
+}
+
 # ---------------------------------------------------------------- main
 
 for part in "${PARTS[@]}"; do
@@ -715,5 +869,6 @@ for part in "${PARTS[@]}"; do
     large) large_part ;;
     churn) churn_part ;;
     blocked) blocked_part ;;
+    groups) groups_part ;;
   esac
 done

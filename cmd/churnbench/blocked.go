@@ -283,7 +283,7 @@ func (r *runner) runBlocked(workers int) (*blockedResult, error) {
 			d.work(c, i, key, r.cfg.block, r.cfg.opTimeout)
 		}()
 	}
-	if err := r.waitBlocked(base.blocked+int64(workers), d); err != nil {
+	if err := r.waitBlocked(base.blocked+int64(workers), d.failed, func() error { return d.failErr }); err != nil {
 		stop()
 		return nil, err
 	}
@@ -360,7 +360,7 @@ func (r *runner) runBlocked(workers int) (*blockedResult, error) {
 	case r.ctx.Err() != nil:
 		return res, r.ctx.Err()
 	}
-	r.waitGone(base)
+	r.waitGone(blockedName, base)
 	if err := r.checkPEL(key, d.by, res); err != nil {
 		return res, err
 	}
@@ -510,8 +510,9 @@ func (r *runner) clientCounts() (clients, error) {
 }
 
 // waitBlocked waits until the server counts want blocked clients, so that
-// every worker waits before the first XADD.
-func (r *runner) waitBlocked(want int64, d *deliveries) error {
+// every worker waits before the first XADD. It returns failErr() early
+// once failed is closed (a worker failed).
+func (r *runner) waitBlocked(want int64, failed <-chan struct{}, failErr func() error) error {
 	limit := 10*time.Second + time.Duration(want)*10*time.Millisecond
 	deadline := time.Now().Add(limit)
 	for {
@@ -523,8 +524,8 @@ func (r *runner) waitBlocked(want int64, d *deliveries) error {
 			return nil
 		}
 		select {
-		case <-d.failed:
-			return d.failErr
+		case <-failed:
+			return failErr()
 		case <-r.ctx.Done():
 			return r.ctx.Err()
 		case <-time.After(10 * time.Millisecond):
@@ -536,8 +537,9 @@ func (r *runner) waitBlocked(want int64, d *deliveries) error {
 }
 
 // waitGone waits (up to 10 s) until the server no longer counts the closed
-// workers, so that the next run does not pay for this one's disconnects.
-func (r *runner) waitGone(base clients) {
+// workers of workload name, so that the next run does not pay for this
+// one's disconnects.
+func (r *runner) waitGone(name string, base clients) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c, err := r.clientCounts()
@@ -546,7 +548,7 @@ func (r *runner) waitGone(base clients) {
 		}
 		if time.Now().After(deadline) {
 			fmt.Fprintf(r.log, "churnbench: %s: the server still counts %d clients (%d blocked) 10s after the workers left, "+
-				"want %d (%d)\n", blockedName, c.connected, c.blocked, base.connected, base.blocked)
+				"want %d (%d)\n", name, c.connected, c.blocked, base.connected, base.blocked)
 			return
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -8,6 +8,9 @@
 //	           [-pid PID] [-max-time 0] [-probe-n 10000] [-csv] [-v]
 //	churnbench -addr 127.0.0.1:6380 -workloads blocked [-n 2000]
 //	           [-workers 10,100,1000] [-block 2s] [-drain 10s] [-pid PID] [-csv] [-v]
+//	churnbench -addr 127.0.0.1:6380 -workloads groups [-n 200000]
+//	           [-producers 4] [-consumers 4] [-rate 20000] [-duration 10s]
+//	           [-block 100ms] [-drain 10s] [-pid PID] [-csv] [-v]
 //	churnbench -list
 //
 // One client sends one command at a time (no pipelining) to a server on a
@@ -38,9 +41,20 @@
 // /proc/PID/task/*/schedstat (nanoseconds) where the kernel has it. It
 // fails when an entry is received twice or never (blocked.go).
 //
+// The groups workload runs on its own too: -producers connections add
+// 64-byte entries (XADD key * d <payload>) while -consumers connections
+// loop XREADGROUP ... COUNT 10 BLOCK on one group and XACK each batch. A
+// max run adds -n entries as fast as the replies come; a rate run offers
+// -rate entries/s for -duration, each entry at its scheduled time. Each
+// reports the entries received and acknowledged per second, the
+// end-to-end latency (reply received minus the scheduled send time carried
+// in the payload: p50, p99, max) and, with -pid, the server's CPU per
+// entry. It fails unless every entry was received exactly once and
+// acknowledged, and XPENDING counts 0 at the end (groups.go).
+//
 // scripts/bench.sh runs it against Sediment and redis-server side by side
-// (`make bench-churn`, `make bench-blocked`); docs/perf.md describes the
-// workloads.
+// (`make bench-churn`, `make bench-blocked`, `make bench-groups`);
+// docs/perf.md describes the workloads.
 package main
 
 import (
@@ -88,6 +102,12 @@ type config struct {
 	workers []int         // worker counts, one run each
 	block   time.Duration // XREADGROUP's BLOCK, whole milliseconds
 	drain   time.Duration // how long to wait for deliveries after the last XADD
+	// The groups workload, which runs alone (also n, block, drain):
+	groups    bool
+	producers int
+	consumers int
+	rate      int           // entries/s offered by the rate run
+	duration  time.Duration // length of the rate run's schedule
 }
 
 func parse(args []string, stderr io.Writer) (config, error) {
@@ -96,7 +116,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("churnbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:6380", "server address (loopback only)")
-	fs.IntVar(&c.n, "n", 1_000_000, "commands per workload (blocked: entries added per run)")
+	fs.IntVar(&c.n, "n", 1_000_000, "commands per workload (blocked: entries added per run; "+
+		"groups: entries of the max run, default 200000)")
 	fs.IntVar(&c.blocks, "blocks", 10, "consecutive blocks each workload is measured in")
 	fs.StringVar(&names, "workloads", strings.Join(workloadNames(), ","), "comma-separated workloads, run in this order")
 	fs.IntVar(&c.pid, "pid", 0, "server process ID; when set, report its CPU time per command")
@@ -108,11 +129,17 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.list, "list", false, "list the workloads and exit")
 	var workers string
 	fs.StringVar(&workers, "workers", "10,100,1000", "blocked: comma-separated worker counts, one run each")
-	fs.DurationVar(&c.block, "block", 2*time.Second, "blocked: the workers' XREADGROUP BLOCK timeout")
-	fs.DurationVar(&c.drain, "drain", 10*time.Second, "blocked: how long to wait for deliveries after the last XADD")
+	fs.DurationVar(&c.block, "block", 2*time.Second, "blocked, groups: the workers' XREADGROUP BLOCK timeout (groups: default 100ms)")
+	fs.DurationVar(&c.drain, "drain", 10*time.Second, "blocked, groups: how long to wait for deliveries after the last XADD")
+	fs.IntVar(&c.producers, "producers", 4, "groups: producer connections")
+	fs.IntVar(&c.consumers, "consumers", 4, "groups: consumer connections, one consumer name each")
+	fs.IntVar(&c.rate, "rate", 20000, "groups: entries/s the rate run offers, split across the producers")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "groups: length of the rate run's schedule")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
@@ -122,7 +149,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	if err := checkLoopback(c.addr); err != nil {
 		return c, err
 	}
-	alone := strings.TrimSpace(names) == blockedName
+	only := strings.TrimSpace(names)
+	alone := only == blockedName || only == groupsName
 	switch {
 	case c.blocks < 1:
 		return c, fmt.Errorf("-blocks must be at least 1, got %d", c.blocks)
@@ -139,14 +167,17 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	case c.probeN < 1:
 		return c, fmt.Errorf("-probe-n must be at least 1, got %d", c.probeN)
 	}
-	if alone {
+	if only == blockedName {
 		return parseBlocked(c, workers)
+	}
+	if only == groupsName {
+		return parseGroups(c, set)
 	}
 	var prev string
 	for _, name := range strings.Split(names, ",") {
 		name = strings.TrimSpace(name)
-		if name == blockedName {
-			return c, fmt.Errorf("workload %s runs on its own (-workloads %s)", blockedName, blockedName)
+		if name == blockedName || name == groupsName {
+			return c, fmt.Errorf("workload %s runs on its own (-workloads %s)", name, name)
 		}
 		w := lookupWorkload(name)
 		if w == nil {
@@ -184,6 +215,36 @@ func parseBlocked(c config, workers string) (config, error) {
 	return c, nil
 }
 
+// parseGroups completes c for the groups workload; set holds the flags
+// given on the command line, so that -n and -block get their groups
+// defaults when absent.
+func parseGroups(c config, set map[string]bool) (config, error) {
+	c.groups = true
+	if !set["n"] {
+		c.n = groupsDefaultN
+	}
+	if !set["block"] {
+		c.block = groupsDefaultBlock
+	}
+	switch {
+	case c.producers < 1:
+		return c, fmt.Errorf("-producers must be at least 1, got %d", c.producers)
+	case c.consumers < 1:
+		return c, fmt.Errorf("-consumers must be at least 1, got %d", c.consumers)
+	case c.rate < 1:
+		return c, fmt.Errorf("-rate must be at least 1, got %d", c.rate)
+	case c.duration <= 0:
+		return c, fmt.Errorf("-duration must be positive, got %v", c.duration)
+	case int64(c.rate)*int64(c.duration)/int64(time.Second) < 1:
+		return c, fmt.Errorf("-rate %d for -duration %v schedules no entry", c.rate, c.duration)
+	case c.block < time.Millisecond:
+		return c, fmt.Errorf("-block must be at least 1ms, got %v", c.block)
+	case c.drain <= 0:
+		return c, fmt.Errorf("-drain must be positive, got %v", c.drain)
+	}
+	return c, nil
+}
+
 // checkLoopback returns an error unless addr is host:port with a loopback
 // host: localhost or a loopback IP. No name is resolved.
 func checkLoopback(addr string) error {
@@ -213,6 +274,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "%s\t%s\n", w.name, w.desc)
 		}
 		fmt.Fprintf(stdout, "%s\t%s (runs on its own)\n", blockedName, blockedDesc)
+		fmt.Fprintf(stdout, "%s\t%s (runs on its own)\n", groupsName, groupsDesc)
 		return nil
 	}
 	r, err := newRunner(ctx, c, stderr)
@@ -222,6 +284,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer r.close()
 	if c.blocked {
 		return runBlockedAll(r, stdout)
+	}
+	if c.groups {
+		return runGroupsAll(r, stdout)
 	}
 	if c.csv {
 		writeCSVHeader(stdout)
