@@ -22,6 +22,8 @@ import (
 // store keeps with a full recount of the store (read with one iterator, so
 // one consistent state):
 //   - a hash's or a set's Meta.Count with its H or S keys;
+//   - a list's count and head with its I keys (exactly the positions
+//     head .. head+count-1);
 //   - a stream's length (and first ID) with its X keys;
 //   - the PEL stats of every group and consumer with their P and Q ranges,
 //     and P and Q with each other;
@@ -161,8 +163,9 @@ var (
 	countsStrKeys   = []string{"a", "{a}b", "\x00a"}
 	countsHashKeys  = []string{"", "h\x00", "h"}
 	countsSetKeys   = []string{"\x00", "S", "S\x00"}
+	countsListKeys  = []string{"L", "L\x00", "{a}L"}
 	countsXKeys     = []string{"s", "\x00s\x00"}
-	countsKeys      = slices.Concat(countsStrKeys, countsHashKeys, countsSetKeys, countsXKeys, []string{countsShared})
+	countsKeys      = slices.Concat(countsStrKeys, countsHashKeys, countsSetKeys, countsListKeys, countsXKeys, []string{countsShared})
 	countsFields    = []string{"f", "g", "", "\x00", "f\x00", "\x00f"}
 	countsValues    = []string{"1", "-2", "", "x\x00y", "1.5", "10"}
 	countsGroups    = []string{"", "g\x00"}
@@ -287,6 +290,36 @@ var countsCmds = []countsCmd{
 	}},
 	{"sdiffstore", "sdiffstore", 2, func(g *countsRun) []any {
 		return append([]any{"SDIFFSTORE", g.key(countsSetKeys)}, g.some(countsSetKeys, 1, 3)...)
+	}},
+
+	// Lists: every command that moves the head or the count.
+	{"lpush", "lpush", 8, func(g *countsRun) []any {
+		return append([]any{g.pick([]string{"LPUSH", "RPUSH", "LPUSHX", "RPUSHX"}), g.key(countsListKeys)}, g.some(countsFields, 1, 4)...)
+	}},
+	{"lpop", "lpop", 6, func(g *countsRun) []any {
+		a := []any{g.pick([]string{"LPOP", "RPOP"}), g.key(countsListKeys)}
+		if g.r.IntN(2) == 0 {
+			a = append(a, g.r.IntN(4))
+		}
+		return a
+	}},
+	{"lrem", "lrem", 3, func(g *countsRun) []any {
+		return []any{"LREM", g.key(countsListKeys), g.r.IntN(5) - 2, g.pick(countsFields)}
+	}},
+	{"linsert", "linsert", 3, func(g *countsRun) []any {
+		return []any{"LINSERT", g.key(countsListKeys), g.pick([]string{"BEFORE", "AFTER"}), g.pick(countsFields), g.pick(countsFields)}
+	}},
+	{"ltrim", "ltrim", 2, func(g *countsRun) []any {
+		return []any{"LTRIM", g.key(countsListKeys), g.r.IntN(5) - 2, g.r.IntN(5) - 2}
+	}},
+	{"lset", "lset", 2, func(g *countsRun) []any {
+		return []any{"LSET", g.key(countsListKeys), g.r.IntN(5) - 2, g.pick(countsFields)}
+	}},
+	{"lmove", "lmove", 3, func(g *countsRun) []any {
+		return []any{"LMOVE", g.key(countsListKeys), g.key(countsListKeys), g.pick([]string{"LEFT", "RIGHT"}), g.pick([]string{"LEFT", "RIGHT"})}
+	}},
+	{"lmpop", "lmpop", 2, func(g *countsRun) []any {
+		return append(append([]any{"LMPOP", 2}, g.key(countsListKeys), g.key(countsListKeys)), g.pick([]string{"LEFT", "RIGHT"}), "COUNT", 1+g.r.IntN(3))
 	}},
 
 	// Streams and consumer groups.
@@ -846,6 +879,7 @@ type countsStore struct {
 	meta      map[countsKey]codec.Meta
 	ttl       map[countsKey][]int64 // E entries' deadlines
 	hash, set map[countsKey]uint64  // H, S keys
+	list      map[countsKey][]int64 // I keys' positions, in order
 	entries   map[countsKey]*countsIDs
 	groups    map[countsGroupKey]codec.Group
 	consumers map[countsConsumerKey]codec.Consumer
@@ -860,7 +894,7 @@ func (g *countsRun) read() *countsStore {
 	t := g.t
 	s := &countsStore{
 		meta: map[countsKey]codec.Meta{}, ttl: map[countsKey][]int64{},
-		hash: map[countsKey]uint64{}, set: map[countsKey]uint64{},
+		hash: map[countsKey]uint64{}, set: map[countsKey]uint64{}, list: map[countsKey][]int64{},
 		entries: map[countsKey]*countsIDs{}, groups: map[countsGroupKey]codec.Group{},
 		consumers: map[countsConsumerKey]codec.Consumer{}, pel: map[countsGroupKey]*countsIDs{},
 		owner: map[countsPELKey]string{}, cpel: map[countsConsumerKey]*countsIDs{},
@@ -876,7 +910,7 @@ func (g *countsRun) read() *countsStore {
 		func(k, val []byte) (bool, error) {
 			tag := codec.Tag(k[0])
 			switch tag {
-			case codec.TagMeta, codec.TagHash, codec.TagSet, codec.TagStreamEntry, codec.TagGroup,
+			case codec.TagMeta, codec.TagHash, codec.TagSet, codec.TagList, codec.TagStreamEntry, codec.TagGroup,
 				codec.TagConsumer, codec.TagPEL, codec.TagConsumerPEL:
 			case codec.TagTTL:
 				_, deadline, db, key, err := codec.DecodeTTLKey(k)
@@ -928,6 +962,10 @@ func (g *countsRun) read() *countsStore {
 			case codec.TagSet:
 				s.set[ck]++
 				return true, nil
+			case codec.TagList:
+				p, err := codec.DecodeListPos(d.Suffix)
+				s.list[ck] = append(s.list[ck], p)
+				return true, err
 			}
 			s.streamSub[ck]++
 			switch tag {
@@ -1008,6 +1046,16 @@ func (g *countsRun) check(step int) {
 			if m.Count == 0 || m.Count != s.set[k] {
 				badf("db %d set %q: count %d, %d S keys", k.db, k.key, m.Count, s.set[k])
 			}
+		case codec.TypeList:
+			// Dense positions: exactly head .. head+count-1.
+			pos := s.list[k]
+			dense := m.Count != 0 && uint64(len(pos)) == m.Count
+			for i, p := range pos {
+				dense = dense && p == m.Head+int64(i)
+			}
+			if !dense {
+				badf("db %d list %q: count %d head %d, I keys at %v", k.db, k.key, m.Count, m.Head, pos)
+			}
 		case codec.TypeStream:
 			x := s.entries[k]
 			if x == nil {
@@ -1035,6 +1083,11 @@ func (g *countsRun) check(step int) {
 	for k, n := range s.set {
 		if typeOf(k) != codec.TypeSet {
 			badf("db %d key %q (%s): %d S keys", k.db, k.key, typeOf(k), n)
+		}
+	}
+	for k, pos := range s.list {
+		if typeOf(k) != codec.TypeList {
+			badf("db %d key %q (%s): %d I keys", k.db, k.key, typeOf(k), len(pos))
 		}
 	}
 	for k, n := range s.streamSub {
