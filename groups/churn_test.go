@@ -7,6 +7,7 @@ import (
 	"github.com/sediment-dev/sediment/groups"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/streams"
+	"github.com/sediment-dev/sediment/types/rlist"
 )
 
 // churnWorkload is one cycle of a workload that deletes what it adds
@@ -98,7 +99,57 @@ func churnWorkloads() []churnWorkload {
 				},
 			}
 		}, probe: func(v *materialize.View) error { _, err := head(v); return err }},
+		// Lists used as queues and capped logs: pops and trims must not
+		// leave work behind for the next pushes and reads.
+		{name: "list-queue", setup: listPush(rlist.Right, 100), cycle: func(int) []func(v *materialize.View) ([]codec.Event, error) {
+			return listCycle(listPush(rlist.Right, 1), listPop(rlist.Left))
+		}, probe: listProbe},
+		{name: "list-empties", cycle: func(int) []func(v *materialize.View) ([]codec.Event, error) {
+			return listCycle(listPush(rlist.Right, 1), listPop(rlist.Left))
+		}, probe: listProbe},
+		{name: "list-capped", cycle: func(int) []func(v *materialize.View) ([]codec.Event, error) {
+			return listCycle(listPush(rlist.Left, 1), func(v *materialize.View) ([]codec.Event, error) {
+				return rlist.Trim(v, 0, key, 0, 999)
+			})
+		}, probe: listProbe},
 	}
+}
+
+func listCycle(fs ...func(v *materialize.View) ([]codec.Event, error)) []func(v *materialize.View) ([]codec.Event, error) {
+	return fs
+}
+
+// listPush pushes n elements onto key at side.
+func listPush(side rlist.Side, n int) func(v *materialize.View) ([]codec.Event, error) {
+	elems := make([][]byte, n)
+	for i := range elems {
+		elems[i] = []byte("element")
+	}
+	return func(v *materialize.View) ([]codec.Event, error) {
+		_, evs, err := rlist.Push(v, 0, key, side, false, elems)
+		return evs, err
+	}
+}
+
+// listPop pops one element from key at side.
+func listPop(side rlist.Side) func(v *materialize.View) ([]codec.Event, error) {
+	return func(v *materialize.View) ([]codec.Event, error) {
+		_, _, evs, err := rlist.Pop(v, 0, key, side, 1)
+		return evs, err
+	}
+}
+
+// listProbe reads both ends of key (LRANGE 0 9, LINDEX -1, LPOS from the
+// tail).
+func listProbe(v *materialize.View) error {
+	if _, err := rlist.Range(v, 0, key, 0, 9); err != nil {
+		return err
+	}
+	if _, _, err := rlist.Index(v, 0, key, -1); err != nil {
+		return err
+	}
+	_, err := rlist.Pos(v, 0, key, []byte("absent"), -1, 1, 10)
+	return err
 }
 
 // TestChurnCostFlat runs each churn workload for 10,000 and then 100,000

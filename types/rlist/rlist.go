@@ -16,6 +16,7 @@ package rlist
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/materialize"
@@ -92,29 +93,41 @@ func span(start, stop, n int64) (from, to int64, ok bool) {
 
 // each calls fn with the elements at indexes from..to (in range) in index
 // order, or reverse order when rev; fn's elem is valid only during the
-// call. One bounded seek: O(to - from).
+// call. One bounded seek: O(to - from). The walk stops at the last index
+// it was asked for instead of stepping past it: a position rewritten many
+// times (a queue that empties and starts again at the same head) holds
+// old versions that a step past it would walk through.
 func each(v *materialize.View, db uint8, key []byte, m codec.Meta, from, to int64, rev bool, fn func(i int64, elem []byte) (bool, error)) error {
 	lower := codec.ListKey(db, key, m.Head+from)
 	upper := codec.ListKey(db, key, m.Head+to+1)
+	last := to
+	if rev {
+		last = from
+	}
 	return v.Iterate(lower, upper, rev, func(k, val []byte) (bool, error) {
 		p, err := codec.DecodeListPos(k[len(k)-codec.ListPosLen:])
 		if err != nil {
 			return false, err
 		}
-		return fn(p-m.Head, val)
+		more, err := fn(p-m.Head, val)
+		return more && p-m.Head != last, err
 	})
 }
 
 // read returns copies of the elements at indexes from..to, in index order
-// (reverse order when rev).
+// (reverse order when rev). It always walks forwards: a backward walk
+// must pass every old version of the first key it meets.
 func read(v *materialize.View, db uint8, key []byte, m codec.Meta, from, to int64, rev bool) ([][]byte, error) {
 	out := make([][]byte, 0, to-from+1)
-	err := each(v, db, key, m, from, to, rev, func(_ int64, elem []byte) (bool, error) {
+	err := each(v, db, key, m, from, to, false, func(_ int64, elem []byte) (bool, error) {
 		out = append(out, append([]byte(nil), elem...))
 		return true, nil
 	})
 	if err == nil && int64(len(out)) != to-from+1 {
 		err = corrupt(key, from, to, len(out))
+	}
+	if rev {
+		slices.Reverse(out)
 	}
 	return out, err
 }
