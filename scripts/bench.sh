@@ -12,7 +12,8 @@
 # snapshots) on free loopback ports, each with a fresh temp data dir, then:
 #
 # redis-benchmark: runs redis-benchmark for SET, GET, INCR, MSET (10 keys),
-# HSET, HGET (on the hash HSET filled), SADD and XADD, unpipelined
+# HSET, HGET (on the hash HSET filled), SADD, XADD, LPUSH, RPUSH, LPOP,
+# RPOP (on the list the pushes filled) and LRANGE_100, unpipelined
 # and with -P 16, alternating the two servers test by test for ROUNDS
 # rounds, and prints the median requests/s of each server and their ratio.
 #
@@ -348,7 +349,8 @@ run_bench() {
     rps=${rps%%\"*}
     [[ $rps =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "cannot parse redis-benchmark line: $line"
     case $name in
-      SET | GET | INCR | HSET | SADD) ;;
+      SET | GET | INCR | HSET | SADD | LPUSH | RPUSH | LPOP | RPOP) ;;
+      LRANGE_100*) name=LRANGE_100 ;;
       MSET*) name=MSET ;;
       HGET*) name=HGET ;;
       XADD*) name=XADD ;;
@@ -380,7 +382,7 @@ redis_benchmark_part() {
   START=$SECONDS
   for round in $(seq 1 "$ROUNDS"); do
     log "round $round/$ROUNDS"
-    for workload in set get incr mset hset hget sadd xadd; do
+    for workload in set get incr mset hset hget sadd xadd lpush rpush lpop rpop lrange_100; do
       for pipe in "${PIPELINES[@]}"; do
         run_bench sediment "$SED_PORT" "$SED_PID" "$workload" "$pipe"
         run_bench redis "$RED_PORT" "$RED_PID" "$workload" "$pipe"
@@ -398,12 +400,12 @@ redis_benchmark_part() {
   echo
   echo "cpu = server user+system CPU per request, from /proc/PID/stat (10 ms ticks), median"
   echo
-  FMT='%-6s %8s %14s %14s %16s %12s %12s\n'
+  FMT='%-10s %8s %14s %14s %16s %12s %12s\n'
   # shellcheck disable=SC2059
   printf "$FMT" test pipeline "sediment ops/s" "redis ops/s" "sediment/redis" "sed cpu µs" "redis cpu µs"
   # shellcheck disable=SC2059
   printf "$FMT" ------ -------- -------------- -------------- ---------------- ------------ ------------
-  for name in SET GET INCR MSET HSET HGET SADD XADD; do
+  for name in SET GET INCR MSET HSET HGET SADD XADD LPUSH RPUSH LPOP RPOP LRANGE_100; do
     for pipe in "${PIPELINES[@]}"; do
       # shellcheck disable=SC2086
       s=$(median ${RESULTS["sediment|$name|$pipe"]})
