@@ -118,13 +118,23 @@ func each(v *materialize.View, db uint8, key []byte, m codec.Meta, from, to int6
 // (reverse order when rev). It always walks forwards: a backward walk
 // must pass every old version of the first key it meets.
 func read(v *materialize.View, db uint8, key []byte, m codec.Meta, from, to int64, rev bool) ([][]byte, error) {
-	out := make([][]byte, 0, to-from+1)
+	// One buffer for every element's bytes: an allocation per read, not
+	// per element.
+	var buf []byte
+	ends := make([]int, 0, to-from+1)
 	err := each(v, db, key, m, from, to, false, func(_ int64, elem []byte) (bool, error) {
-		out = append(out, append([]byte(nil), elem...))
+		buf = append(buf, elem...)
+		ends = append(ends, len(buf))
 		return true, nil
 	})
-	if err == nil && int64(len(out)) != to-from+1 {
-		err = corrupt(key, from, to, len(out))
+	if err == nil && int64(len(ends)) != to-from+1 {
+		err = corrupt(key, from, to, len(ends))
+	}
+	out := make([][]byte, len(ends))
+	start := 0
+	for i, end := range ends {
+		out[i] = buf[start:end:end]
+		start = end
 	}
 	if rev {
 		slices.Reverse(out)
