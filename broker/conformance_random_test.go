@@ -13,7 +13,12 @@ package broker
 // hash), no XADD *, TTLs of 1000 s and more (TTL replies are rounded to
 // 100 s) or of 0 and less, which delete at once. Field order of HGETALL/HKEYS/HVALS is compared sorted, as
 // docs/commands.md allows; XSETID, which touches WATCH in Sediment only, is
-// not generated.
+// not generated. The blocking list pops come only inside MULTI, where they
+// never block, with timeouts short enough that a shrunk sequence which lost
+// its MULTI waits a moment, not forever. OBJECT ENCODING is asked only of
+// keys whose encoding does not depend on their history in Redis (lists,
+// small hashes, streams, missing keys): a string that was appended to, or a
+// set that once held a non-integer, keeps its "raw" or "hashtable".
 
 import (
 	"flag"
@@ -66,6 +71,9 @@ var (
 	crFloats = []string{"0.1", "1e3", "-2.5", "3", "0", "-0.1", "1.5e-3", "x", "inf", "9223372036854775807"}
 	crInts   = []string{"1", "-1", "5", "-20", "0", "9223372036854775807", "-9223372036854775808", "x", "1.5"}
 	crTTLs   = []string{"1000", "100000", "10000000"}
+	// crElems are list elements: few, so that LREM, LPOS and LINSERT often
+	// find duplicates and pivots.
+	crElems = []string{"a", "b", "c", "a", "b", "", "\x00", "x\x00y", "1"}
 )
 
 // Longer hunts: go test -run TestConformanceRandom ./broker/ -conformance.seeds=500
@@ -328,6 +336,8 @@ func (x *crSession) finalDB(db string) *crMismatch {
 			steps = append(steps, cc("XRANGE", key, "-", "+"), cc("XINFO", "STREAM", key))
 		case "set":
 			steps = append(steps, ccSorted("SMEMBERS", key))
+		case "list":
+			steps = append(steps, cc("LRANGE", key, "0", "-1"))
 		}
 		steps = append(steps, cc("TTL", key))
 		for _, s := range steps {
@@ -474,13 +484,14 @@ func (c *crCoverage) String() string {
 // that commands mostly find a key of their type and HRANDFIELD's count can
 // be chosen to make its reply deterministic.
 type crGen struct {
-	t      testing.TB
-	rng    *rand.Rand
-	oracle *confConn
-	types  map[string]string
-	focus  string   // a watched key that key() favours, in WATCH blocks
-	ms     int      // stream IDs: the largest millisecond part used
-	ids    []string // stream IDs used so far
+	t       testing.TB
+	rng     *rand.Rand
+	oracle  *confConn
+	types   map[string]string
+	focus   string   // a watched key that key() favours, in WATCH blocks
+	inMulti bool     // generating the commands queued by a MULTI
+	ms      int      // stream IDs: the largest millisecond part used
+	ids     []string // stream IDs used so far
 }
 
 // refresh reads every key's type from redis-server.
@@ -577,22 +588,26 @@ func (g *crGen) next() []confStep {
 // may be stale (queued or pending steps before it).
 func (g *crGen) command(inBlock bool) confStep {
 	switch r := g.rng.Intn(100); {
-	case r < 38:
+	case r < 32:
 		return g.str()
-	case r < 62:
+	case r < 52:
 		return g.hash(inBlock)
-	case r < 75:
+	case r < 65:
 		return g.sets()
-	case r < 87:
+	case r < 78:
+		return g.list()
+	case r < 89:
 		return g.stream(inBlock)
 	default:
-		return g.keyspace()
+		return g.keyspace(inBlock)
 	}
 }
 
 // multi returns MULTI, 1..4 commands, then EXEC or (sometimes) DISCARD.
 func (g *crGen) multi() []confStep {
 	steps := []confStep{cc("MULTI")}
+	g.inMulti = true
+	defer func() { g.inMulti = false }()
 	for n := 1 + g.rng.Intn(4); n > 0; n-- {
 		switch r := g.rng.Intn(25); {
 		case r == 0:
@@ -636,6 +651,8 @@ func (g *crGen) badArity() confStep {
 		{"GET"}, {"SET", k}, {"HSET", k, "f"}, {"HGET", k}, {"XADD", k, "1-1"}, {"INCRBY", k},
 		{"EXPIRE", k}, {"MSET"}, {"GETRANGE", k, "0"}, {"HMSET", k}, {"XTRIM", k}, {"NOSUCH", k},
 		{"XADD", k, "1-1", "f", "v", "g"}, {"MSET", k, "v", "b"}, {"HSET", k, "f", "v", "g"},
+		{"LPUSH", k}, {"LRANGE", k, "0"}, {"LSET", k, "0"}, {"LINSERT", k, "BEFORE", "a"}, {"LPOS", k},
+		{"LMOVE", k, k, "LEFT"}, {"LMPOP", "1"}, {"BLPOP", k}, {"LPOP", k, "1", "2"},
 	}
 	return cc(cmds[g.rng.Intn(len(cmds))]...)
 }
@@ -660,6 +677,17 @@ func (g *crGen) badArgs(inBlock bool) confStep {
 		{"LCS", k, k2, "FOO"}, {"LCS", k, k2, "MINMATCHLEN", "x"}, {"LCS", k, k2, "LEN", "IDX"},
 	}
 	cmds = append(cmds, []string{"HSCAN", k, "0", "COUNT", "0"}, []string{"HSCAN", k, "0", "FOO", "x"})
+	cmds = append(cmds, [][]string{
+		{"LPOP", k, "-1"}, {"RPOP", k, "x"}, {"LRANGE", k, "x", "1"}, {"LINDEX", k, "1.5"}, {"LSET", k, "x", "v"},
+		{"LINSERT", k, "MIDDLE", "a", "b"}, {"LREM", k, "x", "a"}, {"LTRIM", k, "0", ""},
+		{"LPOS", k, "a", "RANK", "0"}, {"LPOS", k, "a", "COUNT", "-1"}, {"LPOS", k, "a", "MAXLEN", "-1"},
+		{"LPOS", k, "a", "FOO"}, {"LPOS", k, "a", "RANK"}, {"LPOS", k, "a", "COUNT", "x"},
+		{"LMOVE", k, k2, "UP", "LEFT"}, {"LMOVE", k, k2, "LEFT", ""},
+		{"LMPOP", "0", k, "LEFT"}, {"LMPOP", "2", k, "LEFT"}, {"LMPOP", "1", k, "UP"}, {"LMPOP", "x", k, "LEFT"},
+		{"LMPOP", "1", k, "LEFT", "COUNT", "0"}, {"LMPOP", "1", k, "RIGHT", "COUNT", "x"}, {"LMPOP", "1", k, "LEFT", "FOO", "1"},
+		{"BLPOP", k, "-1"}, {"BRPOP", k, "x"}, {"BLMOVE", k, k2, "LEFT", "UP", "0.01"},
+		{"BLMPOP", "-1", "1", k, "LEFT"}, {"BLMPOP", "0.01", "0", k, "LEFT"}, {"BRPOPLPUSH", k, k2, "inf"},
+	}...)
 	return cc(cmds[g.rng.Intn(len(cmds))]...)
 }
 
@@ -946,7 +974,6 @@ func (g *crGen) trim() []string {
 	return append(t, strconv.Itoa(g.rng.Intn(4)))
 }
 
-// keyspace returns DEL, EXISTS, TYPE, EXPIRE, PERSIST or TTL.
 // sets returns a set-family command, none with a random reply (no SPOP,
 // SRANDMEMBER below the set's size).
 func (g *crGen) sets() confStep {
@@ -984,7 +1011,147 @@ func (g *crGen) sets() confStep {
 	}
 }
 
-func (g *crGen) keyspace() confStep {
+// list returns a list-family command. The blocking pops come only inside
+// MULTI, where they reply at once.
+func (g *crGen) list() confStep {
+	k := g.key("list")
+	if g.inMulti && g.chance(4) {
+		return g.blockingPop()
+	}
+	other := func() string { // a second list, often the same one
+		if g.chance(3) {
+			return k
+		}
+		return g.key("list")
+	}
+	switch g.rng.Intn(27) {
+	case 0, 1, 2, 3, 4:
+		return cc(append([]string{g.pick([]string{"LPUSH", "RPUSH"}), k}, g.elems(4)...)...)
+	case 5:
+		return cc(append([]string{g.pick([]string{"LPUSHX", "RPUSHX"}), k}, g.elems(3)...)...)
+	case 6, 7, 8:
+		args := []string{g.pick([]string{"LPOP", "RPOP"}), k}
+		if g.chance(2) {
+			args = append(args, g.popCount())
+		}
+		return cc(args...)
+	case 9:
+		return cc("LLEN", k)
+	case 10, 11:
+		return cc("LRANGE", k, g.listIndex(), g.listIndex())
+	case 12:
+		return cc("LINDEX", k, g.listIndex())
+	case 13:
+		return cc("LSET", k, g.listIndex(), g.elem())
+	case 14, 15:
+		return cc("LINSERT", k, g.pick([]string{"BEFORE", "AFTER", "before"}), g.elem(), g.elem())
+	case 16, 17:
+		return cc("LREM", k, strconv.Itoa(g.rng.Intn(7)-3), g.elem())
+	case 18:
+		return cc("LTRIM", k, g.listIndex(), g.listIndex())
+	case 19, 20:
+		return g.lpos(k)
+	case 21, 22, 23:
+		return cc("LMOVE", k, other(), g.side(), g.side())
+	case 24:
+		return cc("RPOPLPUSH", k, other())
+	default:
+		keys := g.keys("list", 3)
+		args := append([]string{"LMPOP", strconv.Itoa(len(keys))}, keys...)
+		args = append(args, g.side())
+		if g.chance(2) {
+			args = append(args, "COUNT", strconv.Itoa(1+g.rng.Intn(4)))
+		}
+		return cc(args...)
+	}
+}
+
+// blockingPop returns BLPOP, BRPOP, BLMOVE, BRPOPLPUSH or BLMPOP, for a
+// MULTI block.
+func (g *crGen) blockingPop() confStep {
+	timeout := g.pick([]string{"0.01", "0.1", "0.01"})
+	k := g.key("list")
+	switch g.rng.Intn(5) {
+	case 0, 1:
+		return cc(append(append([]string{g.pick([]string{"BLPOP", "BRPOP"})}, g.keys("list", 3)...), timeout)...)
+	case 2:
+		return cc("BLMOVE", k, g.key("list"), g.side(), g.side(), timeout)
+	case 3:
+		return cc("BRPOPLPUSH", k, g.key("list"), timeout)
+	default:
+		keys := g.keys("list", 3)
+		args := append([]string{"BLMPOP", timeout, strconv.Itoa(len(keys))}, keys...)
+		args = append(args, g.side())
+		if g.chance(2) {
+			args = append(args, "COUNT", strconv.Itoa(1+g.rng.Intn(4)))
+		}
+		return cc(args...)
+	}
+}
+
+// lpos returns LPOS with some of RANK, COUNT and MAXLEN in random order.
+func (g *crGen) lpos(k string) confStep {
+	var opts [][]string
+	if g.chance(2) {
+		r := 1 + g.rng.Intn(3)
+		if g.chance(2) {
+			r = -r
+		}
+		opts = append(opts, []string{"RANK", strconv.Itoa(r)})
+	}
+	if g.chance(2) {
+		opts = append(opts, []string{"COUNT", strconv.Itoa(g.rng.Intn(4))})
+	}
+	if g.chance(3) {
+		opts = append(opts, []string{"MAXLEN", strconv.Itoa(g.rng.Intn(6))})
+	}
+	g.rng.Shuffle(len(opts), func(i, j int) { opts[i], opts[j] = opts[j], opts[i] })
+	args := []string{"LPOS", k, g.elem()}
+	for _, o := range opts {
+		args = append(args, o...)
+	}
+	return cc(args...)
+}
+
+// elem returns a list element, mostly from crElems.
+func (g *crGen) elem() string {
+	if g.chance(6) {
+		return g.value()
+	}
+	return g.pick(crElems)
+}
+
+// elems returns 1..n list elements.
+func (g *crGen) elems(n int) []string {
+	out := make([]string, 1+g.rng.Intn(n))
+	for i := range out {
+		out[i] = g.elem()
+	}
+	return out
+}
+
+// listIndex returns an index or range bound, in or out of range, often
+// negative.
+func (g *crGen) listIndex() string {
+	if g.chance(15) {
+		return g.pick([]string{"9223372036854775807", "-9223372036854775808", "100", "-100"})
+	}
+	return strconv.Itoa(g.rng.Intn(17) - 8)
+}
+
+// popCount returns an LPOP/RPOP count: 0, small, or more than a list holds.
+func (g *crGen) popCount() string {
+	if g.chance(5) {
+		return g.pick([]string{"100", "9223372036854775807"})
+	}
+	return strconv.Itoa(g.rng.Intn(4))
+}
+
+func (g *crGen) side() string { return g.pick([]string{"LEFT", "RIGHT", "left"}) }
+
+// keyspace returns DEL, EXISTS, TYPE, EXPIRE, PERSIST, TTL, OBJECT
+// ENCODING, or (less often) MOVE, SWAPDB, RENAME(NX) or COPY.
+func (g *crGen) keyspace(inBlock bool) confStep {
 	k := g.key("")
 	if g.chance(5) {
 		switch g.rng.Intn(6) {
@@ -1002,7 +1169,7 @@ func (g *crGen) keyspace() confStep {
 			return cc("COPY", k, g.key(""))
 		}
 	}
-	switch g.rng.Intn(9) {
+	switch g.rng.Intn(10) {
 	case 0, 1:
 		return cc(append([]string{"DEL"}, g.keys("", 3)...)...)
 	case 2:
@@ -1024,6 +1191,14 @@ func (g *crGen) keyspace() confStep {
 		return cc(args...)
 	case 6:
 		return cc("PERSIST", k)
+	case 7:
+		if !inBlock {
+			switch k := g.key("list"); g.types[k] {
+			case "list", "hash", "stream", "none":
+				return cc("OBJECT", "ENCODING", k)
+			}
+		}
+		return cc("TYPE", k)
 	default:
 		return cc("TTL", k)
 	}
