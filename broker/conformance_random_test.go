@@ -1024,9 +1024,13 @@ func (g *crGen) list() confStep {
 		}
 		return g.key("list")
 	}
-	switch g.rng.Intn(27) {
+	n := g.rng.Intn(27)
+	if g.types[k] == "none" && g.chance(2) {
+		n = 0 // lists drain fast: create them more often than the rest would
+	}
+	switch n {
 	case 0, 1, 2, 3, 4:
-		return cc(append([]string{g.pick([]string{"LPUSH", "RPUSH"}), k}, g.elems(4)...)...)
+		return cc(append([]string{g.pick([]string{"LPUSH", "RPUSH"}), k}, g.elems(6)...)...)
 	case 5:
 		return cc(append([]string{g.pick([]string{"LPUSHX", "RPUSHX"}), k}, g.elems(3)...)...)
 	case 6, 7, 8:
