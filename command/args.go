@@ -1,7 +1,11 @@
 package command
 
 import (
+	"math"
 	"math/big"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/sediment-dev/sediment/internal/ldouble"
 	"github.com/sediment-dev/sediment/internal/num"
@@ -68,4 +72,41 @@ func IncrFloat(cur []byte, found bool, incr *big.Float, notFloat error) ([]byte,
 		return nil, ErrIncrNaN
 	}
 	return ldouble.Format(sum), nil
+}
+
+// TimeoutArg parses a blocking command's timeout in seconds, a float
+// (BLPOP ... timeout, and every blocking pop), as Redis's getTimeoutFromObjectOrReply does: the
+// milliseconds are truncated toward zero (so 0.0001 waits forever, like
+// 0), a negative count (or one that does not fit an int64, whose x87
+// conversion Redis sees as negative) is ErrTimeoutNegative, text that is
+// not a float ErrTimeoutNotFloat. 0 means no timeout.
+func TimeoutArg(b []byte, nowMs int64) (time.Duration, error) {
+	if len(b) == 0 || b[0] == ' ' || (b[0] >= '\t' && b[0] <= '\r') {
+		return 0, ErrTimeoutNotFloat
+	}
+	s := string(b)
+	if t := strings.TrimLeft(s, "+-"); len(t) > 1 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X') && !strings.ContainsAny(t, "pP") {
+		s += "p0" // strtold's hex form; Go wants the binary exponent
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if (err != nil && !isRangeErr(err)) || math.IsNaN(f) {
+		return 0, ErrTimeoutNotFloat
+	}
+	ms := f * 1000
+	if !(ms > -(1<<63) && ms < 1<<63) {
+		return 0, ErrTimeoutNegative
+	}
+	t := int64(ms)
+	switch {
+	case t < 0:
+		return 0, ErrTimeoutNegative
+	case t > math.MaxInt64-nowMs:
+		return 0, ErrTimeoutRange
+	}
+	return time.Duration(t) * time.Millisecond, nil
+}
+
+func isRangeErr(err error) bool {
+	ne, ok := err.(*strconv.NumError)
+	return ok && ne.Err == strconv.ErrRange
 }

@@ -37,6 +37,10 @@ const (
 	ErrNoSuchKey      WireError = "ERR no such key"
 	ErrSameObject     WireError = "ERR source and destination objects are the same"
 	ErrDBIndex        WireError = "ERR DB index is out of range"
+	// The blocking commands' timeouts (getTimeoutFromObjectOrReply).
+	ErrTimeoutNotFloat WireError = "ERR timeout is not a float or out of range"
+	ErrTimeoutNegative WireError = "ERR timeout is negative"
+	ErrTimeoutRange    WireError = "ERR timeout is out of range"
 	// Not a Redis message: Redis cannot notice a client leaving while KEYS
 	// runs. Sediment stops the scan (Guard), and this reply is rarely read:
 	// the client has gone, or the server is closing the connection.

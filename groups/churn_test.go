@@ -102,21 +102,17 @@ func churnWorkloads() []churnWorkload {
 		// Lists used as queues and capped logs: pops and trims must not
 		// leave work behind for the next pushes and reads.
 		{name: "list-queue", setup: listPush(rlist.Right, 100), cycle: func(int) []func(v *materialize.View) ([]codec.Event, error) {
-			return listCycle(listPush(rlist.Right, 1), listPop(rlist.Left))
+			return []func(v *materialize.View) ([]codec.Event, error){listPush(rlist.Right, 1), listPop(rlist.Left)}
 		}, probe: listProbe},
 		{name: "list-empties", cycle: func(int) []func(v *materialize.View) ([]codec.Event, error) {
-			return listCycle(listPush(rlist.Right, 1), listPop(rlist.Left))
+			return []func(v *materialize.View) ([]codec.Event, error){listPush(rlist.Right, 1), listPop(rlist.Left)}
 		}, probe: listProbe},
 		{name: "list-capped", cycle: func(int) []func(v *materialize.View) ([]codec.Event, error) {
-			return listCycle(listPush(rlist.Left, 1), func(v *materialize.View) ([]codec.Event, error) {
+			return []func(v *materialize.View) ([]codec.Event, error){listPush(rlist.Left, 1), func(v *materialize.View) ([]codec.Event, error) {
 				return rlist.Trim(v, 0, key, 0, 999)
-			})
+			}}
 		}, probe: listProbe},
 	}
-}
-
-func listCycle(fs ...func(v *materialize.View) ([]codec.Event, error)) []func(v *materialize.View) ([]codec.Event, error) {
-	return fs
 }
 
 // listPush pushes n elements onto key at side.

@@ -692,6 +692,23 @@ func runBlockedAll(r *runner, stdout io.Writer) error {
 	return r.ctx.Err()
 }
 
+// csvCPU is a CSV cell of CPU µs per item: empty when not measured
+// (negative).
+func csvCPU(us float64) string {
+	if us < 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f", us)
+}
+
+// csvFlag is a CSV cell of a flag: 1 or 0.
+func csvFlag(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // writeBlockedCSVHeader and writeBlockedCSV print one row per W.
 // cpu_us_per_entry is empty without -pid; partial is 1 when -max-time
 // stopped the producer.
@@ -701,14 +718,7 @@ func writeBlockedCSVHeader(w io.Writer) {
 }
 
 func writeBlockedCSV(w io.Writer, b *blockedResult) {
-	cpu := ""
-	if c := b.cpuPerEntry(); c >= 0 {
-		cpu = fmt.Sprintf("%.2f", c)
-	}
-	partial := 0
-	if b.partial {
-		partial = 1
-	}
+	cpu, partial := csvCPU(b.cpuPerEntry()), csvFlag(b.partial)
 	fmt.Fprintf(w, "%s,%d,%d,%d,%.4f,%.1f,%.4f,%.4f,%s,%s,%d,%d,%d,%d\n", blockedName, b.workers, b.entries, b.delivered,
 		b.elapsed.Seconds(), b.entriesPerSec(), b.xaddMsPerOp(), b.xaddP99Ms(), cpu, b.cpuSource, b.timeouts,
 		b.duplicates, len(b.missing), partial)

@@ -767,14 +767,7 @@ func writeGroupsCSVHeader(w io.Writer) {
 }
 
 func writeGroupsCSV(w io.Writer, g *groupsResult) {
-	cpu := ""
-	if c := g.cpuPerMsg(); c >= 0 {
-		cpu = fmt.Sprintf("%.2f", c)
-	}
-	partial := 0
-	if g.partial {
-		partial = 1
-	}
+	cpu, partial := csvCPU(g.cpuPerMsg()), csvFlag(g.partial)
 	fmt.Fprintf(w, "%s,%s,%d,%d,%d,%d,%d,%.4f,%.1f,%.3f,%.3f,%.3f,%.3f,%.2f,%s,%s,%d,%d,%d,%d,%d\n",
 		groupsName, g.mode, g.producers, g.consumers, g.offered, g.entries, g.acked, g.elapsed.Seconds(), g.msgsPerSec(),
 		g.latMs(0.5), g.latMs(0.99), g.latMs(1), g.latSendMs(0.99), g.batch(), cpu, g.cpuSource, g.timeouts,

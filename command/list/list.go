@@ -6,9 +6,6 @@
 package list
 
 import (
-	"math"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sediment-dev/sediment/codec"
@@ -31,14 +28,11 @@ const (
 
 // Errors of the list commands (Redis 7.0 t_list.c, server.c).
 const (
-	ErrIndexRange      command.WireError = "ERR index out of range"
-	ErrRankZero        command.WireError = "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list"
-	ErrCountNegative   command.WireError = "ERR COUNT can't be negative"
-	ErrMaxLenNegative  command.WireError = "ERR MAXLEN can't be negative"
-	ErrCountPositive   command.WireError = "ERR count should be greater than 0"
-	ErrTimeoutNotFloat command.WireError = "ERR timeout is not a float or out of range"
-	ErrTimeoutNegative command.WireError = "ERR timeout is negative"
-	ErrTimeoutRange    command.WireError = "ERR timeout is out of range"
+	ErrIndexRange     command.WireError = "ERR index out of range"
+	ErrRankZero       command.WireError = "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list"
+	ErrCountNegative  command.WireError = "ERR COUNT can't be negative"
+	ErrMaxLenNegative command.WireError = "ERR MAXLEN can't be negative"
+	ErrCountPositive  command.WireError = "ERR count should be greater than 0"
 )
 
 // Specs returns the family's commands.
@@ -163,21 +157,19 @@ func runLRange(x *command.Ctx) error {
 	return nil
 }
 
-// LINDEX key index: the element, or nil. O(1). The key is looked up
-// before the index is parsed, as in Redis.
+// LINDEX key index: the element, or nil. O(1). Redis looks the key up
+// before it parses the index, so a missing key with a bad index is nil.
 // https://redis.io/docs/latest/commands/lindex/
 func runLIndex(x *command.Ctx) error {
 	v := x.View()
-	ok, err := rlist.Exists(v, x.DB, x.Args[1])
-	if err != nil {
-		return err
-	}
-	if !ok {
-		x.Reply.NullBulk()
-		return nil
-	}
 	i, err := command.IntArg(x.Args[2])
 	if err != nil {
+		if ok, lerr := rlist.Exists(v, x.DB, x.Args[1]); lerr != nil || !ok {
+			if lerr == nil {
+				x.Reply.NullBulk()
+			}
+			return lerr
+		}
 		return err
 	}
 	elem, ok, err := rlist.Index(v, x.DB, x.Args[1], i)
@@ -306,16 +298,9 @@ func runLPos(x *command.Ctx) error {
 	if limit < 0 {
 		limit = 1
 	}
-	v := x.View()
-	ok, err := rlist.Exists(v, x.DB, x.Args[1])
+	at, err := rlist.Pos(x.View(), x.DB, x.Args[1], x.Args[2], rank, limit, maxlen)
 	if err != nil {
 		return err
-	}
-	var at []int64
-	if ok {
-		if at, err = rlist.Pos(v, x.DB, x.Args[1], x.Args[2], rank, limit, maxlen); err != nil {
-			return err
-		}
 	}
 	if count < 0 {
 		if len(at) == 0 {
@@ -384,43 +369,6 @@ func bulkOrNil(x *command.Ctx, elem []byte, found bool) {
 	x.Reply.Bulk(elem)
 }
 
-// TimeoutArg parses a blocking command's timeout in seconds, a float
-// (BLPOP ... timeout), as Redis's getTimeoutFromObjectOrReply does: the
-// milliseconds are truncated toward zero (so 0.0001 waits forever, like
-// 0), a negative count (or one that does not fit an int64, whose x87
-// conversion Redis sees as negative) is ErrTimeoutNegative, text that is
-// not a float ErrTimeoutNotFloat. 0 means no timeout.
-func TimeoutArg(b []byte, nowMs int64) (time.Duration, error) {
-	if len(b) == 0 || b[0] == ' ' || (b[0] >= '\t' && b[0] <= '\r') {
-		return 0, ErrTimeoutNotFloat
-	}
-	s := string(b)
-	if t := strings.TrimLeft(s, "+-"); len(t) > 1 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X') && !strings.ContainsAny(t, "pP") {
-		s += "p0" // strtold's hex form; Go wants the binary exponent
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if (err != nil && !isRangeErr(err)) || math.IsNaN(f) {
-		return 0, ErrTimeoutNotFloat
-	}
-	ms := f * 1000
-	if !(ms > -(1<<63) && ms < 1<<63) {
-		return 0, ErrTimeoutNegative
-	}
-	t := int64(ms)
-	switch {
-	case t < 0:
-		return 0, ErrTimeoutNegative
-	case t > math.MaxInt64-nowMs:
-		return 0, ErrTimeoutRange
-	}
-	return time.Duration(t) * time.Millisecond, nil
-}
-
-func isRangeErr(err error) bool {
-	ne, ok := err.(*strconv.NumError)
-	return ok && ne.Err == strconv.ErrRange
-}
-
 // BLPOP|BRPOP key [key ...] timeout: [key, element] from the first key
 // holding a list, or once one of the keys is pushed onto; a null array on
 // timeout (and at once inside MULTI).
@@ -428,7 +376,7 @@ func isRangeErr(err error) bool {
 func runBPop(x *command.Ctx) error {
 	side := rlist.Side(x.Args[0][1] == 'l' || x.Args[0][1] == 'L')
 	keys := x.Args[1 : len(x.Args)-1]
-	timeout, err := TimeoutArg(x.Args[len(x.Args)-1], x.View().NowMs())
+	timeout, err := command.TimeoutArg(x.Args[len(x.Args)-1], x.View().NowMs())
 	if err != nil {
 		return err
 	}
@@ -478,7 +426,7 @@ func runLMPop(x *command.Ctx) error {
 	if !blocking {
 		return popFirst(x, keys, where, count)
 	}
-	timeout, err := TimeoutArg(x.Args[1], x.View().NowMs())
+	timeout, err := command.TimeoutArg(x.Args[1], x.View().NowMs())
 	if err != nil {
 		return err
 	}
@@ -574,7 +522,7 @@ func runBLMove(x *command.Ctx) error {
 	if err != nil {
 		return err
 	}
-	timeout, err := TimeoutArg(x.Args[len(x.Args)-1], x.View().NowMs())
+	timeout, err := command.TimeoutArg(x.Args[len(x.Args)-1], x.View().NowMs())
 	if err != nil {
 		return err
 	}

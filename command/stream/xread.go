@@ -17,7 +17,6 @@ import (
 const (
 	errUnbalancedXRead  command.WireError = "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
 	errXReadGT          command.WireError = "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
-	errTimeoutNeg       command.WireError = "ERR timeout is negative"
 	errTimeoutNotInt    command.WireError = "ERR timeout is not an integer or out of range"
 	errGroupOnXRead     command.WireError = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
 	errNoAckOnXRead     command.WireError = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
@@ -70,7 +69,7 @@ func parseXRead(args [][]byte, isGroup bool) (xread, error) {
 				return c, errTimeoutNotInt
 			}
 			if ms < 0 {
-				return c, errTimeoutNeg
+				return c, command.ErrTimeoutNegative
 			}
 			c.block, c.timeout = true, blockTimeout(ms)
 		case command.EqualFold(a, "COUNT") && more > 0:
