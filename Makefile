@@ -41,6 +41,8 @@ test:
 	$(GO) test -race -count=1 ./...
 	@echo "> running the churn-cost test at full length (10,000 and 100,000 cycles; too slow under -race)"
 	$(GO) test -count=1 -run '^TestChurnCostFlat$$' ./groups
+	@echo "> running the sorted-set rank-block model walk (too slow under -race)"
+	$(GO) test -count=1 -run '^TestRankBlocksModel$$' ./types/rzset
 
 test-short:
 	$(GO) test -race -short -count=1 ./...

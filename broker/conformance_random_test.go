@@ -338,6 +338,8 @@ func (x *crSession) finalDB(db string) *crMismatch {
 			steps = append(steps, ccSorted("SMEMBERS", key))
 		case "list":
 			steps = append(steps, cc("LRANGE", key, "0", "-1"))
+		case "zset":
+			steps = append(steps, cc("ZRANGE", key, "0", "-1", "WITHSCORES"))
 		}
 		steps = append(steps, cc("TTL", key))
 		for _, s := range steps {
@@ -588,14 +590,16 @@ func (g *crGen) next() []confStep {
 // may be stale (queued or pending steps before it).
 func (g *crGen) command(inBlock bool) confStep {
 	switch r := g.rng.Intn(100); {
-	case r < 32:
+	case r < 28:
 		return g.str()
-	case r < 52:
+	case r < 44:
 		return g.hash(inBlock)
-	case r < 65:
+	case r < 55:
 		return g.sets()
-	case r < 78:
+	case r < 67:
 		return g.list()
+	case r < 79:
+		return g.zset()
 	case r < 89:
 		return g.stream(inBlock)
 	default:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -164,8 +165,10 @@ var (
 	countsHashKeys  = []string{"", "h\x00", "h"}
 	countsSetKeys   = []string{"\x00", "S", "S\x00"}
 	countsListKeys  = []string{"L", "L\x00", "{a}L"}
+	countsZKeys     = []string{"Z", "Z\x00", "{a}Z"}
+	countsScores    = []string{"1", "2", "-1", "0", "inf", "1.5"}
 	countsXKeys     = []string{"s", "\x00s\x00"}
-	countsKeys      = slices.Concat(countsStrKeys, countsHashKeys, countsSetKeys, countsListKeys, countsXKeys, []string{countsShared})
+	countsKeys      = slices.Concat(countsStrKeys, countsHashKeys, countsSetKeys, countsListKeys, countsZKeys, countsXKeys, []string{countsShared})
 	countsFields    = []string{"f", "g", "", "\x00", "f\x00", "\x00f"}
 	countsValues    = []string{"1", "-2", "", "x\x00y", "1.5", "10"}
 	countsGroups    = []string{"", "g\x00"}
@@ -320,6 +323,50 @@ var countsCmds = []countsCmd{
 	}},
 	{"lmpop", "lmpop", 2, func(g *countsRun) []any {
 		return append(append([]any{"LMPOP", 2}, g.key(countsListKeys), g.key(countsListKeys)), g.pick([]string{"LEFT", "RIGHT"}), "COUNT", 1+g.r.IntN(3))
+	}},
+
+	// Sorted sets: every command that adds or removes members (and a ZADD
+	// large enough to build rank blocks).
+	{"zadd", "zadd", 8, func(g *countsRun) []any {
+		a := []any{"ZADD", g.key(countsZKeys)}
+		for range 1 + g.r.IntN(4) {
+			a = append(a, g.pick(countsScores), g.pick(countsFields))
+		}
+		return a
+	}},
+	{"zadd-many", "zadd", 1, func(g *countsRun) []any {
+		a := []any{"ZADD", g.key(countsZKeys)}
+		for i := range 2100 + g.r.IntN(200) {
+			a = append(a, g.r.IntN(50), fmt.Sprintf("m%d", i))
+		}
+		return a
+	}},
+	{"zincrby", "zincrby", 2, func(g *countsRun) []any {
+		return []any{"ZINCRBY", g.key(countsZKeys), g.pick(countsScores), g.pick(countsFields)}
+	}},
+	{"zrem", "zrem", 6, func(g *countsRun) []any {
+		return append([]any{"ZREM", g.key(countsZKeys)}, g.some(countsFields, 1, 4)...)
+	}},
+	{"zpopmin", "zpopmin", 4, func(g *countsRun) []any {
+		return []any{g.pick([]string{"ZPOPMIN", "ZPOPMAX"}), g.key(countsZKeys), g.pick([]string{"1", "3", "2000"})}
+	}},
+	{"zremrangebyrank", "zremrangebyrank", 3, func(g *countsRun) []any {
+		switch g.r.IntN(3) {
+		case 0:
+			return []any{"ZREMRANGEBYSCORE", g.key(countsZKeys), g.pick([]string{"-inf", "(0", "1"}), g.pick([]string{"+inf", "(2", "1.5"})}
+		case 1:
+			return []any{"ZREMRANGEBYLEX", g.key(countsZKeys), g.pick([]string{"-", "[a", "(m1"}), g.pick([]string{"+", "[z", "(m5"})}
+		}
+		return []any{"ZREMRANGEBYRANK", g.key(countsZKeys), g.r.IntN(2000) - 10, g.r.IntN(2400) - 10}
+	}},
+	{"zunionstore", "zunionstore", 2, func(g *countsRun) []any {
+		return append([]any{g.pick([]string{"ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"}), g.key(countsZKeys), 2}, g.key(countsZKeys), g.key(countsSetKeys))
+	}},
+	{"zrangestore", "zrangestore", 1, func(g *countsRun) []any {
+		return []any{"ZRANGESTORE", g.key(countsZKeys), g.key(countsZKeys), 0, g.r.IntN(3000)}
+	}},
+	{"zmpop", "zmpop", 2, func(g *countsRun) []any {
+		return []any{"ZMPOP", 2, g.key(countsZKeys), g.key(countsZKeys), g.pick([]string{"MIN", "MAX"}), "COUNT", 1 + g.r.IntN(3)}
 	}},
 
 	// Streams and consumer groups.
@@ -877,9 +924,12 @@ func (c *countsIDs) stats() codec.PELStats {
 // countsStore is everything the store holds, decoded.
 type countsStore struct {
 	meta      map[countsKey]codec.Meta
-	ttl       map[countsKey][]int64 // E entries' deadlines
-	hash, set map[countsKey]uint64  // H, S keys
-	list      map[countsKey][]int64 // I keys' positions, in order
+	ttl       map[countsKey][]int64           // E entries' deadlines
+	hash, set map[countsKey]uint64            // H, S keys
+	list      map[countsKey][]int64           // I keys' positions, in order
+	zmember   map[countsKey]map[string]uint64 // Z keys: member → score bits
+	zindex    map[countsKey]map[string]uint64 // Y keys: member → score bits
+	zblocks   map[countsKey][]int64           // B keys' counts
 	entries   map[countsKey]*countsIDs
 	groups    map[countsGroupKey]codec.Group
 	consumers map[countsConsumerKey]codec.Consumer
@@ -895,6 +945,7 @@ func (g *countsRun) read() *countsStore {
 	s := &countsStore{
 		meta: map[countsKey]codec.Meta{}, ttl: map[countsKey][]int64{},
 		hash: map[countsKey]uint64{}, set: map[countsKey]uint64{}, list: map[countsKey][]int64{},
+		zmember: map[countsKey]map[string]uint64{}, zindex: map[countsKey]map[string]uint64{}, zblocks: map[countsKey][]int64{},
 		entries: map[countsKey]*countsIDs{}, groups: map[countsGroupKey]codec.Group{},
 		consumers: map[countsConsumerKey]codec.Consumer{}, pel: map[countsGroupKey]*countsIDs{},
 		owner: map[countsPELKey]string{}, cpel: map[countsConsumerKey]*countsIDs{},
@@ -906,12 +957,12 @@ func (g *countsRun) read() *countsStore {
 		}
 		return m[k]
 	}
-	err := g.ts.store.View().Iterate([]byte{byte(codec.TagConsumer)}, []byte{byte(codec.TagStreamEntry) + 1}, false,
+	err := g.ts.store.View().Iterate([]byte{byte(codec.TagZBlock)}, []byte{byte(codec.TagZMember) + 1}, false,
 		func(k, val []byte) (bool, error) {
 			tag := codec.Tag(k[0])
 			switch tag {
 			case codec.TagMeta, codec.TagHash, codec.TagSet, codec.TagList, codec.TagStreamEntry, codec.TagGroup,
-				codec.TagConsumer, codec.TagPEL, codec.TagConsumerPEL:
+				codec.TagConsumer, codec.TagPEL, codec.TagConsumerPEL, codec.TagZMember, codec.TagZScore, codec.TagZBlock:
 			case codec.TagTTL:
 				_, deadline, db, key, err := codec.DecodeTTLKey(k)
 				ck := countsKey{db, string(key)}
@@ -965,6 +1016,26 @@ func (g *countsRun) read() *countsStore {
 			case codec.TagList:
 				p, err := codec.DecodeListPos(d.Suffix)
 				s.list[ck] = append(s.list[ck], p)
+				return true, err
+			case codec.TagZMember, codec.TagZScore:
+				var sc float64
+				var mem []byte
+				m := s.zmember
+				if tag == codec.TagZMember {
+					mem = d.Suffix
+					sc, err = codec.DecodeScoreArg(val)
+				} else {
+					m = s.zindex
+					sc, mem, err = codec.DecodeZScoreSuffix(d.Suffix)
+				}
+				if m[ck] == nil {
+					m[ck] = map[string]uint64{}
+				}
+				m[ck][string(mem)] = math.Float64bits(sc)
+				return true, err
+			case codec.TagZBlock:
+				n, _, err := codec.DecodeZBlock(val)
+				s.zblocks[ck] = append(s.zblocks[ck], int64(n))
 				return true, err
 			}
 			s.streamSub[ck]++
@@ -1056,6 +1127,18 @@ func (g *countsRun) check(step int) {
 			if !dense {
 				badf("db %d list %q: count %d head %d, I keys at %v", k.db, k.key, m.Count, m.Head, pos)
 			}
+		case codec.TypeZSet:
+			z, y := s.zmember[k], s.zindex[k]
+			if m.Count == 0 || m.Count != uint64(len(z)) || !maps.Equal(z, y) {
+				badf("db %d zset %q: count %d, %d Z keys, %d Y keys (equal %v)", k.db, k.key, m.Count, len(z), len(y), maps.Equal(z, y))
+			}
+			var inBlocks int64
+			for _, n := range s.zblocks[k] {
+				inBlocks += n
+			}
+			if m.Ranked && inBlocks != int64(m.Count) || !m.Ranked && len(s.zblocks[k]) > 0 {
+				badf("db %d zset %q: count %d ranked %v, %d rank blocks counting %d", k.db, k.key, m.Count, m.Ranked, len(s.zblocks[k]), inBlocks)
+			}
 		case codec.TypeStream:
 			x := s.entries[k]
 			if x == nil {
@@ -1088,6 +1171,18 @@ func (g *countsRun) check(step int) {
 	for k, pos := range s.list {
 		if typeOf(k) != codec.TypeList {
 			badf("db %d key %q (%s): %d I keys", k.db, k.key, typeOf(k), len(pos))
+		}
+	}
+	for _, zm := range []map[countsKey]map[string]uint64{s.zmember, s.zindex} {
+		for k, mem := range zm {
+			if typeOf(k) != codec.TypeZSet {
+				badf("db %d key %q (%s): %d Z or Y keys", k.db, k.key, typeOf(k), len(mem))
+			}
+		}
+	}
+	for k, n := range s.zblocks {
+		if typeOf(k) != codec.TypeZSet {
+			badf("db %d key %q (%s): %d rank blocks", k.db, k.key, typeOf(k), len(n))
 		}
 	}
 	for k, n := range s.streamSub {

@@ -9,6 +9,7 @@ import (
 	"github.com/sediment-dev/sediment/command/set"
 	"github.com/sediment-dev/sediment/command/str"
 	"github.com/sediment-dev/sediment/command/stream"
+	"github.com/sediment-dev/sediment/command/zset"
 	"github.com/sediment-dev/sediment/keyspace"
 	"github.com/sediment-dev/sediment/materialize"
 )
@@ -20,6 +21,7 @@ func init() {
 	registerSpecs(hash.Specs()...)
 	registerSpecs(set.Specs()...)
 	registerSpecs(list.Specs()...)
+	registerSpecs(zset.Specs()...)
 	registerSpecs(key.Specs()...)
 	registerSpecs(stream.Specs()...)
 }

@@ -72,6 +72,8 @@ var limitSetup = []string{
 	"HSET h f 1", // one field: HRANDFIELD replies are deterministic
 	"SADD st 7",  // one member (an intset in Redis): SRANDMEMBER, SPOP and SSCAN replies too
 	"RPUSH li a b a",
+	"ZADD zs 1 a 2 b 3 c",
+	"ZADD zr 5 m", // one member: ZRANDMEMBER replies are deterministic
 }
 
 // limitCases lists every numeric argument of today's commands. CLIENT and
@@ -242,6 +244,52 @@ var limitCases = map[string][]limitCase{
 		{cmd: "BLMPOP 0 # li LEFT", then: []string{"LRANGE li 0 -1"}},
 		{cmd: "BLMPOP 0 1 li RIGHT COUNT #", then: []string{"LRANGE li 0 -1"}},
 	},
+	// Sorted sets: ranks, LIMITs, counts, numkeys, timeouts, cursors.
+	"zrange": {
+		{cmd: "ZRANGE zs # 10"}, {cmd: "ZRANGE zs 0 #"}, {cmd: "ZRANGE zs # # REV WITHSCORES"},
+		{cmd: "ZRANGE zs -inf +inf BYSCORE LIMIT # 2"}, {cmd: "ZRANGE zs - + BYLEX LIMIT 0 #"},
+		{cmd: "ZRANGE zs 0 -1 LIMIT 0 #"}, {cmd: "ZRANGE nokey # 1"},
+	},
+	"zrangestore": {
+		{cmd: "ZRANGESTORE zd zs # -1", then: []string{"ZRANGE zd 0 -1 WITHSCORES"}},
+		{cmd: "ZRANGESTORE zd zs 0 -1 BYSCORE LIMIT 1 #", then: []string{"ZRANGE zd 0 -1 WITHSCORES"}},
+	},
+	"zrevrange":        {{cmd: "ZREVRANGE zs # -1"}, {cmd: "ZREVRANGE zs 0 # WITHSCORES"}},
+	"zrangebyscore":    {{cmd: "ZRANGEBYSCORE zs -inf +inf LIMIT # 1"}, {cmd: "ZRANGEBYSCORE zs -inf +inf WITHSCORES LIMIT 1 #"}},
+	"zrevrangebyscore": {{cmd: "ZREVRANGEBYSCORE zs +inf -inf LIMIT # #"}},
+	"zrangebylex":      {{cmd: "ZRANGEBYLEX zs - + LIMIT # 1"}, {cmd: "ZRANGEBYLEX zs - + LIMIT 0 #"}},
+	"zrevrangebylex":   {{cmd: "ZREVRANGEBYLEX zs + - LIMIT # #"}},
+	"zremrangebyrank": {
+		{cmd: "ZREMRANGEBYRANK zs # 0", then: []string{"ZRANGE zs 0 -1"}},
+		{cmd: "ZREMRANGEBYRANK zs 5 #", then: []string{"ZRANGE zs 0 -1"}},
+	},
+	"zpopmin": {{cmd: "ZPOPMIN zs #", then: []string{"ZRANGE zs 0 -1"}}, {cmd: "ZPOPMIN nokey #"}},
+	"zpopmax": {{cmd: "ZPOPMAX zs #", then: []string{"ZRANGE zs 0 -1"}}},
+	"zmpop": {
+		{cmd: "ZMPOP # zs MIN", then: []string{"ZRANGE zs 0 -1"}},
+		{cmd: "ZMPOP 1 zs MAX COUNT #", then: []string{"ZRANGE zs 0 -1"}},
+	},
+	// Timeouts on a set holding members: served at once.
+	"bzpopmin": {{cmd: "BZPOPMIN zs #", then: []string{"ZRANGE zs 0 -1"}}},
+	"bzpopmax": {{cmd: "BZPOPMAX nokey zs #", then: []string{"ZRANGE zs 0 -1"}}},
+	"bzmpop": {
+		{cmd: "BZMPOP # 1 zs MIN", then: []string{"ZRANGE zs 0 -1"}},
+		{cmd: "BZMPOP 0 # zs MIN", then: []string{"ZRANGE zs 0 -1"}},
+		{cmd: "BZMPOP 0 1 zs MAX COUNT #", then: []string{"ZRANGE zs 0 -1"}},
+	},
+	"zrandmember": {
+		{cmd: "ZRANDMEMBER zr #", sizes: math.MaxInt64 - 1},
+		{cmd: "ZRANDMEMBER zr # WITHSCORES", sizes: math.MaxInt64/2 - 1},
+		{cmd: "ZRANDMEMBER nokey #", sizes: math.MaxInt64 - 1},
+	},
+	"zunion":      {{cmd: "ZUNION # zs zr"}},
+	"zinter":      {{cmd: "ZINTER # zs zs WITHSCORES"}},
+	"zdiff":       {{cmd: "ZDIFF # zs zr"}},
+	"zunionstore": {{cmd: "ZUNIONSTORE zd # zs zr", then: []string{"ZRANGE zd 0 -1 WITHSCORES"}}},
+	"zinterstore": {{cmd: "ZINTERSTORE zd # zs zs", then: []string{"ZRANGE zd 0 -1 WITHSCORES"}}},
+	"zdiffstore":  {{cmd: "ZDIFFSTORE zd # zs zr", then: []string{"ZRANGE zd 0 -1 WITHSCORES"}}},
+	"zintercard":  {{cmd: "ZINTERCARD # zs zs"}, {cmd: "ZINTERCARD 1 zs LIMIT #"}},
+	"zscan":       {{cmd: "ZSCAN zs # COUNT 10", cursor: true}, {cmd: "ZSCAN zs 0 COUNT #"}},
 	"getex": {
 		{cmd: "GETEX k EX #", then: []string{"TTL k"}, extra: []string{"9223372036854775", "9223372036854776"}},
 		{cmd: "GETEX nokey PX #"},
@@ -265,6 +313,10 @@ var limitNoNumbers = []string{
 	"sinter", "sunion", "sdiff", "sinterstore", "sunionstore", "sdiffstore",
 	"rename", "renamenx", "touch", "randomkey", "object",
 	"lpush", "rpush", "lpushx", "rpushx", "llen", "linsert", "lmove", "rpoplpush",
+	// Sorted sets: their numbers are scores and score bounds, floats that
+	// the differential cases cover.
+	"zadd", "zincrby", "zrem", "zcard", "zscore", "zmscore", "zrank", "zrevrank",
+	"zcount", "zlexcount", "zremrangebyscore", "zremrangebylex",
 }
 
 // TestLimitsCoverTable fails when a command of the table is neither in

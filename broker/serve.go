@@ -37,10 +37,11 @@ import (
 // XREAD clients, which consume nothing, wait in the registry (block.go) and
 // are woken through NATS.
 
-// waitQueue names one queue of waiters on a key: the popping commands, or
-// the readers of one consumer group.
+// waitQueue names one queue of waiters on a key: the popping commands of
+// one type (lists, sorted sets), or the readers of one consumer group.
 type waitQueue struct {
 	pop   bool
+	pops  codec.Type
 	group string
 }
 
@@ -189,7 +190,7 @@ func (c *consumers) readyLocked(v *materialize.View, events []codec.Event, recor
 		var pops bool // only the pops: the key was pushed onto or created
 		switch e.Op {
 		case codec.OpXAdd, codec.OpDelKey, codec.OpGroupDel:
-		case codec.OpLSet, codec.OpSetMeta, codec.OpCopyKey:
+		case codec.OpLSet, codec.OpZAdd, codec.OpSetMeta, codec.OpCopyKey:
 			pops = true
 		case codec.OpFlushDB, codec.OpFlushAll, codec.OpSwapDB:
 			// Every waiter of the dbs: flushed keys end their group

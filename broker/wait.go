@@ -64,7 +64,7 @@ func (r execRuntime) WriteBlock(decide func(v *materialize.View) ([]codec.Event,
 		if x.inTxn() {
 			return nil, errBlockInTxn
 		}
-		w = &consumerWaiter{keys: x.waitKeys(cw.Keys), queue: waitQueue{pop: cw.Pop, group: cw.Group}, ctx: bw.ctx, res: make(chan waitResult, 1), deliver: cw.Serve}
+		w = &consumerWaiter{keys: x.waitKeys(cw.Keys), queue: waitQueue{pop: cw.Pop, pops: cw.Pops, group: cw.Group}, ctx: bw.ctx, res: make(chan waitResult, 1), deliver: cw.Serve}
 		x.c.s.cons.queue(w)
 		return evs, nil
 	})

@@ -92,7 +92,8 @@ func (w *watches) touch(v *materialize.View, events []codec.Event) {
 	for i, e := range events {
 		switch e.Op {
 		case codec.OpSetMeta, codec.OpDelKey, codec.OpXAdd, codec.OpXDel, codec.OpXTrim,
-			codec.OpHSet, codec.OpHDel, codec.OpSAdd, codec.OpSRem, codec.OpLSet, codec.OpLDel:
+			codec.OpHSet, codec.OpHDel, codec.OpSAdd, codec.OpSRem, codec.OpLSet, codec.OpLDel,
+			codec.OpZAdd, codec.OpZRem:
 			for c := range w.keys[waitKey{edb.at(i), string(e.Key)}] {
 				c.dirty.Store(true)
 			}

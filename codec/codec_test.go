@@ -560,7 +560,7 @@ func TestListKeyOrderIsPositionOrder(t *testing.T) {
 }
 
 func TestTypeString(t *testing.T) {
-	for ty, want := range map[Type]string{TypeString: "string", TypeStream: "stream", TypeHash: "hash", TypeSet: "set", TypeList: "list", TypeNone: "none", 'z': "none"} {
+	for ty, want := range map[Type]string{TypeString: "string", TypeStream: "stream", TypeHash: "hash", TypeSet: "set", TypeList: "list", TypeZSet: "zset", TypeNone: "none", 'q': "none"} {
 		if got := ty.String(); got != want {
 			t.Errorf("Type(%q).String() = %q, want %q", byte(ty), got, want)
 		}

@@ -87,6 +87,20 @@ const (
 	// Args: first, last (int64). The elements left stay where they are
 	// (an OpLSet rewrites any that shift).
 	OpLDel Op = 'L'
+	// OpZAdd adds sorted-set members or changes their scores. Args: ranked
+	// (1 byte: 1 when the set keeps rank blocks, which applying updates),
+	// then per member: member, score, previous score (scores as ScoreArg;
+	// the previous one empty for a new member, so its old score-index key
+	// is known without a read). The count is a separate OpSetMeta.
+	OpZAdd Op = 'z'
+	// OpZRem removes sorted-set members. Args: ranked (1 byte), then per
+	// member: member, score (ScoreArg).
+	OpZRem Op = 'Z'
+	// OpZRanks builds (Args[0] = 1) a sorted set's rank blocks from its
+	// score index, or drops them (0). Derived data: applying reads the
+	// state, so replaying the same log over the same state gives the same
+	// blocks.
+	OpZRanks Op = 'r'
 )
 
 // Event is one change event: an operation on one user key of one db.

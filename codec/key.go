@@ -28,6 +28,9 @@ const (
 	TagHash        Tag = 'H' // H|slot|db|key|field → value
 	TagSet         Tag = 'S' // S|slot|db|key|member → empty
 	TagList        Tag = 'I' // I|slot|db|key|position(8) → element
+	TagZMember     Tag = 'Z' // Z|slot|db|key|member → score (8)
+	TagZScore      Tag = 'Y' // Y|slot|db|key|score(8)|member → empty (or -0's bits)
+	TagZBlock      Tag = 'B' // B|slot|db|key|upper fence → member count | lower fence
 	TagTTL         Tag = 'E' // E|slot|deadline(8)|db|key → empty
 	TagChangeLog   Tag = 'L' // L|seq(8) → change-log Record
 	TagCount       Tag = 'K' // K|db → key counts (keys, keys with a TTL)
@@ -41,7 +44,7 @@ var StreamTags = []Tag{TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsume
 // DataTags lists every tag that holds user data (everything but the change
 // log). Note that TTL keys (TagTTL) put the db after the deadline, so a
 // per-db prefix of TagTTL does not select one db's entries.
-var DataTags = []Tag{TagMeta, TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsumerPEL, TagHash, TagSet, TagList, TagTTL}
+var DataTags = []Tag{TagMeta, TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsumerPEL, TagHash, TagSet, TagList, TagZMember, TagZScore, TagZBlock, TagTTL}
 
 // keyHeaderLen is tag(1) + slot(2) + db(1) + keylen(4).
 const keyHeaderLen = 8

@@ -15,6 +15,7 @@ const (
 	TypeHash   Type = 'h'
 	TypeSet    Type = 'S'
 	TypeList   Type = 'l'
+	TypeZSet   Type = 'z'
 )
 
 // String returns the name TYPE replies with ("string", "stream", "hash",
@@ -31,6 +32,8 @@ func (t Type) String() string {
 		return "set"
 	case TypeList:
 		return "list"
+	case TypeZSet:
+		return "zset"
 	}
 	return "none"
 }
@@ -47,6 +50,8 @@ func (t Type) SubTags() []Tag {
 		return setTags
 	case TypeList:
 		return listTags
+	case TypeZSet:
+		return zsetTags
 	}
 	return nil
 }
@@ -55,6 +60,7 @@ var (
 	hashTags = []Tag{TagHash}
 	setTags  = []Tag{TagSet}
 	listTags = []Tag{TagList}
+	zsetTags = []Tag{TagZMember, TagZScore, TagZBlock}
 )
 
 // metaVersion is the first byte of every metadata value.
@@ -77,8 +83,9 @@ type Meta struct {
 	ExpireAtMs int64      // 0: no TTL
 	Value      []byte     // TypeString: the value
 	Stream     StreamMeta // TypeStream
-	Count      uint64     // TypeHash, TypeSet, TypeList: fields, members or elements (never 0: an empty one is deleted)
+	Count      uint64     // TypeHash, TypeSet, TypeList, TypeZSet: fields, members or elements (never 0: an empty one is deleted)
 	Head       int64      // TypeList: the position of the first element (ListKey)
+	Ranked     bool       // TypeZSet: the set keeps rank blocks (TagZBlock)
 }
 
 // StreamMeta is a stream's metadata.
@@ -116,6 +123,8 @@ func MetaLen(m Meta) int {
 		return 18
 	case TypeList:
 		return 26
+	case TypeZSet:
+		return 19
 	}
 	return 10
 }
@@ -140,6 +149,13 @@ func AppendMeta(b []byte, m Meta) []byte {
 	case TypeList:
 		b = binary.BigEndian.AppendUint64(b, m.Count)
 		b = binary.BigEndian.AppendUint64(b, uint64(m.Head))
+	case TypeZSet:
+		b = binary.BigEndian.AppendUint64(b, m.Count)
+		var flags byte
+		if m.Ranked {
+			flags |= 1
+		}
+		b = append(b, flags)
 	}
 	return b
 }
@@ -178,6 +194,12 @@ func DecodeMeta(b []byte) (Meta, error) {
 		}
 		m.Count = binary.BigEndian.Uint64(rest)
 		m.Head = int64(binary.BigEndian.Uint64(rest[8:]))
+	case TypeZSet:
+		if len(rest) != 9 {
+			return Meta{}, corruptf("zset meta of %d bytes", len(rest))
+		}
+		m.Count = binary.BigEndian.Uint64(rest)
+		m.Ranked = rest[8]&1 != 0
 	default:
 		return Meta{}, corruptf("meta type %q", b[1])
 	}

@@ -126,6 +126,11 @@ type Waiter struct {
 	Keys  [][]byte
 	Group string
 	Pop   bool
+	// Pops is the type a popping command pops (codec.TypeList,
+	// codec.TypeZSet): clients popping different types from one key wait
+	// in separate queues, as Redis serves each blocked client only from a
+	// key of its type and skips the others.
+	Pops  codec.Type
 	Serve func(v *materialize.View, key []byte) (events []codec.Event, ok bool)
 }
 

@@ -200,6 +200,15 @@ func Encoding(v *materialize.View, db uint8, key []byte) (string, bool, error) {
 		return "intset", true, nil
 	case codec.TypeList:
 		return "quicklist", true, nil
+	case codec.TypeZSet:
+		if m.Count > 128 {
+			return "skiplist", true, nil
+		}
+		small, err := allSmall(v, codec.KeyPrefix(codec.TagZMember, db, key), func(elem, _ []byte) bool { return len(elem) <= 64 })
+		if err != nil || !small {
+			return "skiplist", true, err
+		}
+		return "listpack", true, nil
 	}
 	return "stream", true, nil
 }

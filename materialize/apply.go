@@ -152,6 +152,15 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		}
 		return b.DeleteRange(codec.ListKey(e.DB, e.Key, first), codec.ListKey(e.DB, e.Key, last+1), nil)
 
+	case codec.OpZAdd:
+		return applyZAdd(b, e)
+
+	case codec.OpZRem:
+		return applyZRem(b, e)
+
+	case codec.OpZRanks:
+		return applyZRanks(b, e)
+
 	case codec.OpXAdd:
 		if err := need(1); err != nil {
 			return err

@@ -498,7 +498,7 @@ func blockingPop(x *command.Ctx, keys [][]byte, where rlist.Side, count int64, t
 		if x.InTxn() {
 			return nil, nil, nil // a timeout at once
 		}
-		return nil, &command.Waiter{Keys: keys, Pop: true, Serve: func(v *materialize.View, k []byte) ([]codec.Event, bool) {
+		return nil, &command.Waiter{Keys: keys, Pop: true, Pops: codec.TypeList, Serve: func(v *materialize.View, k []byte) ([]codec.Event, bool) {
 			events, ok, err := pop(v, v.StorageDB(x.SelectedDB()), k)
 			return events, ok && err == nil
 		}}, nil
@@ -538,7 +538,7 @@ func runBLMove(x *command.Ctx) error {
 		if elem, moved, events, err = rlist.Move(v, x.DB, src, dst, from, to); err != nil || moved || x.InTxn() {
 			return events, nil, err
 		}
-		return events, &command.Waiter{Keys: [][]byte{src}, Pop: true, Serve: func(v *materialize.View, _ []byte) ([]codec.Event, bool) {
+		return events, &command.Waiter{Keys: [][]byte{src}, Pop: true, Pops: codec.TypeList, Serve: func(v *materialize.View, _ []byte) ([]codec.Event, bool) {
 			db := v.StorageDB(x.SelectedDB())
 			if ok, err := rlist.Exists(v, db, src); err != nil || !ok {
 				return nil, false // not a list (yet): keep waiting

@@ -1,0 +1,303 @@
+package materialize
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/sediment-dev/sediment/codec"
+)
+
+// Rank blocks of large sorted sets (codec/zset.go, docs/key-format.md
+// §3.6c): a block is split in two halves once it holds more than
+// ZBlockMax members, and merged into a neighbour once the two hold at most
+// ZBlockMerge together; a build cuts the score index into blocks of
+// ZBlockMerge. So every block but the last holds between ZBlockMerge/2 and
+// ZBlockMax members after a build or a split, no two neighbours hold
+// ZBlockMerge or fewer together, and a set of N members has at most
+// 2N/ZBlockMerge + 1 blocks.
+const (
+	ZBlockMax   = 2048
+	ZBlockMerge = 1024
+)
+
+// applyZAdd applies an OpZAdd event: per member, the old score-index key
+// out, the new score written to both keys, and with ranked the rank blocks
+// moved along.
+func applyZAdd(b *pebble.Batch, e codec.Event) error {
+	a := e.Args
+	if len(a) < 1 || len(a[0]) != 1 || (len(a)-1)%3 != 0 {
+		return fmt.Errorf("materialize: ZADD event with %d args: %w", len(a), codec.ErrCorrupt)
+	}
+	ranked := a[0][0] == 1
+	for i := 1; i < len(a); i += 3 {
+		member := a[i]
+		score, err := codec.DecodeScoreArg(a[i+1])
+		if err != nil {
+			return err
+		}
+		if len(a[i+2]) > 0 {
+			prev, err := codec.DecodeScoreArg(a[i+2])
+			if err != nil {
+				return err
+			}
+			if err := zIndexDel(b, e.DB, e.Key, prev, member, ranked); err != nil {
+				return err
+			}
+		}
+		if err := b.Set(codec.ZMemberKey(e.DB, e.Key, member), a[i+1], nil); err != nil {
+			return err
+		}
+		yk := codec.ZScoreKey(e.DB, e.Key, score, member)
+		if err := b.Set(yk, nil, nil); err != nil {
+			return err
+		}
+		if ranked {
+			if err := zBlockAdd(b, e.DB, e.Key, yk); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// applyZRem applies an OpZRem event.
+func applyZRem(b *pebble.Batch, e codec.Event) error {
+	a := e.Args
+	if len(a) < 1 || len(a[0]) != 1 || (len(a)-1)%2 != 0 {
+		return fmt.Errorf("materialize: ZREM event with %d args: %w", len(a), codec.ErrCorrupt)
+	}
+	ranked := a[0][0] == 1
+	for i := 1; i < len(a); i += 2 {
+		score, err := codec.DecodeScoreArg(a[i+1])
+		if err != nil {
+			return err
+		}
+		if err := b.Delete(codec.ZMemberKey(e.DB, e.Key, a[i]), nil); err != nil {
+			return err
+		}
+		if err := zIndexDel(b, e.DB, e.Key, score, a[i], ranked); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyZRanks applies an OpZRanks event: build the blocks (dropping any
+// first) or drop them. Both are point writes: a set that shrinks below
+// RankOff leaves no range tombstone over its blocks.
+func applyZRanks(b *pebble.Batch, e codec.Event) error {
+	if len(e.Args) != 1 || len(e.Args[0]) != 1 {
+		return fmt.Errorf("materialize: ZRANKS event: %w", codec.ErrCorrupt)
+	}
+	bp := codec.KeyPrefix(codec.TagZBlock, e.DB, e.Key)
+	old, err := collectKeys(b, bp)
+	if err != nil {
+		return err
+	}
+	for _, k := range old {
+		if err := b.Delete(k, nil); err != nil {
+			return err
+		}
+	}
+	if e.Args[0][0] != 1 {
+		return nil
+	}
+	yp := codec.KeyPrefix(codec.TagZScore, e.DB, e.Key)
+	it, err := b.NewIter(&pebble.IterOptions{LowerBound: yp, UpperBound: codec.PrefixEnd(yp)})
+	if err != nil {
+		return err
+	}
+	var (
+		lo  []byte // the current block's lower fence
+		n   uint64
+		set []zBlock
+	)
+	for ok := it.First(); ok; ok = it.Next() {
+		if n == ZBlockMerge {
+			hi := append([]byte(nil), it.Key()[len(yp):]...)
+			set = append(set, zBlock{hi: hi, lo: lo, n: n})
+			lo, n = hi, 0
+		}
+		n++
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if n > 0 {
+		set = append(set, zBlock{hi: codec.ZBlockEnd, lo: lo, n: n})
+	}
+	for _, bl := range set {
+		if err := bl.put(b, bp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// collectKeys returns every key under prefix p in b.
+func collectKeys(b *pebble.Batch, p []byte) ([][]byte, error) {
+	it, err := b.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: codec.PrefixEnd(p)})
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for ok := it.First(); ok; ok = it.Next() {
+		out = append(out, append([]byte(nil), it.Key()...))
+	}
+	return out, it.Close()
+}
+
+// zBlock is one rank block: the score-index suffixes in [lo, hi), n of
+// them. Its key is B|...|hi (codec.ZBlockEnd for the last block), its
+// value n then lo (codec.AppendZBlock).
+type zBlock struct {
+	hi, lo []byte
+	n      uint64
+}
+
+func (bl zBlock) put(b *pebble.Batch, bp []byte) error {
+	k := append(append(make([]byte, 0, len(bp)+len(bl.hi)), bp...), bl.hi...)
+	return b.Set(k, codec.AppendZBlock(nil, bl.n, bl.lo), nil)
+}
+
+func (bl zBlock) del(b *pebble.Batch, bp []byte) error {
+	return b.Delete(append(append(make([]byte, 0, len(bp)+len(bl.hi)), bp...), bl.hi...), nil)
+}
+
+// zBlockAt returns the first block whose upper fence is at or above from
+// (a suffix), found false when there is none. Every lookup is a forward
+// seek: a block key is rewritten on every member added or removed, and a
+// reverse step would walk all its versions still in the memtable.
+func zBlockAt(b *pebble.Batch, bp, from []byte) (zBlock, bool, error) {
+	it, err := b.NewIter(&pebble.IterOptions{LowerBound: bp, UpperBound: codec.PrefixEnd(bp)})
+	if err != nil {
+		return zBlock{}, false, err
+	}
+	var bl zBlock
+	ok := it.SeekGE(append(append(make([]byte, 0, len(bp)+len(from)), bp...), from...))
+	if ok {
+		bl.hi = append([]byte(nil), it.Key()[len(bp):]...)
+		var lo []byte
+		if bl.n, lo, err = codec.DecodeZBlock(it.Value()); err == nil {
+			bl.lo = append([]byte(nil), lo...)
+		}
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	return bl, ok && err == nil, err
+}
+
+// zBlockOf returns the block holding the score-index suffix s: the first
+// whose upper fence is above s.
+func zBlockOf(b *pebble.Batch, bp, s []byte) (zBlock, bool, error) {
+	return zBlockAt(b, bp, append(append(make([]byte, 0, len(s)+1), s...), 0))
+}
+
+// zIndexDel deletes a member's score-index key and, with ranked, counts it
+// out of its block.
+func zIndexDel(b *pebble.Batch, db uint8, key []byte, score float64, member []byte, ranked bool) error {
+	yk := codec.ZScoreKey(db, key, score, member)
+	if err := b.Delete(yk, nil); err != nil || !ranked {
+		return err
+	}
+	return zBlockRemove(b, db, key, yk)
+}
+
+// zBlockAdd counts the score-index key yk (already written) into its
+// block, splitting the block when it grows past ZBlockMax.
+func zBlockAdd(b *pebble.Batch, db uint8, key, yk []byte) error {
+	bp := codec.KeyPrefix(codec.TagZBlock, db, key)
+	yp := codec.KeyPrefix(codec.TagZScore, db, key)
+	bl, found, err := zBlockOf(b, bp, yk[len(yp):])
+	if err != nil {
+		return err
+	}
+	if !found {
+		// No block at all: the set's members were all removed one by one
+		// (each block emptied was dropped); this member starts again.
+		return zBlock{hi: codec.ZBlockEnd, n: 1}.put(b, bp)
+	}
+	if bl.n++; bl.n <= ZBlockMax {
+		return bl.put(b, bp)
+	}
+	// Split: the member at index n/2 of the block starts its upper half.
+	it, err := b.NewIter(&pebble.IterOptions{LowerBound: append(append([]byte(nil), yp...), bl.lo...), UpperBound: codec.PrefixEnd(yp)})
+	if err != nil {
+		return err
+	}
+	var mid []byte
+	i := uint64(0)
+	for ok := it.First(); ok; ok = it.Next() {
+		if i == bl.n/2 {
+			mid = append([]byte(nil), it.Key()[len(yp):]...)
+			break
+		}
+		i++
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if mid == nil {
+		return fmt.Errorf("materialize: rank block of %d members ends after %d: %w", bl.n, i, codec.ErrCorrupt)
+	}
+	if err := (zBlock{hi: mid, lo: bl.lo, n: bl.n / 2}).put(b, bp); err != nil {
+		return err
+	}
+	return zBlock{hi: bl.hi, lo: mid, n: bl.n - bl.n/2}.put(b, bp)
+}
+
+// zBlockRemove counts the score-index key yk (already deleted) out of its
+// block. A block that holds ZBlockMerge or fewer members together with a
+// neighbour is merged with it (an emptied block always is: its range joins
+// the neighbour's); the last block emptied leaves none.
+func zBlockRemove(b *pebble.Batch, db uint8, key, yk []byte) error {
+	bp := codec.KeyPrefix(codec.TagZBlock, db, key)
+	yp := codec.KeyPrefix(codec.TagZScore, db, key)
+	bl, found, err := zBlockOf(b, bp, yk[len(yp):])
+	if err != nil {
+		return err
+	}
+	if !found || bl.n == 0 {
+		return fmt.Errorf("materialize: rank block of a removed member is empty: %w", codec.ErrCorrupt)
+	}
+	bl.n--
+	// The block before ends at bl.lo, the one after is the first above
+	// bl.hi: forward seeks both.
+	var prev, next zBlock
+	hasPrev, hasNext := len(bl.lo) > 0, string(bl.hi) != string(codec.ZBlockEnd)
+	if hasPrev {
+		var ok bool
+		if prev, ok, err = zBlockAt(b, bp, bl.lo); err != nil {
+			return err
+		}
+		if !ok || string(prev.hi) != string(bl.lo) {
+			return fmt.Errorf("materialize: rank block below %q missing: %w", bl.lo, codec.ErrCorrupt)
+		}
+	}
+	if hasNext {
+		var ok bool
+		if next, ok, err = zBlockAt(b, bp, append(append([]byte(nil), bl.hi...), 0)); err != nil {
+			return err
+		}
+		if !ok || string(next.lo) != string(bl.hi) {
+			return fmt.Errorf("materialize: rank block above %q missing: %w", bl.hi, codec.ErrCorrupt)
+		}
+	}
+	switch {
+	case hasPrev && (prev.n+bl.n <= ZBlockMerge || bl.n == 0 && !hasNext):
+		if err := prev.del(b, bp); err != nil {
+			return err
+		}
+		return zBlock{hi: bl.hi, lo: prev.lo, n: prev.n + bl.n}.put(b, bp)
+	case hasNext && (bl.n+next.n <= ZBlockMerge || bl.n == 0):
+		if err := bl.del(b, bp); err != nil {
+			return err
+		}
+		return zBlock{hi: next.hi, lo: bl.lo, n: bl.n + next.n}.put(b, bp)
+	case bl.n == 0:
+		return bl.del(b, bp) // the only block
+	}
+	return bl.put(b, bp)
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package rzset_test
+
+const raceEnabled = false

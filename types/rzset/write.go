@@ -1,0 +1,204 @@
+package rzset
+
+import (
+	"math"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+// Flags are ZADD's options.
+type Flags struct {
+	NX, XX, GT, LT, Incr bool
+}
+
+// AddResult is what ZADD reports: members added, members whose score
+// changed, and for INCR the new score (Found false when the member was
+// not added or updated: ZADD's nil reply).
+type AddResult struct {
+	Added, Updated int64
+	Score          float64
+	Found          bool
+}
+
+// Add adds members or updates their scores (ZADD, ZINCRBY) with Redis's
+// zsetAdd rules, in argument order (a member named twice is added, then
+// updated). With Incr, the one member's score is incremented by its
+// Score (a new member starts at 0). An increment to NaN is ErrNaN and
+// changes nothing. A new key is created only when a member is added.
+func Add(v *materialize.View, db uint8, key []byte, members []Member, f Flags) (AddResult, []codec.Event, error) {
+	var res AddResult
+	m, ok, events, err := metaForWrite(v, db, key)
+	if err != nil {
+		return res, nil, err
+	}
+	if !ok {
+		m = codec.Meta{Type: codec.TypeZSet}
+	}
+	cur := map[string]float64{} // scores decided by earlier members of this call
+	has := map[string]bool{}
+	var triples [][]byte
+	for _, mem := range members {
+		old, found := cur[string(mem.Member)], has[string(mem.Member)]
+		if _, seen := has[string(mem.Member)]; !seen && ok {
+			if old, found, err = score(v, db, key, mem.Member); err != nil {
+				return res, nil, err
+			}
+		}
+		newScore := mem.Score
+		if found {
+			if f.NX {
+				continue
+			}
+			if f.Incr {
+				if newScore += old; math.IsNaN(newScore) {
+					return AddResult{}, nil, ErrNaN
+				}
+			}
+			if (f.LT && newScore >= old) || (f.GT && newScore <= old) {
+				continue
+			}
+			res.Score, res.Found = newScore, true
+			if newScore == old {
+				continue
+			}
+			res.Updated++
+			triples = append(triples, mem.Member, codec.ScoreArg(newScore), codec.ScoreArg(old))
+		} else {
+			if f.XX {
+				continue
+			}
+			res.Score, res.Found = newScore, true
+			res.Added++
+			triples = append(triples, mem.Member, codec.ScoreArg(newScore), nil)
+		}
+		cur[string(mem.Member)], has[string(mem.Member)] = newScore, true
+	}
+	if len(triples) == 0 {
+		return res, events, nil
+	}
+	return res, append(events, addEvents(db, key, m, res.Added, triples)...), nil
+}
+
+// addEvents returns the events of an OpZAdd of triples to the set m (new
+// when m.Count is 0) that adds added members: the adds, then the rank
+// blocks built when the set reaches RankOn, then the metadata.
+func addEvents(db uint8, key []byte, m codec.Meta, added int64, triples [][]byte) []codec.Event {
+	prev := m.ExpireAtMs
+	m.Count += uint64(added)
+	events := []codec.Event{codec.ZAddEvent(db, key, m.Ranked, triples)}
+	if !m.Ranked && m.Count >= RankOn {
+		m.Ranked = true
+		events = append(events, codec.ZRanksEvent(db, key, true))
+	} else if added == 0 {
+		return events // scores changed: the metadata did not
+	}
+	return append(events, codec.SetMetaEvent(db, key, m, prev))
+}
+
+// Rem removes members (ZREM) and returns how many were in the set;
+// removing the last one deletes the key.
+func Rem(v *materialize.View, db uint8, key []byte, members [][]byte) (int64, []codec.Event, error) {
+	m, ok, events, err := metaForWrite(v, db, key)
+	if err != nil || !ok {
+		return 0, events, err
+	}
+	var gone []Member
+	seen := map[string]bool{}
+	for _, mem := range members {
+		if seen[string(mem)] {
+			continue
+		}
+		seen[string(mem)] = true
+		s, found, err := score(v, db, key, mem)
+		if err != nil {
+			return 0, nil, err
+		}
+		if found {
+			gone = append(gone, Member{mem, s})
+		}
+	}
+	return int64(len(gone)), append(events, remove(db, key, m, gone)...), nil
+}
+
+// pointDeleteMax is the largest set whose removal as a whole is point
+// deletions; a larger one is the key's range deletion (DelKeyEvent).
+const pointDeleteMax = 64
+
+// remove returns the events that take gone (distinct members of the set
+// m) out: the removals with the set's rank blocks kept or dropped, then
+// the metadata; all of them deletes the key.
+func remove(db uint8, key []byte, m codec.Meta, gone []Member) []codec.Event {
+	if len(gone) == 0 {
+		return nil
+	}
+	pairs := make([][]byte, 0, 2*len(gone))
+	for _, g := range gone {
+		pairs = append(pairs, g.Member, codec.ScoreArg(g.Score))
+	}
+	prev := m.ExpireAtMs
+	if uint64(len(gone)) >= m.Count {
+		if len(gone) > pointDeleteMax {
+			return []codec.Event{codec.DelKeyEvent(db, key, codec.TypeZSet, prev)}
+		}
+		// Point deletions, so a queue that empties on every pop leaves no
+		// range tombstones over the key's prefix.
+		return []codec.Event{codec.ZRemEvent(db, key, m.Ranked, pairs), codec.DelMetaEvent(db, key, prev)}
+	}
+	m.Count -= uint64(len(gone))
+	if m.Ranked && m.Count < RankOff {
+		m.Ranked = false
+		return []codec.Event{codec.ZRemEvent(db, key, false, pairs), codec.ZRanksEvent(db, key, false), codec.SetMetaEvent(db, key, m, prev)}
+	}
+	return []codec.Event{codec.ZRemEvent(db, key, m.Ranked, pairs), codec.SetMetaEvent(db, key, m, prev)}
+}
+
+// RemRange removes the members q selects (ZREMRANGEBYRANK, ZREMRANGEBYSCORE,
+// ZREMRANGEBYLEX) and returns how many.
+func RemRange(v *materialize.View, db uint8, key []byte, q Query) (int64, []codec.Event, error) {
+	m, ok, events, err := metaForWrite(v, db, key)
+	if err != nil || !ok {
+		return 0, events, err
+	}
+	gone, err := Range(v, db, key, q)
+	if err != nil {
+		return 0, nil, err
+	}
+	return int64(len(gone)), append(events, remove(db, key, m, gone)...), nil
+}
+
+// Pop removes and returns up to count members with the lowest scores, or
+// with max the highest, in that order (ZPOPMIN, ZPOPMAX, ZMPOP,
+// BZPOPMIN); found is false when the key is missing.
+func Pop(v *materialize.View, db uint8, key []byte, max bool, count int64) ([]Member, bool, []codec.Event, error) {
+	m, ok, events, err := metaForWrite(v, db, key)
+	if err != nil || !ok {
+		return nil, false, events, err
+	}
+	got, err := Range(v, db, key, Query{By: ByRank, Start: 0, Stop: count - 1, Rev: max})
+	if err != nil {
+		return nil, false, nil, err
+	}
+	return got, true, append(events, remove(db, key, m, got)...), nil
+}
+
+// Store writes members (distinct) as the sorted set dst, replacing any key
+// there and its TTL (ZRANGESTORE, ZUNIONSTORE, ...); an empty result
+// deletes dst.
+func Store(v *materialize.View, db uint8, dst []byte, members []Member) ([]codec.Event, error) {
+	m, ok, events, err := v.MetaForWrite(db, dst)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		events = append(events, codec.DelKeyEvent(db, dst, m.Type, m.ExpireAtMs))
+	}
+	if len(members) == 0 {
+		return events, nil
+	}
+	triples := make([][]byte, 0, 3*len(members))
+	for _, mem := range members {
+		triples = append(triples, mem.Member, codec.ScoreArg(mem.Score), nil)
+	}
+	return append(events, addEvents(db, dst, codec.Meta{Type: codec.TypeZSet}, int64(len(members)), triples)...), nil
+}
