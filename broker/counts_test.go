@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -1131,6 +1132,15 @@ func (g *countsRun) check(step int) {
 			z, y := s.zmember[k], s.zindex[k]
 			if m.Count == 0 || m.Count != uint64(len(z)) || !maps.Equal(z, y) {
 				badf("db %d zset %q: count %d, %d Z keys, %d Y keys (equal %v)", k.db, k.key, m.Count, len(z), len(y), maps.Equal(z, y))
+			}
+			var lowest []byte // the floor must be the lowest Y suffix (truncated)
+			for mem, bits := range y {
+				if suf := append(codec.AppendScore(nil, math.Float64frombits(bits)), mem...); lowest == nil || bytes.Compare(suf, lowest) < 0 {
+					lowest = suf
+				}
+			}
+			if want := lowest[:min(len(lowest), codec.ZFloorMax)]; !bytes.Equal(m.Floor, want) {
+				badf("db %d zset %q: floor %q, lowest score-index suffix %q", k.db, k.key, m.Floor, lowest)
 			}
 			var inBlocks int64
 			for _, n := range s.zblocks[k] {

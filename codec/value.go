@@ -78,6 +78,9 @@ const metaVersion = 1
 // or a set it is the element count (8 bytes, big-endian): HLEN, SCARD. For
 // a list it is the element count (8 bytes: LLEN) and the head, the position
 // of the first element (i64): element i is at ListKey position head + i.
+// For a sorted set it is the member count (8 bytes: ZCARD), a flags byte
+// (bit 0 set when the set keeps rank blocks: Ranked), then the floor (up to
+// ZFloorMax bytes: Floor).
 type Meta struct {
 	Type       Type
 	ExpireAtMs int64      // 0: no TTL
@@ -86,6 +89,11 @@ type Meta struct {
 	Count      uint64     // TypeHash, TypeSet, TypeList, TypeZSet: fields, members or elements (never 0: an empty one is deleted)
 	Head       int64      // TypeList: the position of the first element (ListKey)
 	Ranked     bool       // TypeZSet: the set keeps rank blocks (TagZBlock)
+	// Floor, for TypeZSet, is at or below every member's score-index
+	// suffix (score(8)|member, truncated to ZFloorMax bytes): reads of the
+	// score index start there, not at its prefix, so they never step over
+	// the tombstones of members popped or re-scored from the low end.
+	Floor []byte
 }
 
 // StreamMeta is a stream's metadata.
@@ -124,7 +132,7 @@ func MetaLen(m Meta) int {
 	case TypeList:
 		return 26
 	case TypeZSet:
-		return 19
+		return 19 + len(m.Floor)
 	}
 	return 10
 }
@@ -156,6 +164,7 @@ func AppendMeta(b []byte, m Meta) []byte {
 			flags |= 1
 		}
 		b = append(b, flags)
+		b = append(b, m.Floor...)
 	}
 	return b
 }
@@ -195,11 +204,14 @@ func DecodeMeta(b []byte) (Meta, error) {
 		m.Count = binary.BigEndian.Uint64(rest)
 		m.Head = int64(binary.BigEndian.Uint64(rest[8:]))
 	case TypeZSet:
-		if len(rest) != 9 {
+		if len(rest) < 9 || len(rest) > 9+ZFloorMax {
 			return Meta{}, corruptf("zset meta of %d bytes", len(rest))
 		}
 		m.Count = binary.BigEndian.Uint64(rest)
 		m.Ranked = rest[8]&1 != 0
+		if len(rest) > 9 {
+			m.Floor = rest[9:len(rest):len(rest)] // an append copies: b stays intact
+		}
 	default:
 		return Meta{}, corruptf("meta type %q", b[1])
 	}

@@ -49,6 +49,11 @@ func DecodeZBlock(b []byte) (n uint64, lo []byte, err error) {
 	return binary.BigEndian.Uint64(b), b[8:], nil
 }
 
+// ZFloorMax is the longest floor a sorted set's metadata keeps: a score
+// and 64 bytes of member. A longer lowest suffix is truncated, which keeps
+// it a lower bound (a prefix sorts first).
+const ZFloorMax = ScoreLen + 64
+
 // ScoreLen is the length of a score in a Y key.
 const ScoreLen = 8
 

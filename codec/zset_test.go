@@ -8,17 +8,19 @@ import (
 )
 
 func TestMetaZSetRoundTrip(t *testing.T) {
-	for _, m := range []Meta{{Type: TypeZSet, Count: 1}, {Type: TypeZSet, ExpireAtMs: 1700000060000, Count: 5000, Ranked: true}} {
+	floor := AppendScore(nil, 2.5)
+	long := append(AppendScore(nil, 1), bytes.Repeat([]byte{'m'}, 64)...)
+	for _, m := range []Meta{{Type: TypeZSet, Count: 1}, {Type: TypeZSet, ExpireAtMs: 1700000060000, Count: 5000, Ranked: true, Floor: floor}, {Type: TypeZSet, Count: 2, Floor: long}} {
 		enc := AppendMeta(nil, m)
-		if len(enc) != 19 || len(enc) != MetaLen(m) {
-			t.Fatalf("zset meta is %d bytes, want 19 (MetaLen %d)", len(enc), MetaLen(m))
+		if len(enc) != 19+len(m.Floor) || len(enc) != MetaLen(m) {
+			t.Fatalf("zset meta is %d bytes, want %d (MetaLen %d)", len(enc), 19+len(m.Floor), MetaLen(m))
 		}
 		got, err := DecodeMeta(enc)
-		if err != nil || got.Type != m.Type || got.Count != m.Count || got.Ranked != m.Ranked || got.ExpireAtMs != m.ExpireAtMs {
+		if err != nil || got.Type != m.Type || got.Count != m.Count || got.Ranked != m.Ranked || got.ExpireAtMs != m.ExpireAtMs || !bytes.Equal(got.Floor, m.Floor) {
 			t.Fatalf("DecodeMeta(AppendMeta(%+v)) = %+v, %v", m, got, err)
 		}
-		for _, n := range []int{18, 20} {
-			b := append(append([]byte(nil), enc...), 0)[:n]
+		for _, n := range []int{18, 19 + ZFloorMax + 1} {
+			b := append(append([]byte(nil), enc...), make([]byte, n)...)[:n]
 			if _, err := DecodeMeta(b); err == nil {
 				t.Fatalf("DecodeMeta accepted a zset meta of %d bytes", n)
 			}

@@ -1,6 +1,8 @@
 package groups_test
 
 import (
+	"math"
+	"strconv"
 	"testing"
 
 	"github.com/sediment-dev/sediment/codec"
@@ -8,6 +10,7 @@ import (
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/streams"
 	"github.com/sediment-dev/sediment/types/rlist"
+	"github.com/sediment-dev/sediment/types/rzset"
 )
 
 // churnWorkload is one cycle of a workload that deletes what it adds
@@ -112,7 +115,61 @@ func churnWorkloads() []churnWorkload {
 				return rlist.Trim(v, 0, key, 0, 999)
 			}}
 		}, probe: listProbe},
+		// Sorted sets as delayed-job queues (ZADD at a later score, pop
+		// the lowest) and as ranked sets whose scores keep changing: pops
+		// and score updates must not leave work for later reads.
+		{name: "zset-delay-queue", setup: zsetAdd(0, 100), cycle: func(i int) []func(v *materialize.View) ([]codec.Event, error) {
+			return []func(v *materialize.View) ([]codec.Event, error){zsetAdd(100+i, 1), zsetPop}
+		}, probe: zsetProbe},
+		{name: "zset-empties", cycle: func(i int) []func(v *materialize.View) ([]codec.Event, error) {
+			return []func(v *materialize.View) ([]codec.Event, error){zsetAdd(i, 1), zsetPop}
+		}, probe: zsetProbe},
+		{name: "zset-ranked-updates", setup: zsetAdd(0, 3000), cycle: func(i int) []func(v *materialize.View) ([]codec.Event, error) {
+			// Re-score one member of the 3,000 (rank blocks kept) and
+			// trim the lowest score range that a delayed job would.
+			return []func(v *materialize.View) ([]codec.Event, error){func(v *materialize.View) ([]codec.Event, error) {
+				_, evs, err := rzset.Add(v, 0, key, []rzset.Member{{Member: zsetMember(i % 3000), Score: float64(3000 + i)}}, rzset.Flags{})
+				return evs, err
+			}}
+		}, probe: zsetProbe},
 	}
+}
+
+func zsetMember(i int) []byte { return []byte("member:" + strconv.Itoa(i)) }
+
+// zsetAdd adds n members scored from..from+n-1 to key.
+func zsetAdd(from, n int) func(v *materialize.View) ([]codec.Event, error) {
+	return func(v *materialize.View) ([]codec.Event, error) {
+		ms := make([]rzset.Member, n)
+		for i := range ms {
+			ms[i] = rzset.Member{Member: zsetMember(from + i), Score: float64(from + i)}
+		}
+		_, evs, err := rzset.Add(v, 0, key, ms, rzset.Flags{})
+		return evs, err
+	}
+}
+
+// zsetPop pops key's lowest member (ZPOPMIN).
+func zsetPop(v *materialize.View) ([]codec.Event, error) {
+	_, _, evs, err := rzset.Pop(v, 0, key, false, 1)
+	return evs, err
+}
+
+// zsetProbe reads what a worker and a leaderboard read: the due jobs
+// (ZRANGEBYSCORE -inf now LIMIT 0 10), the top ten, a rank and a count.
+func zsetProbe(v *materialize.View) error {
+	inf := math.Inf(1)
+	if _, err := rzset.Range(v, 0, key, rzset.Query{By: rzset.ByScore, Min: rzset.ScoreBound{Value: -inf}, Max: rzset.ScoreBound{Value: 50}, Count: 10}); err != nil {
+		return err
+	}
+	if _, err := rzset.Range(v, 0, key, rzset.Query{By: rzset.ByRank, Start: 0, Stop: 9, Rev: true}); err != nil {
+		return err
+	}
+	if _, _, err := rzset.Rank(v, 0, key, zsetMember(5), false); err != nil {
+		return err
+	}
+	_, err := rzset.Count(v, 0, key, rzset.Query{By: rzset.ByScore, Min: rzset.ScoreBound{Value: -inf}, Max: rzset.ScoreBound{Value: inf}, Count: -1})
+	return err
 }
 
 // listPush pushes n elements onto key at side.

@@ -13,9 +13,14 @@
 #
 # redis-benchmark: runs redis-benchmark for SET, GET, INCR, MSET (10 keys),
 # HSET, HGET (on the hash HSET filled), SADD, XADD, LPUSH, RPUSH, LPOP,
-# RPOP (on the list the pushes filled) and LRANGE_100, unpipelined
-# and with -P 16, alternating the two servers test by test for ROUNDS
-# rounds, and prints the median requests/s of each server and their ratio.
+# RPOP (on the list the pushes filled), LRANGE_100, ZADD and ZPOPMIN (on
+# the sorted set ZADD filled), unpipelined and with -P 16, alternating the
+# two servers test by test for ROUNDS rounds, and prints the median
+# requests/s of each server and their ratio. ZADD's members are
+# element:__rand_int__, so with -r 100000 the set holds at most 100,000
+# members (about 86,000 after a round's two ZADD runs of 100,000): the
+# round's later ZPOPMIN requests pop an empty key, unlike LPOP and RPOP,
+# which pop exactly what the pushes added.
 #
 # large: runs redis-benchmark SET, HSET, XADD and GET with values of 1 KB, 10 KB
 # and 100 KB (LARGE_SIZES) over 1,000 keys, LARGE_BYTES of values per run,
@@ -304,6 +309,8 @@ for port in "$SED_PORT" "$RED_PORT"; do
   [[ $(redis-cli -h "$HOST" -p "$port" HSET bench:h f 1) == 1 ]] || die "HSET failed on port $port"
   [[ $(redis-cli -h "$HOST" -p "$port" HGET bench:h f) == 1 ]] || die "HGET failed on port $port"
   [[ $(redis-cli -h "$HOST" -p "$port" SADD bench:set m) == 1 ]] || die "SADD failed on port $port"
+  [[ $(redis-cli -h "$HOST" -p "$port" ZADD bench:z 1 m) == 1 ]] || die "ZADD failed on port $port"
+  [[ $(redis-cli -h "$HOST" -p "$port" ZPOPMIN bench:z | paste -sd' ' -) == 'm 1' ]] || die "ZPOPMIN failed on port $port"
   [[ $(redis-cli -h "$HOST" -p "$port" XADD bench:check:s '*' f 1) =~ ^[0-9]+-[0-9]+$ ]] ||
     die "XADD failed on port $port"
 done
@@ -322,8 +329,8 @@ declare -A CPU     # "server|TEST|pipeline" -> space-separated server CPU µs pe
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 # run_bench server port pid workload pipeline: one redis-benchmark run of
-# one test (set, get, incr, mset or xadd); records its requests/s and the
-# server's CPU µs per request.
+# one test (a built-in one such as set or zadd, or xadd or hget, given as
+# commands); records its requests/s and the server's CPU µs per request.
 run_bench() {
   local server=$1 port=$2 pid=$3 workload=$4 pipe=$5 out line name rps t0 t1
   local args=(-h "$HOST" -p "$port" -c "$CLIENTS" -n "$N" -r 100000 -P "$pipe" -q --csv)
@@ -349,7 +356,7 @@ run_bench() {
     rps=${rps%%\"*}
     [[ $rps =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "cannot parse redis-benchmark line: $line"
     case $name in
-      SET | GET | INCR | HSET | SADD | LPUSH | RPUSH | LPOP | RPOP) ;;
+      SET | GET | INCR | HSET | SADD | LPUSH | RPUSH | LPOP | RPOP | ZADD | ZPOPMIN) ;;
       LRANGE_100*) name=LRANGE_100 ;;
       MSET*) name=MSET ;;
       HGET*) name=HGET ;;
@@ -382,7 +389,7 @@ redis_benchmark_part() {
   START=$SECONDS
   for round in $(seq 1 "$ROUNDS"); do
     log "round $round/$ROUNDS"
-    for workload in set get incr mset hset hget sadd xadd lpush rpush lpop rpop lrange_100; do
+    for workload in set get incr mset hset hget sadd xadd lpush rpush lpop rpop lrange_100 zadd zpopmin; do
       for pipe in "${PIPELINES[@]}"; do
         run_bench sediment "$SED_PORT" "$SED_PID" "$workload" "$pipe"
         run_bench redis "$RED_PORT" "$RED_PID" "$workload" "$pipe"
@@ -405,7 +412,7 @@ redis_benchmark_part() {
   printf "$FMT" test pipeline "sediment ops/s" "redis ops/s" "sediment/redis" "sed cpu µs" "redis cpu µs"
   # shellcheck disable=SC2059
   printf "$FMT" ------ -------- -------------- -------------- ---------------- ------------ ------------
-  for name in SET GET INCR MSET HSET HGET SADD XADD LPUSH RPUSH LPOP RPOP LRANGE_100; do
+  for name in SET GET INCR MSET HSET HGET SADD XADD LPUSH RPUSH LPOP RPOP LRANGE_100 ZADD ZPOPMIN; do
     for pipe in "${PIPELINES[@]}"; do
       # shellcheck disable=SC2086
       s=$(median ${RESULTS["sediment|$name|$pipe"]})

@@ -53,6 +53,12 @@ func Pick(n, count int64) []int64 {
 // prefix p in one pass and returns them, with their values, in pos's order
 // (a position named twice comes twice). O(position of the last pick).
 func Sample(v *materialize.View, p []byte, pos []int64) (elems, vals [][]byte, err error) {
+	return SampleFrom(v, p, p, pos)
+}
+
+// SampleFrom is Sample over the keys under p from lower (at or after p, at
+// or below the first element: a sorted set's floor).
+func SampleFrom(v *materialize.View, p, lower []byte, pos []int64) (elems, vals [][]byte, err error) {
 	if len(pos) == 0 {
 		return nil, nil, nil
 	}
@@ -64,7 +70,7 @@ func Sample(v *materialize.View, p []byte, pos []int64) (elems, vals [][]byte, e
 	}
 	elems, vals = make([][]byte, len(pos)), make([][]byte, len(pos))
 	var i int64
-	err = v.Iterate(p, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
+	err = v.Iterate(lower, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
 		if idx, ok := need[i]; ok {
 			e, vv := append([]byte(nil), k[len(p):]...), append([]byte(nil), val...)
 			for _, j := range idx {

@@ -36,6 +36,7 @@ type source struct {
 	key    []byte
 	t      codec.Type // TypeZSet, TypeSet, or TypeNone when missing
 	count  uint64
+	floor  []byte // a sorted set's (codec.Meta.Floor)
 	weight float64
 }
 
@@ -59,7 +60,7 @@ func Compute(v *materialize.View, db uint8, op SetOp, keys [][]byte, weights []f
 		}
 		srcs[i] = source{key: k, weight: 1}
 		if ok {
-			srcs[i].t, srcs[i].count = m.Type, m.Count
+			srcs[i].t, srcs[i].count, srcs[i].floor = m.Type, m.Count, m.Floor
 		}
 		if weights != nil {
 			srcs[i].weight = weights[i]
@@ -95,7 +96,7 @@ func each(v *materialize.View, db uint8, src source, fn func(member []byte, scor
 	switch src.t {
 	case codec.TypeZSet:
 		yp := codec.KeyPrefix(codec.TagZScore, db, src.key)
-		return v.Iterate(yp, codec.PrefixEnd(yp), false, func(k, val []byte) (bool, error) {
+		return v.Iterate(append(yp[:len(yp):len(yp)], src.floor...), codec.PrefixEnd(yp), false, func(k, val []byte) (bool, error) {
 			s, mem, err := codec.DecodeZScoreSuffix(k[len(yp):])
 			if err != nil {
 				return false, err

@@ -132,7 +132,7 @@ func walk(v *materialize.View, db uint8, key []byte, m codec.Meta, q Query, fn f
 		}
 		lo, hi := k0, end
 		if q.Rev {
-			lo, hi = yp, append(k0, 0)
+			lo, hi = low(yp, m), append(k0, 0)
 		}
 		return v.Iterate(lo, hi, q.Rev, func(k, val []byte) (bool, error) {
 			more, err := fn(k, val)
@@ -141,6 +141,7 @@ func walk(v *materialize.View, db uint8, key []byte, m codec.Meta, q Query, fn f
 		})
 	case ByScore:
 		lo, hi := scoreKeys(yp, q.Min, q.Max)
+		lo = maxKey(lo, low(yp, m))
 		if bytes.Compare(lo, hi) >= 0 || q.Offset < 0 || q.Count == 0 {
 			return nil
 		}
@@ -155,7 +156,7 @@ func walk(v *materialize.View, db uint8, key []byte, m codec.Meta, q Query, fn f
 			return more && left != 0, err
 		})
 	}
-	return walkLex(v, yp, q, fn)
+	return walkLex(v, yp, low(yp, m), q, fn)
 }
 
 // walkLex walks a lexicographic range as Redis 7.0 does over a listpack:
@@ -163,7 +164,7 @@ func walk(v *materialize.View, db uint8, key []byte, m codec.Meta, q Query, fn f
 // take members while they are in it. Redis defines BYLEX only for members
 // of one score; when the set's first and last members share their score,
 // the walk starts with a seek to the range rather than at the start.
-func walkLex(v *materialize.View, yp []byte, q Query, fn func(k, val []byte) (bool, error)) error {
+func walkLex(v *materialize.View, yp, from []byte, q Query, fn func(k, val []byte) (bool, error)) error {
 	if q.Offset < 0 || q.Count == 0 {
 		return nil
 	}
@@ -171,8 +172,8 @@ func walkLex(v *materialize.View, yp []byte, q Query, fn func(k, val []byte) (bo
 		return nil // a range that is always empty (zslIsInLexRange)
 	}
 	end := codec.PrefixEnd(yp)
-	lo, hi := yp, end
-	first, last, err := ends(v, yp)
+	lo, hi := from, end
+	first, last, err := ends(v, yp, from)
 	if err != nil || first == nil {
 		return err
 	}
@@ -190,9 +191,9 @@ func walkLex(v *materialize.View, yp []byte, q Query, fn func(k, val []byte) (bo
 		case q.Rev && q.LexMax.Inf == 0:
 			hi = append(append(sp, q.LexMax.Value...), 0)
 		case !q.Rev && q.LexMin.Inf == 0 && q.LexMin.Excl:
-			lo = append(append(sp, q.LexMin.Value...), 0)
+			lo = maxKey(append(append(sp, q.LexMin.Value...), 0), from)
 		case !q.Rev && q.LexMin.Inf == 0:
-			lo = append(sp, q.LexMin.Value...)
+			lo = maxKey(append(sp, q.LexMin.Value...), from)
 		}
 	}
 	gteMin := func(mem []byte) bool { return lexAfter(mem, q.LexMin, true) }
@@ -258,8 +259,9 @@ func lexCompare(a, b LexBound) int {
 }
 
 // ends returns the score-index suffixes of the set's first and last
-// members (nil for an empty set).
-func ends(v *materialize.View, yp []byte) (first, last []byte, err error) {
+// members (nil for an empty set); from is where the index's live keys
+// start (low).
+func ends(v *materialize.View, yp, from []byte) (first, last []byte, err error) {
 	end := codec.PrefixEnd(yp)
 	grab := func(dst *[]byte) func(k, _ []byte) (bool, error) {
 		return func(k, _ []byte) (bool, error) {
@@ -267,10 +269,10 @@ func ends(v *materialize.View, yp []byte) (first, last []byte, err error) {
 			return false, nil
 		}
 	}
-	if err := v.Iterate(yp, end, false, grab(&first)); err != nil {
+	if err := v.Iterate(from, end, false, grab(&first)); err != nil {
 		return nil, nil, err
 	}
-	if err := v.Iterate(yp, end, true, grab(&last)); err != nil {
+	if err := v.Iterate(from, end, true, grab(&last)); err != nil {
 		return nil, nil, err
 	}
 	return first, last, nil

@@ -16,7 +16,7 @@ func Sample(v *materialize.View, db uint8, key []byte, pick func(count int64) []
 		return nil, err
 	}
 	yp := codec.KeyPrefix(codec.TagZScore, db, key)
-	suffixes, _, err := elements.Sample(v, yp, pick(int64(m.Count)))
+	suffixes, _, err := elements.SampleFrom(v, yp, low(yp, m), pick(int64(m.Count)))
 	if err != nil {
 		return nil, err
 	}

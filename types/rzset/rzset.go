@@ -132,13 +132,13 @@ func Rank(v *materialize.View, db uint8, key, member []byte, rev bool) (int64, b
 // O(N/ZBlockMerge + ZBlockMax).
 func rankBefore(v *materialize.View, db uint8, key []byte, m codec.Meta, yk []byte) (int64, error) {
 	yp := codec.KeyPrefix(codec.TagZScore, db, key)
-	from := yp
+	from := low(yp, m)
 	var before int64
 	if m.Ranked {
 		bp := codec.KeyPrefix(codec.TagZBlock, db, key)
 		upper := append(append(bp[:len(bp):len(bp)], yk[len(yp):]...), 0)
 		var lo []byte // the upper fence of the last block below yk
-		err := v.IterateKeys(bp, upper, func(k, val []byte) (bool, error) {
+		err := v.IterateKeys(blocksFrom(bp, m), upper, func(k, val []byte) (bool, error) {
 			n, _, err := codec.DecodeZBlock(val)
 			before += int64(n)
 			lo = append(lo[:0], k[len(bp):]...)
@@ -147,7 +147,10 @@ func rankBefore(v *materialize.View, db uint8, key []byte, m codec.Meta, yk []by
 		if err != nil {
 			return 0, err
 		}
-		from = append(yp[:len(yp):len(yp)], lo...)
+		from = maxKey(append(yp[:len(yp):len(yp)], lo...), from)
+	}
+	if bytes.Compare(from, yk) >= 0 {
+		return before, nil
 	}
 	err := v.Iterate(from, yk, false, func(_, _ []byte) (bool, error) {
 		before++
@@ -164,13 +167,13 @@ func rankBefore(v *materialize.View, db uint8, key []byte, m codec.Meta, yk []by
 func seekRank(v *materialize.View, db uint8, key []byte, m codec.Meta, r int64) ([]byte, error) {
 	yp := codec.KeyPrefix(codec.TagZScore, db, key)
 	n := int64(m.Count)
-	from, skip := yp, r // walk forward from `from`, skipping `skip` keys
+	from, skip := low(yp, m), r // walk forward from `from`, skipping `skip` keys
 	if m.Ranked {
 		bp := codec.KeyPrefix(codec.TagZBlock, db, key)
 		var lo []byte
 		var seen int64
 		found := false
-		err := v.IterateKeys(bp, codec.PrefixEnd(bp), func(k, val []byte) (bool, error) {
+		err := v.IterateKeys(blocksFrom(bp, m), codec.PrefixEnd(bp), func(k, val []byte) (bool, error) {
 			c, l, err := codec.DecodeZBlock(val)
 			if err != nil {
 				return false, err
@@ -188,11 +191,11 @@ func seekRank(v *materialize.View, db uint8, key []byte, m codec.Meta, r int64) 
 		if !found {
 			return nil, fmt.Errorf("rzset: rank blocks of %q end before rank %d: %w", key, r, codec.ErrCorrupt)
 		}
-		from = append(yp[:len(yp):len(yp)], lo...)
+		from = maxKey(append(yp[:len(yp):len(yp)], lo...), from)
 	} else if r >= n/2 {
 		var out []byte
 		i := n - 1
-		err := v.Iterate(yp, codec.PrefixEnd(yp), true, func(k, _ []byte) (bool, error) {
+		err := v.Iterate(from, codec.PrefixEnd(yp), true, func(k, _ []byte) (bool, error) {
 			if i == r {
 				out = append([]byte(nil), k...)
 				return false, nil
@@ -218,6 +221,16 @@ func seekRank(v *materialize.View, db uint8, key []byte, m codec.Meta, r int64) 
 		err = fmt.Errorf("rzset: score index of %q ends before rank %d: %w", key, r, codec.ErrCorrupt)
 	}
 	return out, err
+}
+
+// blocksFrom returns where a walk over the rank blocks (prefix bp) of the
+// set m starts: at the first block that may hold a member, the first whose
+// upper fence is at or above the floor. The blocks below held only members
+// now gone, and were deleted as they emptied; their keys' tombstones, and
+// the versions of every count they held, stay in the memtable until a
+// flush, and a walk from bp would step over them all.
+func blocksFrom(bp []byte, m codec.Meta) []byte {
+	return append(bp[:len(bp):len(bp)], m.Floor...)
 }
 
 // decodeY decodes a Y key (full key) and value under prefix yp into a

@@ -213,7 +213,29 @@ func check(t *testing.T, s *materialize.Store, key []byte, ref model, rng *rand.
 			t.Fatalf("step %d: ZCOUNT %v %v = %d (%v), want %d", step, q.Min, q.Max, c, err, want)
 		}
 	}
+	checkFloor(t, v, key, step)
 	return checkBlocks(t, v, key, n, step)
+}
+
+// checkFloor verifies that the set's floor is its lowest score-index
+// suffix, truncated to codec.ZFloorMax.
+func checkFloor(t *testing.T, v *materialize.View, key []byte, step int) {
+	t.Helper()
+	m, _, err := v.Meta(0, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yp := codec.KeyPrefix(codec.TagZScore, 0, key)
+	var first []byte
+	if err := v.Iterate(yp, codec.PrefixEnd(yp), false, func(k, _ []byte) (bool, error) {
+		first = bytes.Clone(k[len(yp):])
+		return false, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := first[:min(len(first), codec.ZFloorMax)]; !bytes.Equal(m.Floor, want) {
+		t.Fatalf("step %d: floor %q, lowest suffix %q", step, m.Floor, first)
+	}
 }
 
 // checkBlocks verifies the rank blocks: present exactly when the metadata

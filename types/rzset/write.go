@@ -1,6 +1,7 @@
 package rzset
 
 import (
+	"bytes"
 	"math"
 
 	"github.com/sediment-dev/sediment/codec"
@@ -37,6 +38,11 @@ func Add(v *materialize.View, db uint8, key []byte, members []Member, f Flags) (
 	}
 	cur := map[string]float64{} // scores decided by earlier members of this call
 	has := map[string]bool{}
+	type original struct {
+		score   float64
+		existed bool
+	}
+	orig := map[string]original{} // the stored state of each member changed
 	var triples [][]byte
 	for _, mem := range members {
 		old, found := cur[string(mem.Member)], has[string(mem.Member)]
@@ -64,6 +70,9 @@ func Add(v *materialize.View, db uint8, key []byte, members []Member, f Flags) (
 			}
 			res.Updated++
 			triples = append(triples, mem.Member, codec.ScoreArg(newScore), codec.ScoreArg(old))
+			if _, ok := orig[string(mem.Member)]; !ok {
+				orig[string(mem.Member)] = original{old, true}
+			}
 		} else {
 			if f.XX {
 				continue
@@ -71,27 +80,43 @@ func Add(v *materialize.View, db uint8, key []byte, members []Member, f Flags) (
 			res.Score, res.Found = newScore, true
 			res.Added++
 			triples = append(triples, mem.Member, codec.ScoreArg(newScore), nil)
+			orig[string(mem.Member)] = original{}
 		}
 		cur[string(mem.Member)], has[string(mem.Member)] = newScore, true
 	}
 	if len(triples) == 0 {
 		return res, events, nil
 	}
-	return res, append(events, addEvents(db, key, m, res.Added, triples)...), nil
+	gone := map[string]bool{}
+	var added [][]byte
+	for mem, o := range orig {
+		if o.existed {
+			gone[string(suffix(o.score, []byte(mem)))] = true
+		}
+		added = append(added, suffix(cur[mem], []byte(mem)))
+	}
+	floor, err := floorAfter(v, codec.KeyPrefix(codec.TagZScore, db, key), m, gone, added)
+	if err != nil {
+		return AddResult{}, nil, err
+	}
+	return res, append(events, addEvents(db, key, m, res.Added, triples, floor)...), nil
 }
 
 // addEvents returns the events of an OpZAdd of triples to the set m (new
-// when m.Count is 0) that adds added members: the adds, then the rank
-// blocks built when the set reaches RankOn, then the metadata.
-func addEvents(db uint8, key []byte, m codec.Meta, added int64, triples [][]byte) []codec.Event {
+// when m.Count is 0) that adds added members and leaves it with floor:
+// the adds, then the rank blocks built when the set reaches RankOn, then
+// the metadata.
+func addEvents(db uint8, key []byte, m codec.Meta, added int64, triples [][]byte, floor []byte) []codec.Event {
 	prev := m.ExpireAtMs
+	same := added == 0 && bytes.Equal(floor, m.Floor)
 	m.Count += uint64(added)
+	m.Floor = floor
 	events := []codec.Event{codec.ZAddEvent(db, key, m.Ranked, triples)}
 	if !m.Ranked && m.Count >= RankOn {
 		m.Ranked = true
 		events = append(events, codec.ZRanksEvent(db, key, true))
-	} else if added == 0 {
-		return events // scores changed: the metadata did not
+	} else if same {
+		return events // scores changed above the floor: the metadata did not
 	}
 	return append(events, codec.SetMetaEvent(db, key, m, prev))
 }
@@ -118,7 +143,8 @@ func Rem(v *materialize.View, db uint8, key []byte, members [][]byte) (int64, []
 			gone = append(gone, Member{mem, s})
 		}
 	}
-	return int64(len(gone)), append(events, remove(db, key, m, gone)...), nil
+	rm, err := remove(v, db, key, m, gone)
+	return int64(len(gone)), append(events, rm...), err
 }
 
 // pointDeleteMax is the largest set whose removal as a whole is point
@@ -127,10 +153,10 @@ const pointDeleteMax = 64
 
 // remove returns the events that take gone (distinct members of the set
 // m) out: the removals with the set's rank blocks kept or dropped, then
-// the metadata; all of them deletes the key.
-func remove(db uint8, key []byte, m codec.Meta, gone []Member) []codec.Event {
+// the metadata (its floor moved past them); all of them deletes the key.
+func remove(v *materialize.View, db uint8, key []byte, m codec.Meta, gone []Member) ([]codec.Event, error) {
 	if len(gone) == 0 {
-		return nil
+		return nil, nil
 	}
 	pairs := make([][]byte, 0, 2*len(gone))
 	for _, g := range gone {
@@ -139,18 +165,27 @@ func remove(db uint8, key []byte, m codec.Meta, gone []Member) []codec.Event {
 	prev := m.ExpireAtMs
 	if uint64(len(gone)) >= m.Count {
 		if len(gone) > pointDeleteMax {
-			return []codec.Event{codec.DelKeyEvent(db, key, codec.TypeZSet, prev)}
+			return []codec.Event{codec.DelKeyEvent(db, key, codec.TypeZSet, prev)}, nil
 		}
 		// Point deletions, so a queue that empties on every pop leaves no
 		// range tombstones over the key's prefix.
-		return []codec.Event{codec.ZRemEvent(db, key, m.Ranked, pairs), codec.DelMetaEvent(db, key, prev)}
+		return []codec.Event{codec.ZRemEvent(db, key, m.Ranked, pairs), codec.DelMetaEvent(db, key, prev)}, nil
+	}
+	set := make(map[string]bool, len(gone))
+	for _, g := range gone {
+		set[string(suffix(g.Score, g.Member))] = true
+	}
+	floor, err := floorAfter(v, codec.KeyPrefix(codec.TagZScore, db, key), m, set, nil)
+	if err != nil {
+		return nil, err
 	}
 	m.Count -= uint64(len(gone))
+	m.Floor = floor
 	if m.Ranked && m.Count < RankOff {
 		m.Ranked = false
-		return []codec.Event{codec.ZRemEvent(db, key, false, pairs), codec.ZRanksEvent(db, key, false), codec.SetMetaEvent(db, key, m, prev)}
+		return []codec.Event{codec.ZRemEvent(db, key, false, pairs), codec.ZRanksEvent(db, key, false), codec.SetMetaEvent(db, key, m, prev)}, nil
 	}
-	return []codec.Event{codec.ZRemEvent(db, key, m.Ranked, pairs), codec.SetMetaEvent(db, key, m, prev)}
+	return []codec.Event{codec.ZRemEvent(db, key, m.Ranked, pairs), codec.SetMetaEvent(db, key, m, prev)}, nil
 }
 
 // RemRange removes the members q selects (ZREMRANGEBYRANK, ZREMRANGEBYSCORE,
@@ -164,7 +199,8 @@ func RemRange(v *materialize.View, db uint8, key []byte, q Query) (int64, []code
 	if err != nil {
 		return 0, nil, err
 	}
-	return int64(len(gone)), append(events, remove(db, key, m, gone)...), nil
+	rm, err := remove(v, db, key, m, gone)
+	return int64(len(gone)), append(events, rm...), err
 }
 
 // Pop removes and returns up to count members with the lowest scores, or
@@ -179,7 +215,8 @@ func Pop(v *materialize.View, db uint8, key []byte, max bool, count int64) ([]Me
 	if err != nil {
 		return nil, false, nil, err
 	}
-	return got, true, append(events, remove(db, key, m, got)...), nil
+	rm, err := remove(v, db, key, m, got)
+	return got, true, append(events, rm...), err
 }
 
 // Store writes members (distinct) as the sorted set dst, replacing any key
@@ -197,8 +234,13 @@ func Store(v *materialize.View, db uint8, dst []byte, members []Member) ([]codec
 		return events, nil
 	}
 	triples := make([][]byte, 0, 3*len(members))
+	var floor []byte
 	for _, mem := range members {
 		triples = append(triples, mem.Member, codec.ScoreArg(mem.Score), nil)
+		if s := suffix(mem.Score, mem.Member); floor == nil || bytes.Compare(s, floor) < 0 {
+			floor = s
+		}
 	}
-	return append(events, addEvents(db, dst, codec.Meta{Type: codec.TypeZSet}, int64(len(members)), triples)...), nil
+	floor = floor[:min(len(floor), codec.ZFloorMax)]
+	return append(events, addEvents(db, dst, codec.Meta{Type: codec.TypeZSet}, int64(len(members)), triples, floor)...), nil
 }
