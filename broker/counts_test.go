@@ -1005,7 +1005,8 @@ func (g *countsRun) read() *countsStore {
 					return false, fmt.Errorf("meta key %q with a suffix", k)
 				}
 				m, err := codec.DecodeMeta(val)
-				m.Value = slices.Clone(m.Value) // aliases the iterator's buffer
+				m.Value = slices.Clone(m.Value) // Value and Floor alias the iterator's buffer
+				m.Floor = slices.Clone(m.Floor)
 				s.meta[ck] = m
 				return true, err
 			case codec.TagHash:
