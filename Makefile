@@ -6,7 +6,7 @@ FUZZ     ?= FuzzDecodeKey
 FUZZTIME ?= 30s
 FUZZPKG  ?= ./codec
 
-.PHONY: all help run build churnbench test test-short fuzz bench bench-rb bench-large bench-churn bench-blocked bench-groups lint clean
+.PHONY: all help run build churnbench zrankbench test test-short fuzz bench bench-rb bench-large bench-churn bench-blocked bench-groups bench-zset lint clean
 
 all: help
 
@@ -15,7 +15,7 @@ help:
 	@echo "make test        run every test with -race (differential tests need redis-server on PATH)"
 	@echo "make test-short  skip the slow tests"
 	@echo "make fuzz        FUZZ=FuzzID FUZZPKG=./codec FUZZTIME=30s"
-	@echo "make bench       bench-rb, bench-large, bench-churn, bench-blocked, then bench-groups (long: see docs/perf.md)"
+	@echo "make bench       bench-rb, bench-large, bench-churn, bench-blocked, bench-groups, then bench-zset (long: see docs/perf.md)"
 	@echo "make bench-rb    redis-benchmark against Sediment and redis-server, side by side"
 	@echo "make bench-large SET, HSET, XADD, GET of 1, 10, 100 KB values, with disk bytes per value byte"
 	@echo "make bench-churn churn workloads (capped streams, acked PELs, XDEL queues) against both"
@@ -24,8 +24,11 @@ help:
 	@echo "                 BLOCKED_N=2000 BLOCKED_WORKERS=\"10 100 1000\" BLOCKED_ROUNDS=1 (the defaults)"
 	@echo "make bench-groups   consumer groups end to end: producers XADD, consumers XREADGROUP + XACK, against both"
 	@echo "                 GROUPS_N=200000 GROUPS_RATE=20000 GROUPS_DURATION=10 GROUPS_PRODUCERS=4 GROUPS_CONSUMERS=4 (the defaults)"
+	@echo "make bench-zset  sorted-set reads (ZRANK, ZRANGE by rank, ZCOUNT, ZSCORE) on one large set, against both"
+	@echo "                 ZSET_SIZES=\"10000 1000000\" ZSET_CALLS=2000 (the defaults)"
 	@echo "make build       build bin/sediment"
 	@echo "make churnbench  build bin/churnbench, the churn load generator"
+	@echo "make zrankbench  build bin/zrankbench, the sorted-set read benchmark"
 	@echo "make lint        go vet + gofmt check"
 
 run:
@@ -54,8 +57,12 @@ churnbench:
 	@echo "> building bin/churnbench"
 	$(GO) build -trimpath -o bin/churnbench ./cmd/churnbench
 
-bench: build churnbench
-	@echo "> benchmarking against redis-server (redis-benchmark, large values, churn, blocked, then groups)"
+zrankbench:
+	@echo "> building bin/zrankbench"
+	$(GO) build -trimpath -o bin/zrankbench ./cmd/zrankbench
+
+bench: build churnbench zrankbench
+	@echo "> benchmarking against redis-server (redis-benchmark, large values, churn, blocked, groups, then sorted sets)"
 	./scripts/bench.sh all
 
 bench-rb: build
@@ -77,6 +84,10 @@ bench-blocked: build churnbench
 bench-groups: build churnbench
 	@echo "> benchmarking against redis-server (consumer groups end to end)"
 	./scripts/bench.sh groups
+
+bench-zset: build zrankbench
+	@echo "> benchmarking against redis-server (sorted-set reads by rank)"
+	./scripts/bench.sh zset
 
 lint:
 	$(GO) vet ./...

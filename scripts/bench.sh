@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # scripts/bench.sh — Sediment against redis-server, side by side.
 #
-#   scripts/bench.sh [all|redis-benchmark|large|churn|blocked|groups]      (default: all)
+#   scripts/bench.sh [all|redis-benchmark|large|churn|blocked|groups|zset]      (default: all)
 #
-# `make bench` builds bin/sediment and bin/churnbench and runs every part
-# (all); `make bench-rb` runs only the redis-benchmark part, `make
-# bench-large` only the large part, `make bench-churn` only the churn part,
-# `make bench-blocked` only the blocked part and `make bench-groups` only
-# the groups part. The script starts Sediment and a
+# `make bench` builds bin/sediment, bin/churnbench and bin/zrankbench and
+# runs every part (all); `make bench-rb` runs only the redis-benchmark
+# part, `make bench-large` only the large part, `make bench-churn` only the
+# churn part, `make bench-blocked` only the blocked part, `make
+# bench-groups` only the groups part and `make bench-zset` only the zset
+# part. The script starts Sediment and a
 # redis-server with comparable durability (AOF, appendfsync everysec, no RDB
 # snapshots) on free loopback ports, each with a fresh temp data dir, then:
 #
@@ -59,6 +60,15 @@
 # entry. Every entry must be received exactly once and acknowledged, and
 # XPENDING must count 0 at the end, or the run fails.
 #
+# zset: for each size in ZSET_SIZES, runs bin/zrankbench (cmd/zrankbench)
+# against both servers: it fills a sorted set of that many members (member
+# m:<i> of score i, added in a random order), then one client times
+# ZSET_CALLS calls, one at a time, of ZRANK, ZRANGE by rank (head, tail,
+# middle, random), ZCOUNT (whole set, random range) and ZSCORE, alternating
+# the servers command by command. It prints each server's mean, median and
+# p99 round trip and CPU µs per call, and the ratios sediment / redis of
+# the mean and of the CPU. Every reply is checked.
+#
 # Environment:
 #   BENCH_N          requests per redis-benchmark run (default 100000)
 #   ROUNDS           rounds; the median per server is reported (default 3)
@@ -82,8 +92,11 @@
 #   GROUPS_DURATION  seconds of the groups rate run (default 10)
 #   GROUPS_PRODUCERS producer connections of the groups part (default 4)
 #   GROUPS_CONSUMERS consumer connections of the groups part (default 4)
+#   ZSET_SIZES       sorted-set sizes, one zset run each (default "10000 1000000")
+#   ZSET_CALLS       timed calls per command and server in the zset part (default 2000)
 #   SEDIMENT_BIN     the Sediment binary (default bin/sediment)
 #   CHURNBENCH_BIN   the churn load generator (default bin/churnbench)
+#   ZRANKBENCH_BIN   the sorted-set read benchmark (default bin/zrankbench)
 #
 # Only loopback addresses are used. Both servers are stopped on exit.
 set -euo pipefail
@@ -109,6 +122,9 @@ GROUPS_PRODUCERS=${GROUPS_PRODUCERS:-4}
 GROUPS_CONSUMERS=${GROUPS_CONSUMERS:-4}
 SEDIMENT_BIN=${SEDIMENT_BIN:-bin/sediment}
 CHURNBENCH_BIN=${CHURNBENCH_BIN:-bin/churnbench}
+ZRANKBENCH_BIN=${ZRANKBENCH_BIN:-bin/zrankbench}
+ZSET_SIZES=${ZSET_SIZES:-10000 1000000}
+ZSET_CALLS=${ZSET_CALLS:-2000}
 LARGE_BYTES=${LARGE_BYTES:-300000000}
 LARGE_SIZES=${LARGE_SIZES:-1000 10000 100000}
 HOST=127.0.0.1
@@ -118,11 +134,11 @@ die() { echo "bench: $*" >&2; exit 1; }
 log() { echo "bench: $*" >&2; }
 
 MODE=${1:-all}
-(($# <= 1)) || die "usage: $0 [all|redis-benchmark|large|churn|blocked|groups]"
+(($# <= 1)) || die "usage: $0 [all|redis-benchmark|large|churn|blocked|groups|zset]"
 case $MODE in
-  all) PARTS=(redis-benchmark large churn blocked groups) ;;
-  redis-benchmark | large | churn | blocked | groups) PARTS=("$MODE") ;;
-  *) die "unknown part '$MODE' (usage: $0 [all|redis-benchmark|large|churn|blocked|groups])" ;;
+  all) PARTS=(redis-benchmark large churn blocked groups zset) ;;
+  redis-benchmark | large | churn | blocked | groups | zset) PARTS=("$MODE") ;;
+  *) die "unknown part '$MODE' (usage: $0 [all|redis-benchmark|large|churn|blocked|groups|zset])" ;;
 esac
 has_part() { [[ " ${PARTS[*]} " == *" $1 "* ]]; }
 
@@ -187,6 +203,17 @@ if has_part blocked; then
     ulimit -Sn "$need" || die "cannot raise the open-file limit (ulimit -n) from $soft to $need"
     log "raised the open-file limit (ulimit -n) from $soft to $need for $BLOCKED_MAX_W workers"
   fi
+fi
+if has_part zset; then
+  [[ -x $ZRANKBENCH_BIN ]] || die "$ZRANKBENCH_BIN not found: run 'make zrankbench' (or 'make bench-zset')"
+  [[ $ZSET_CALLS =~ ^[1-9][0-9]*$ ]] || die "ZSET_CALLS must be a positive integer, got '$ZSET_CALLS'"
+  read -ra ZSET_NS <<<"$ZSET_SIZES"
+  ((${#ZSET_NS[@]} > 0)) || die "ZSET_SIZES is empty"
+  for n in "${ZSET_NS[@]}"; do
+    if ! [[ $n =~ ^[1-9][0-9]*$ ]] || ((n < 10)); then
+      die "ZSET_SIZES: '$n' is not an integer of at least 10"
+    fi
+  done
 fi
 if has_part groups; then
   for v in GROUPS_N GROUPS_RATE GROUPS_DURATION GROUPS_PRODUCERS GROUPS_CONSUMERS; do
@@ -870,6 +897,39 @@ groups_part() {
   groups_report "$sed_csv" "$red_csv"
 }
 
+# ---------------------------------------------------------------- zset
+
+# zset_part runs bin/zrankbench for each ZSET_SIZES size against both
+# servers (it alternates them command by command) and prints its tables.
+zset_part() {
+  local n limit LOAD_BEFORE LOAD_AFTER START ELAPSED
+  log "zset: sizes=${ZSET_NS[*]} calls=$ZSET_CALLS"
+  LOAD_BEFORE=$(loadavg)
+  START=$SECONDS
+  for n in "${ZSET_NS[@]}"; do
+    log "zset: n=$n (fill, then $ZSET_CALLS calls per command and server)"
+    limit=$((300 + n / 5000 + ZSET_CALLS / 10))
+    if ! timeout "$limit" "$ZRANKBENCH_BIN" -addr "$HOST:$SED_PORT,$HOST:$RED_PORT" -name sediment,redis \
+      -pid "$SED_PID,$RED_PID" -n "$n" -calls "$ZSET_CALLS" >"$WORK/zset-$n.out"; then
+      cat "$WORK/zset-$n.out" >&2
+      die "zrankbench failed or timed out (n=$n)"
+    fi
+  done
+  ELAPSED=$((SECONDS - START))
+  LOAD_AFTER=$(loadavg)
+  log "zset runs took ${ELAPSED}s"
+
+  echo
+  echo "zset: sorted-set reads by rank and score on one set, one client, unpipelined (cmd/zrankbench)"
+  echo "sediment ${SED_VERSION:-?} vs redis-server ${RED_VERSION:-?}, appendfsync everysec on both"
+  echo "$(nproc 2>/dev/null || echo '?') CPUs; load average before: $LOAD_BEFORE, after: $LOAD_AFTER; runs took ${ELAPSED}s"
+  echo "mean 1/2, cpu 1/2 = sediment / redis (above 1: sediment is slower)"
+  for n in "${ZSET_NS[@]}"; do
+    echo
+    cat "$WORK/zset-$n.out"
+  done
+}
+
 # ---------------------------------------------------------------- main
 
 for part in "${PARTS[@]}"; do
@@ -879,5 +939,6 @@ for part in "${PARTS[@]}"; do
     churn) churn_part ;;
     blocked) blocked_part ;;
     groups) groups_part ;;
+    zset) zset_part ;;
   esac
 done
