@@ -125,20 +125,42 @@ func Rank(v *materialize.View, db uint8, key, member []byte, rev bool) (int64, b
 	return r, err == nil, err
 }
 
+// tailWalk is how far from the end of a set with rank blocks a rank is
+// found by walking back from its last member, before the blocks are summed
+// from its start: leaderboards read their top (ZREVRANK of the leaders,
+// ZRANGE -10 -1), where a walk of a few keys beats a seek per block.
+const tailWalk = 256
+
 // rankBefore returns the number of score-index keys of the set below yk.
 // Without rank blocks it counts them (fewer than RankOn members); with
-// them it sums the counts of the blocks wholly below yk (each ends at or
-// below it) and counts within the block that holds yk:
-// O(N/ZBlockMerge + ZBlockMax).
+// them it first walks back from the last member up to tailWalk keys, then
+// sums the counts of the blocks wholly below yk (each ends at or below it)
+// and counts within the block that holds yk: O(N/ZBlockMerge + ZBlockMax).
 func rankBefore(v *materialize.View, db uint8, key []byte, m codec.Meta, yk []byte) (int64, error) {
 	yp := codec.KeyPrefix(codec.TagZScore, db, key)
 	from := low(yp, m)
 	var before int64
 	if m.Ranked {
+		var above int64 // keys at or above yk seen from the end
+		found := false
+		err := v.Iterate(from, codec.PrefixEnd(yp), true, func(k, _ []byte) (bool, error) {
+			if bytes.Compare(k, yk) < 0 {
+				found = true
+				return false, nil
+			}
+			above++
+			return above < tailWalk, nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		if found || above < tailWalk { // reached a key below yk, or the start
+			return int64(m.Count) - above, nil
+		}
 		bp := codec.KeyPrefix(codec.TagZBlock, db, key)
 		upper := append(append(bp[:len(bp):len(bp)], yk[len(yp):]...), 0)
 		var lo []byte // the upper fence of the last block below yk
-		err := v.IterateKeys(blocksFrom(bp, m), upper, func(k, val []byte) (bool, error) {
+		err = v.IterateKeys(blocksFrom(bp, m), upper, func(k, val []byte) (bool, error) {
 			n, _, err := codec.DecodeZBlock(val)
 			before += int64(n)
 			lo = append(lo[:0], k[len(bp):]...)
@@ -168,6 +190,9 @@ func seekRank(v *materialize.View, db uint8, key []byte, m codec.Meta, r int64) 
 	yp := codec.KeyPrefix(codec.TagZScore, db, key)
 	n := int64(m.Count)
 	from, skip := low(yp, m), r // walk forward from `from`, skipping `skip` keys
+	if m.Ranked && r >= n-tailWalk {
+		return walkBack(v, yp, from, key, n-1-r)
+	}
 	if m.Ranked {
 		bp := codec.KeyPrefix(codec.TagZBlock, db, key)
 		var lo []byte
@@ -193,20 +218,7 @@ func seekRank(v *materialize.View, db uint8, key []byte, m codec.Meta, r int64) 
 		}
 		from = maxKey(append(yp[:len(yp):len(yp)], lo...), from)
 	} else if r >= n/2 {
-		var out []byte
-		i := n - 1
-		err := v.Iterate(from, codec.PrefixEnd(yp), true, func(k, _ []byte) (bool, error) {
-			if i == r {
-				out = append([]byte(nil), k...)
-				return false, nil
-			}
-			i--
-			return true, nil
-		})
-		if err == nil && out == nil {
-			err = fmt.Errorf("rzset: score index of %q ends before rank %d: %w", key, r, codec.ErrCorrupt)
-		}
-		return out, err
+		return walkBack(v, yp, from, key, n-1-r)
 	}
 	var out []byte
 	err := v.Iterate(from, codec.PrefixEnd(yp), false, func(k, _ []byte) (bool, error) {
@@ -219,6 +231,24 @@ func seekRank(v *materialize.View, db uint8, key []byte, m codec.Meta, r int64) 
 	})
 	if err == nil && out == nil {
 		err = fmt.Errorf("rzset: score index of %q ends before rank %d: %w", key, r, codec.ErrCorrupt)
+	}
+	return out, err
+}
+
+// walkBack returns the score-index key skip keys before the last one,
+// walking back from the end of the index yp (down to from).
+func walkBack(v *materialize.View, yp, from, key []byte, skip int64) ([]byte, error) {
+	var out []byte
+	err := v.Iterate(from, codec.PrefixEnd(yp), true, func(k, _ []byte) (bool, error) {
+		if skip == 0 {
+			out = append([]byte(nil), k...)
+			return false, nil
+		}
+		skip--
+		return true, nil
+	})
+	if err == nil && out == nil {
+		err = fmt.Errorf("rzset: score index of %q ends before the rank asked: %w", key, codec.ErrCorrupt)
 	}
 	return out, err
 }
