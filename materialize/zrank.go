@@ -263,6 +263,9 @@ func zBlockRemove(b *pebble.Batch, db uint8, key, yk []byte) error {
 		return fmt.Errorf("materialize: rank block of a removed member is empty: %w", codec.ErrCorrupt)
 	}
 	bl.n--
+	if bl.n >= ZBlockMerge {
+		return bl.put(b, bp) // too full to merge with any neighbour
+	}
 	// The block before ends at bl.lo, the one after is the first above
 	// bl.hi: forward seeks both.
 	var prev, next zBlock
