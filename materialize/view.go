@@ -210,6 +210,48 @@ func (v *View) IterateKeys(lower, upper []byte, fn func(k, val []byte) (bool, er
 	return it.Close()
 }
 
+// versionStepMax is how many internal steps one step of
+// IterateCheapSteps may cost before it seeks instead.
+const versionStepMax = 8
+
+// IterateCheapSteps is IterateKeys for a range of many keys of which only
+// some are rewritten often (a large sorted set's rank blocks): it steps
+// from key to key, which costs a fraction of a seek, until one step costs
+// more than versionStepMax internal steps (a key with many versions in the
+// memtable), and from then on seeks past each key as IterateKeys does. A
+// walk over k keys costs at most k steps plus versionStepMax internal
+// steps before it turns to seeks.
+func (v *View) IterateCheapSteps(lower, upper []byte, fn func(k, val []byte) (bool, error)) error {
+	it, err := v.r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	seek := false
+	var next []byte
+	for valid := it.First(); valid; {
+		more, err := fn(it.Key(), it.Value())
+		if err != nil || !more {
+			v.iters.record(it)
+			it.Close()
+			return err
+		}
+		if seek {
+			next = append(append(next[:0], it.Key()...), 0)
+			valid = it.SeekGE(next)
+			continue
+		}
+		before := it.Stats().ForwardStepCount[pebble.InternalIterCall]
+		valid = it.Next()
+		seek = it.Stats().ForwardStepCount[pebble.InternalIterCall]-before > versionStepMax
+	}
+	v.iters.record(it)
+	if err := it.Error(); err != nil {
+		it.Close()
+		return err
+	}
+	return it.Close()
+}
+
 func step(it *pebble.Iterator, reverse bool) bool {
 	if reverse {
 		return it.Prev()

@@ -160,7 +160,7 @@ func rankBefore(v *materialize.View, db uint8, key []byte, m codec.Meta, yk []by
 		bp := codec.KeyPrefix(codec.TagZBlock, db, key)
 		upper := append(append(bp[:len(bp):len(bp)], yk[len(yp):]...), 0)
 		var lo []byte // the upper fence of the last block below yk
-		err = v.IterateKeys(blocksFrom(bp, m), upper, func(k, val []byte) (bool, error) {
+		err = v.IterateCheapSteps(blocksFrom(bp, m), upper, func(k, val []byte) (bool, error) {
 			n, _, err := codec.DecodeZBlock(val)
 			before += int64(n)
 			lo = append(lo[:0], k[len(bp):]...)
@@ -183,9 +183,10 @@ func rankBefore(v *materialize.View, db uint8, key []byte, m codec.Meta, yk []by
 
 // seekRank returns the score-index key at rank r (0 <= r < Count) in
 // ascending order. Without rank blocks it walks from the nearer end; with
-// them it sums block counts from the first block (forward seeks only: a
-// block key is rewritten on every change, and a reverse step walks its
-// versions still in the memtable), then walks within one block.
+// them it sums block counts forward from the block holding the floor
+// (View.IterateCheapSteps: a block key is rewritten on every change, and
+// its versions still in the memtable must not be walked), then walks
+// within one block.
 func seekRank(v *materialize.View, db uint8, key []byte, m codec.Meta, r int64) ([]byte, error) {
 	yp := codec.KeyPrefix(codec.TagZScore, db, key)
 	n := int64(m.Count)
@@ -198,7 +199,7 @@ func seekRank(v *materialize.View, db uint8, key []byte, m codec.Meta, r int64) 
 		var lo []byte
 		var seen int64
 		found := false
-		err := v.IterateKeys(blocksFrom(bp, m), codec.PrefixEnd(bp), func(k, val []byte) (bool, error) {
+		err := v.IterateCheapSteps(blocksFrom(bp, m), codec.PrefixEnd(bp), func(k, val []byte) (bool, error) {
 			c, l, err := codec.DecodeZBlock(val)
 			if err != nil {
 				return false, err
