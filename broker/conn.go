@@ -44,6 +44,8 @@ type conn struct {
 	// used by one command at a time, on this goroutine or, inside EXEC, on
 	// the writer while this goroutine waits.
 	replyScratch []byte
+	// viewBuf holds the read view of the command running (exec.view).
+	viewBuf materialize.View
 
 	mu      sync.Mutex // guards name, closing and read deadlines; db for readers other than the connection goroutine
 	name    string
@@ -191,7 +193,12 @@ func (c *conn) execute(args [][]byte) {
 		return
 	}
 	x := &exec{c: c, cmd: cmd, args: args}
-	if err := cmd.run(x); err != nil {
+	err := x.run()
+	x.releaseViews(0)
+	x.rvMu.Lock()
+	x.ended = true
+	x.rvMu.Unlock()
+	if err != nil {
 		if len(c.pending) > 0 { // keep the request order behind submitted writes
 			c.pending = append(c.pending, &pendingReply{cmd: cmd.name, err: err})
 			return
@@ -206,6 +213,22 @@ type exec struct {
 	cmd  *cmdSpec
 	args [][]byte
 	tx   *txnCtx // inside EXEC, or nil
+
+	// rv is the command's read view (view). A write ends it (later reads
+	// see the write): done holds the views ended before the command did,
+	// closed with rv when it ends. eager: views pin their Pebble state at
+	// their first read (after a write, in a blocked command's tries, in a
+	// run again after ErrStateMoved). replied counts the reply bytes the
+	// command wrote (countingSink). A blocked command's tries run on the
+	// waker's goroutine: rvMu orders them with the command's own reads.
+	rvMu    sync.Mutex
+	rv      *materialize.View
+	done    []*materialize.View
+	eager   bool
+	wrote   bool
+	ended   bool // views made after the command ended are the store's live View
+	bufUsed bool // the connection's view buffer holds one of the command's views
+	replied int
 }
 
 // w returns the reply writer.
@@ -218,7 +241,12 @@ func (x *exec) w() *redcon.Writer {
 
 // reply returns a protocol-neutral writer of the reply (command/reply),
 // rendering into w().
-func (x *exec) reply() reply.Writer { return reply.NewScratch(x.w(), &x.c.replyScratch) }
+func (x *exec) reply() reply.Writer {
+	if x.tx != nil {
+		return reply.NewScratch(x.w(), &x.c.replyScratch)
+	}
+	return reply.NewScratch(countingSink{x}, &x.c.replyScratch)
+}
 
 // db returns the connection's selected database (logical: SELECT's number).
 func (x *exec) db() uint8 { return x.c.db }
@@ -233,13 +261,116 @@ func (x *exec) storageDB() uint8 {
 	return x.c.s.store.StorageDB(x.c.db)
 }
 
-// view returns a read View of the latest committed state (inside EXEC: of
-// the transaction so far).
+// view returns the command's read View: one committed state, the latest
+// at its first read, for all its reads until it writes, blocks or ends
+// (materialize.Store.ReadView); inside EXEC, the transaction's so far.
 func (x *exec) view() *materialize.View {
 	if x.tx != nil {
 		return x.tx.tx.View()
 	}
-	return x.c.s.store.View()
+	x.rvMu.Lock()
+	defer x.rvMu.Unlock()
+	switch {
+	case x.ended:
+		return x.c.s.store.View()
+	case x.rv != nil:
+	case !x.bufUsed:
+		// The command's first view; a blocked command's tries (x.eager
+		// by then) and later views allocate theirs.
+		x.bufUsed = true
+		x.rv = x.c.s.store.ReadViewIn(&x.c.viewBuf, x.eager)
+	default:
+		x.rv = x.c.s.store.ReadViewIn(new(materialize.View), x.eager)
+	}
+	return x.rv
+}
+
+// endView ends the current read view (the next is a new state); it stays
+// usable until closeViews.
+func (x *exec) endView() {
+	x.rvMu.Lock()
+	defer x.rvMu.Unlock()
+	if x.rv != nil {
+		x.done = append(x.done, x.rv)
+		x.rv = nil
+	}
+}
+
+// releaseViews closes the Pebble state of the command's read views, before
+// it waits or when it ends (views, from: the first of them to forget). A
+// view used again reads a new state (materialize.View.Close).
+func (x *exec) releaseViews(from int) {
+	x.rvMu.Lock()
+	defer x.rvMu.Unlock()
+	if x.rv != nil {
+		x.rv.Close()
+		if len(x.done) < from { // listed at len(x.done): keep it
+			x.done = append(x.done, x.rv)
+		}
+		x.rv = nil
+	}
+	for i := range x.done {
+		x.done[i].Close()
+	}
+	if from < len(x.done) {
+		clear(x.done[from:])
+		x.done = x.done[:from]
+	}
+}
+
+// views returns how many read views the command has made.
+func (x *exec) views() int {
+	x.rvMu.Lock()
+	defer x.rvMu.Unlock()
+	if x.rv != nil {
+		x.done = append(x.done, x.rv)
+		x.rv = nil
+	}
+	return len(x.done)
+}
+
+// wrote records that the command submitted a write: its later reads see
+// it (a new view) and are not run again (eager).
+func (x *exec) markWrote() {
+	x.endView()
+	x.rvMu.Lock()
+	x.wrote, x.eager = true, true
+	x.rvMu.Unlock()
+}
+
+// countingSink counts the reply bytes a command writes, so that a run that
+// met materialize.ErrStateMoved can take them back (retryRead).
+type countingSink struct{ x *exec }
+
+func (s countingSink) WriteRaw(b []byte) {
+	s.x.replied += len(b)
+	s.x.w().WriteRaw(b)
+}
+
+// run runs the command, and runs it once more, with a view pinned at once,
+// if its read view's state moved (materialize.ErrStateMoved) before it
+// wrote anything: its reply so far is taken back.
+func (x *exec) run() error {
+	err := x.cmd.run(x)
+	if x.tx != nil || !errors.Is(err, materialize.ErrStateMoved) {
+		return err
+	}
+	x.releaseViews(0)
+	if x.wrote {
+		return err
+	}
+	if x.replied > 0 {
+		buf := x.c.w.Buffer()
+		if len(buf) < x.replied {
+			return err // flushed: cannot take back
+		}
+		x.c.w.SetBuffer(buf[:len(buf)-x.replied])
+		x.replied = 0
+	}
+	x.c.s.stats.readRetries.Add(1)
+	x.eager = true
+	x.bufUsed = false // the first run's views are gone with it
+	return x.cmd.run(x)
 }
 
 // inTxn reports whether the command runs inside EXEC: it must not block,
@@ -254,6 +385,9 @@ func (x *exec) inTxn() bool { return x.tx != nil }
 // pipeline thus share commit groups instead of waiting for one another.
 // The request must be pipelined (a write that cannot block).
 func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error), reply func()) error {
+	if x.tx == nil {
+		x.markWrote()
+	}
 	if x.tx != nil {
 		if err := x.tx.write(decide); err != nil {
 			return err
@@ -278,6 +412,7 @@ func (x *exec) write(decide func(v *materialize.View) ([]codec.Event, error)) er
 	if x.tx != nil {
 		return x.tx.write(decide)
 	}
+	x.markWrote()
 	var events []codec.Event
 	seq, err := x.c.s.store.Write(func(v *materialize.View) ([]codec.Event, error) {
 		evs, err := decide(v)

@@ -98,6 +98,7 @@ type stats struct {
 	commands      atomic.Int64
 	rejected      atomic.Int64
 	blocked       atomic.Int64
+	readRetries   atomic.Int64 // commands run again after materialize.ErrStateMoved
 }
 
 // New opens the store, connects to (or starts) NATS and returns a Server

@@ -266,6 +266,9 @@ func runInfo(x *exec) error {
 		groups, records := s.store.GroupStats()
 		kv("sediment_commit_groups", groups)
 		kv("sediment_commit_records", records)
+		// Read commands run again because a commit began between their
+		// first (cached) read and their first Pebble read (ReadView).
+		kv("sediment_read_retries", s.stats.readRetries.Load())
 	})
 	section("keyspace", func() {
 		v := x.view()

@@ -39,11 +39,19 @@ func (r execRuntime) Block(keys [][]byte, timeout time.Duration, try func() bool
 	if err := x.c.flush(); err != nil {
 		return false, err
 	}
+	mark := x.views()
+	x.releaseViews(mark) // each try reads the state after its wake
+	x.rvMu.Lock()
+	x.eager = true // a try cannot be run again
+	x.rvMu.Unlock()
 	bw := x.c.newBlockWait()
 	bw.arm()
 	stop := x.c.watchClose()
 	x.c.s.stats.blocked.Add(1)
-	_, ok := x.c.s.wake.reg.block(bw.ctx, x.waitKeys(keys), timeout, try)
+	_, ok := x.c.s.wake.reg.block(bw.ctx, x.waitKeys(keys), timeout, func() bool {
+		defer x.releaseViews(mark)
+		return try()
+	})
 	x.c.s.stats.blocked.Add(-1)
 	stop()
 	return ok, bw.end(ok)
@@ -77,6 +85,7 @@ func (r execRuntime) WriteBlock(decide func(v *materialize.View) ([]codec.Event,
 	if w == nil {
 		return false, false, nil
 	}
+	x.releaseViews(x.views())
 	bw.arm()
 	served, err = x.waitConsumer(w, timeout)
 	if err == nil {

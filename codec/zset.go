@@ -137,9 +137,13 @@ func ZRemEvent(db uint8, key []byte, ranked bool, pairs [][]byte) Event {
 }
 
 // ZRanksEvent builds an OpZRanks event: on builds the set's rank blocks
-// from its score index, off drops them.
-func ZRanksEvent(db uint8, key []byte, on bool) Event {
-	return Event{Op: OpZRanks, DB: db, Key: key, Args: [][]byte{rankedArg(on)}}
+// from its score index, off drops them. floor is the set's floor once the
+// record has applied (Meta.Floor, at most ZFloorMax bytes): both walk from
+// it, not over the tombstones of the members popped below it. (Records
+// written before the floor argument have only the first: their walks start
+// at the prefix.)
+func ZRanksEvent(db uint8, key []byte, on bool, floor []byte) Event {
+	return Event{Op: OpZRanks, DB: db, Key: key, Args: [][]byte{rankedArg(on), floor}}
 }
 
 func rankedArg(on bool) []byte {

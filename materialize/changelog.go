@@ -486,7 +486,7 @@ func (s *Store) replay(from, to uint64) error {
 		if err := s.db.Apply(b, pebble.NoSync); err != nil {
 			return err
 		}
-		s.publish(events)
+		s.publish(events, seq)
 		events = events[:0]
 		s.seq = seq
 		return nil

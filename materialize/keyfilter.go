@@ -36,6 +36,11 @@ type keyFilter struct {
 	capacity int64
 	created  atomic.Int64 // keys added by the writer since the filter was made
 	ready    atomic.Bool  // the scan of existing keys has completed
+	// from is a committed sequence no earlier than the state its scan
+	// read (set before ready): it holds every key of every state from it
+	// on, but may lack keys deleted before, which a read view pinned to
+	// an earlier state must look up (View.filterAbsent).
+	from uint64
 }
 
 const (
@@ -96,10 +101,11 @@ type keyFilters struct {
 	rebuilding atomic.Bool
 }
 
-// absent reports whether (db, key) certainly has no metadata.
-func (fs *keyFilters) absent(db uint8, key []byte) bool {
+// absent reports whether (db, key) certainly has no metadata in every
+// state from committed sequence seq on.
+func (fs *keyFilters) absent(db uint8, key []byte, seq uint64) bool {
 	f := fs.cur.Load()
-	return f != nil && f.ready.Load() && !f.mayContain(db, key)
+	return f != nil && f.ready.Load() && f.from <= seq && !f.mayContain(db, key)
 }
 
 // created records a key the writer is creating (staged, not yet
@@ -117,14 +123,18 @@ func (fs *keyFilters) created(db uint8, key []byte) bool {
 	return f.created.Add(1) > f.capacity
 }
 
-// fill adds every stored key (T keys) of r to f, stopping early when stop
-// is closed (false then).
-func fillKeyFilter(r pebble.Reader, f *keyFilter, stop <-chan struct{}) (bool, error) {
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte{byte(codec.TagMeta)}, UpperBound: []byte{byte(codec.TagMeta) + 1}})
+// fillKeyFilter adds every stored key (T keys) of s to f, stopping early
+// when s stops (false then), and sets f.from.
+func fillKeyFilter(s *Store, f *keyFilter) (bool, error) {
+	stop := s.stop
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{byte(codec.TagMeta)}, UpperBound: []byte{byte(codec.TagMeta) + 1}})
 	if err != nil {
 		return false, err
 	}
 	defer it.Close()
+	// No group began its commit after this load: it is at least the
+	// iterator's state.
+	f.from = s.applying.Load()
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if n++; n%4096 == 0 {
@@ -147,7 +157,7 @@ func fillKeyFilter(r pebble.Reader, f *keyFilter, stop <-chan struct{}) (bool, e
 // runs once, in the background, from Open.
 func (s *Store) fillFilter(f *keyFilter) {
 	defer s.wg.Done()
-	ok, err := fillKeyFilter(s.db, f, s.stop)
+	ok, err := fillKeyFilter(s, f)
 	if err != nil {
 		s.opts.Logger.Warn("key filter: scan failed; absent keys are looked up", "err", err)
 		return
@@ -176,7 +186,7 @@ func (s *Store) rebuildFilter() {
 	if onWriter(func() { s.filters.next.Store(nf) }) != nil {
 		return
 	}
-	ok, err := fillKeyFilter(s.db, nf, s.stop)
+	ok, err := fillKeyFilter(s, nf)
 	if err != nil || !ok {
 		if err != nil {
 			s.opts.Logger.Warn("key filter: rebuild failed", "err", err)

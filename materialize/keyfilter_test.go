@@ -112,7 +112,7 @@ func TestKeyFilterReopenAndRebuild(t *testing.T) {
 	answered := 0
 	for i := 0; i < 1000; i++ {
 		k := fmt.Appendf(nil, "absent:%d", i)
-		if s.filters.absent(0, k) {
+		if s.filters.absent(0, k, ^uint64(0)) {
 			answered++
 		}
 		if _, ok, _ := v.Meta(0, k); ok {

@@ -32,6 +32,10 @@ type metaShard struct {
 type cachedMeta struct {
 	meta   codec.Meta
 	exists bool
+	// seq is the committed sequence the entry is known to hold at: the
+	// group that set it, or the last one committed when the writer read
+	// it. A read view pinned to an earlier state must not use it.
+	seq uint64
 	// noValue: a string too large to cache (metaCacheMaxValue); meta has
 	// its type and TTL, a nil Value, and a read that needs the value goes
 	// to Pebble.
@@ -82,15 +86,16 @@ func (c *metaCache) get(db uint8, key []byte) (cachedMeta, bool) {
 	return cachedMeta{}, false
 }
 
-// put caches m (exists false: the key is absent). Only the writer calls it.
-// m.Value must not alias memory that changes later.
-func (c *metaCache) put(db uint8, key []byte, m codec.Meta, exists bool) {
+// put caches m (exists false: the key is absent) as of committed sequence
+// seq. Only the writer calls it. m.Value must not alias memory that changes
+// later.
+func (c *metaCache) put(db uint8, key []byte, m codec.Meta, exists bool, seq uint64) {
 	s := c.shard(db, key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var buf [64]byte
 	k := append(append(buf[:0], db), key...)
-	e := cachedMeta{meta: m, exists: exists}
+	e := cachedMeta{meta: m, exists: exists, seq: seq}
 	if exists && len(m.Value) > metaCacheMaxValue {
 		e.meta.Value, e.noValue = nil, true
 	}
@@ -137,15 +142,16 @@ func metaEffect(e codec.Event) (cachedMeta, bool) {
 	return cachedMeta{}, false
 }
 
-// observe records a committed event's effect.
-func (c *metaCache) observe(e codec.Event) {
+// observe records the effect of an event committed in the group of
+// sequence seq (its last record).
+func (c *metaCache) observe(e codec.Event, seq uint64) {
 	switch e.Op {
 	case codec.OpFlushDB, codec.OpFlushAll:
 		c.clear()
 		return
 	}
 	if cm, ok := metaEffect(e); ok {
-		c.put(e.DB, e.Key, cm.meta, cm.exists)
+		c.put(e.DB, e.Key, cm.meta, cm.exists, seq)
 	}
 }
 
@@ -156,6 +162,7 @@ type overlay struct {
 	flushed bool   // a FLUSHDB/FLUSHALL is staged: the committed cache is stale
 	dbBase  *dbMap // the committed db map as the group started
 	dbs     *dbMap // the db map after the group's swaps; nil: none staged
+	base    uint64 // the last committed sequence as the group started
 }
 
 func (o *overlay) reset() {

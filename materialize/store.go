@@ -145,7 +145,8 @@ type Store struct {
 	broken               error // set when a commit failed after its log write: every later write fails
 	closed               bool
 
-	committed atomic.Uint64 // == seq, readable without mu
+	committed atomic.Uint64 // == seq, readable without mu; stored once a group is applied and published
+	applying  atomic.Uint64 // the last group's seq, stored before its Pebble commit (readPin)
 	synced    atomic.Uint64 // every seq <= synced is on stable storage
 	syncMu    sync.Mutex    // one change-log fsync at a time; waiters coalesce behind it
 
@@ -259,10 +260,11 @@ func Open(opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	s.committed.Store(s.seq)
+	s.applying.Store(s.seq)
+	s.synced.Store(s.seq)
 	s.wg.Add(1)
 	go s.fillFilter(f)
-	s.committed.Store(s.seq)
-	s.synced.Store(s.seq)
 	s.wg.Add(1)
 	go s.writer()
 	if o.Sync == SyncEverySec {
@@ -524,6 +526,8 @@ func (s *Store) commitGroup(group []*writeReq) {
 		s.failGroup(group, served, fmt.Errorf("materialize: change log write: %w", err))
 		return
 	}
+	// Read views pin a state between committed and applying (readPin).
+	s.applying.Store(seq)
 	if err := s.db.Apply(b, pebble.NoSync); err != nil {
 		// The records are in the log but not applied: no later write can
 		// go on consistently (Open will replay them).
@@ -531,7 +535,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 		s.failGroup(group, served, s.broken)
 		return
 	}
-	s.publish(committed)
+	s.publish(committed, seq)
 	s.groups.Add(1)
 	s.groupRecords.Add(seq - s.seq)
 	s.seq = seq
@@ -545,6 +549,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 func (s *Store) beginGroup() {
 	s.staged.reset()
 	s.staged.dbBase = s.dbm.Load()
+	s.staged.base = s.seq
 	s.stagedCounts.reset()
 }
 
@@ -576,10 +581,10 @@ func (s *Store) seal(b *pebble.Batch, seq uint64) error {
 
 // publish brings the in-memory indexes up to a group that committed: key
 // counts, metadata cache, TTL index, db map.
-func (s *Store) publish(events []codec.Event) {
+func (s *Store) publish(events []codec.Event, seq uint64) {
 	s.commitCounts()
 	for _, e := range events {
-		s.cache.observe(e)
+		s.cache.observe(e, seq)
 		s.ttl.observe(e)
 	}
 	if s.staged.dbs != nil {

@@ -13,11 +13,13 @@ import (
 // the latest state. A View carries the time of its decision, used for lazy
 // expiry. A View must not be retained after the call that produced it.
 type View struct {
-	r      pebble.Reader
-	nowMs  int64
-	cache  *metaCache // committed metadata cache; nil: read Pebble only
-	staged *overlay   // the commit group's staged metadata; nil outside Write
-	iters  *iterCounters
+	r       reader   // nil in a ReadView until its first read (pinned)
+	pin     *readPin // a ReadView's state (&pinned); nil in other views
+	pinned_ readPin
+	nowMs   int64
+	cache   *metaCache // committed metadata cache; nil: read Pebble only
+	staged  *overlay   // the commit group's staged metadata; nil outside Write
+	iters   *iterCounters
 
 	counts       *[256]dbCounts // committed key counts
 	stagedCounts *stagedCounts  // the group's; nil outside Write
@@ -32,7 +34,7 @@ func (v *View) NowMs() int64 { return v.nowMs }
 // Get returns a copy of the value at k, and false if k is absent.
 func (v *View) Get(k []byte) ([]byte, bool, error) {
 	v.iters.get()
-	val, closer, err := v.r.Get(k)
+	val, closer, err := v.get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -47,7 +49,7 @@ func (v *View) Get(k []byte) ([]byte, bool, error) {
 // Has reports whether k exists.
 func (v *View) Has(k []byte) (bool, error) {
 	v.iters.get()
-	_, closer, err := v.r.Get(k)
+	_, closer, err := v.get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil
 	}
@@ -66,7 +68,10 @@ func (v *View) rawMeta(db uint8, key []byte) (codec.Meta, bool, error) {
 // rawMetaOpt is rawMeta; without needValue, a large string's metadata may
 // come with a nil Value (from the cache), which spares reading the value.
 func (v *View) rawMetaOpt(db uint8, key []byte, needValue bool) (codec.Meta, bool, error) {
-	useCache := v.cache != nil
+	if err := v.softPinned(); err != nil {
+		return codec.Meta{}, false, err
+	}
+	seq, useCache := v.cacheSeq()
 	if v.staged != nil {
 		var buf [64]byte
 		if e, ok := v.staged.m[string(append(append(buf[:0], db), key...))]; ok {
@@ -76,12 +81,12 @@ func (v *View) rawMetaOpt(db uint8, key []byte, needValue bool) (codec.Meta, boo
 		useCache = useCache && !v.staged.flushed
 	}
 	if useCache {
-		if e, ok := v.cache.get(db, key); ok && (!e.noValue || !needValue) {
+		if e, ok := v.cache.get(db, key); ok && (!e.noValue || !needValue) && e.seq <= seq {
 			v.iters.metaHit()
 			return e.meta, e.exists, nil
 		}
 	}
-	if v.filters != nil && v.filters.absent(db, key) {
+	if v.filters != nil && v.filters.absent(db, key, seq) {
 		v.iters.metaAbsentHit()
 		return codec.Meta{}, false, nil // not cached: the filter answers again
 	}
@@ -98,7 +103,7 @@ func (v *View) rawMetaOpt(db uint8, key []byte, needValue bool) (codec.Meta, boo
 	}
 	if useCache && v.staged != nil {
 		// Only the writer fills the cache: no commit can race with its read.
-		v.cache.put(db, key, m, ok)
+		v.cache.put(db, key, m, ok, v.staged.base)
 	}
 	return m, ok, nil
 }
@@ -152,6 +157,9 @@ func (v *View) metaForWrite(db uint8, key []byte, needValue bool) (codec.Meta, b
 // descending when reverse is set, until fn returns false or an error. k and
 // val are valid only during the call. A nil upper means no upper bound.
 func (v *View) Iterate(lower, upper []byte, reverse bool, fn func(k, val []byte) (bool, error)) error {
+	if err := v.pinned(); err != nil {
+		return err
+	}
 	it, err := v.r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err
@@ -188,6 +196,9 @@ func (v *View) Iterate(lower, upper []byte, reverse bool, fn func(k, val []byte)
 // would cost one internal step per rewrite since the last flush; a seek
 // costs the same however often the key was rewritten.
 func (v *View) IterateKeys(lower, upper []byte, fn func(k, val []byte) (bool, error)) error {
+	if err := v.pinned(); err != nil {
+		return err
+	}
 	it, err := v.r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err
@@ -222,6 +233,9 @@ const versionStepMax = 8
 // walk over k keys costs at most k steps plus versionStepMax internal
 // steps before it turns to seeks.
 func (v *View) IterateCheapSteps(lower, upper []byte, fn func(k, val []byte) (bool, error)) error {
+	if err := v.pinned(); err != nil {
+		return err
+	}
 	it, err := v.r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err
@@ -263,6 +277,9 @@ func step(it *pebble.Iterator, reverse bool) bool {
 // given tag in db, in slot order, visiting only populated slots, starting at
 // slot from. fn returns false to stop.
 func (v *View) SeekSlots(tag codec.Tag, db uint8, from uint16, fn func(slot uint16) (bool, error)) error {
+	if err := v.pinned(); err != nil {
+		return err
+	}
 	it, err := v.r.NewIter(&pebble.IterOptions{
 		LowerBound: codec.SlotPrefix(tag, from),
 		UpperBound: []byte{byte(tag) + 1},

@@ -87,11 +87,15 @@ func applyZRem(b *pebble.Batch, e codec.Event) error {
 // first) or drop them. Both are point writes: a set that shrinks below
 // RankOff leaves no range tombstone over its blocks.
 func applyZRanks(b *pebble.Batch, e codec.Event) error {
-	if len(e.Args) != 1 || len(e.Args[0]) != 1 {
+	if len(e.Args) < 1 || len(e.Args) > 2 || len(e.Args[0]) != 1 {
 		return fmt.Errorf("materialize: ZRANKS event: %w", codec.ErrCorrupt)
 	}
+	var floor []byte // the set's floor: no member, and no live block's upper fence, is below it
+	if len(e.Args) == 2 {
+		floor = e.Args[1]
+	}
 	bp := codec.KeyPrefix(codec.TagZBlock, e.DB, e.Key)
-	old, err := collectKeys(b, bp)
+	old, err := collectKeys(b, bp, floor)
 	if err != nil {
 		return err
 	}
@@ -104,7 +108,7 @@ func applyZRanks(b *pebble.Batch, e codec.Event) error {
 		return nil
 	}
 	yp := codec.KeyPrefix(codec.TagZScore, e.DB, e.Key)
-	it, err := b.NewIter(&pebble.IterOptions{LowerBound: yp, UpperBound: codec.PrefixEnd(yp)})
+	it, err := b.NewIter(&pebble.IterOptions{LowerBound: append(yp[:len(yp):len(yp)], floor...), UpperBound: codec.PrefixEnd(yp)})
 	if err != nil {
 		return err
 	}
@@ -135,9 +139,9 @@ func applyZRanks(b *pebble.Batch, e codec.Event) error {
 	return nil
 }
 
-// collectKeys returns every key under prefix p in b.
-func collectKeys(b *pebble.Batch, p []byte) ([][]byte, error) {
-	it, err := b.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: codec.PrefixEnd(p)})
+// collectKeys returns every key under prefix p in b from p+from on.
+func collectKeys(b *pebble.Batch, p, from []byte) ([][]byte, error) {
+	it, err := b.NewIter(&pebble.IterOptions{LowerBound: append(p[:len(p):len(p)], from...), UpperBound: codec.PrefixEnd(p)})
 	if err != nil {
 		return nil, err
 	}
@@ -223,14 +227,26 @@ func zBlockAdd(b *pebble.Batch, db uint8, key, yk []byte) error {
 		return bl.put(b, bp)
 	}
 	// Split: the member at index n/2 of the block starts its upper half.
-	it, err := b.NewIter(&pebble.IterOptions{LowerBound: append(append([]byte(nil), yp...), bl.lo...), UpperBound: codec.PrefixEnd(yp)})
+	// The first block (no lower fence) is walked back from its upper
+	// fence: below its first member lie the tombstones of every member
+	// popped since the last compaction, which a walk up from the prefix
+	// would step over.
+	upper := codec.PrefixEnd(yp)
+	if string(bl.hi) != string(codec.ZBlockEnd) {
+		upper = append(append([]byte(nil), yp...), bl.hi...)
+	}
+	it, err := b.NewIter(&pebble.IterOptions{LowerBound: append(append([]byte(nil), yp...), bl.lo...), UpperBound: upper})
 	if err != nil {
 		return err
 	}
 	var mid []byte
 	i := uint64(0)
-	for ok := it.First(); ok; ok = it.Next() {
-		if i == bl.n/2 {
+	at, first, step := bl.n/2, it.First, it.Next
+	if len(bl.lo) == 0 {
+		at, first, step = bl.n-1-bl.n/2, it.Last, it.Prev
+	}
+	for ok := first(); ok; ok = step() {
+		if i == at {
 			mid = append([]byte(nil), it.Key()[len(yp):]...)
 			break
 		}

@@ -152,6 +152,23 @@ func runHRandField(x *command.Ctx) error {
 			return command.ErrOutOfRange
 		}
 	}
+	if count < 0 {
+		return rhash.SampleRepeat(x.View(), x.DB, x.Args[1], -count, func(n int64) {
+			switch {
+			case n == 0:
+				x.Reply.Array(0)
+			case withValues:
+				x.Reply.Map(int(-count))
+			default:
+				x.Reply.Array(int(-count))
+			}
+		}, func(f, v []byte) {
+			x.Reply.Bulk(f)
+			if withValues {
+				x.Reply.Bulk(v)
+			}
+		})
+	}
 	fs, vs, err := rhash.Sample(x.View(), x.DB, x.Args[1], func(n int64) []int64 { return elements.Pick(n, count) })
 	if err != nil {
 		return err

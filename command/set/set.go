@@ -142,6 +142,11 @@ func runSRandMember(x *command.Ctx) error {
 	if count < -math.MaxInt64 {
 		return command.ErrValueRange(-math.MaxInt64, math.MaxInt64)
 	}
+	if count < 0 {
+		return rset.SampleRepeat(x.View(), x.DB, x.Args[1], -count, func(n int64) {
+			x.Reply.Array(int(min(n, 1) * -count))
+		}, func(m []byte) { x.Reply.Bulk(m) })
+	}
 	mem, err := rset.Sample(x.View(), x.DB, x.Args[1], func(n int64) []int64 { return elements.Pick(n, count) })
 	if err != nil {
 		return err

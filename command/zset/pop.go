@@ -240,6 +240,23 @@ func runZRandMember(x *command.Ctx) error {
 			return command.ErrOutOfRange
 		}
 	}
+	if count < 0 {
+		return rzset.SampleRepeat(x.View(), x.DB, x.Args[1], -count, func(n int64) {
+			switch {
+			case n == 0:
+				x.Reply.Array(0)
+			case withScores:
+				x.Reply.Array(int(-2 * count))
+			default:
+				x.Reply.Array(int(-count))
+			}
+		}, func(m rzset.Member) {
+			x.Reply.Bulk(m.Member)
+			if withScores {
+				x.Reply.Double(m.Score)
+			}
+		})
+	}
 	ms, err := rzset.Sample(x.View(), x.DB, x.Args[1], func(n int64) []int64 {
 		p := elements.Pick(n, count)
 		if count >= n {

@@ -14,7 +14,8 @@ import (
 // Pick returns the positions, among n elements, that a random-element
 // command replies for count: all of them in order when count >= n, count
 // distinct ones in random order below that, -count uniform picks that may
-// repeat when count is negative. n == 0 or count == 0: none.
+// repeat when count is negative (Repeat streams those for a reply of any
+// size). n == 0 or count == 0: none.
 func Pick(n, count int64) []int64 {
 	switch {
 	case n == 0 || count == 0:
@@ -47,6 +48,37 @@ func Pick(n, count int64) []int64 {
 		swapped[j] = at(i)
 	}
 	return out
+}
+
+// RepeatChunk and RepeatChunkMax bound the picks that Repeat hands over at
+// once: as many as the collection has elements, within these bounds. A
+// random-element command with a negative count thus holds at most
+// RepeatChunkMax positions, and the elements read for them, whatever the
+// count, and reads each element about once per chunk (a chunk's read walks
+// up to its highest position).
+const (
+	RepeatChunk    = 1 << 16
+	RepeatChunkMax = 1 << 20
+)
+
+// Repeat calls chunk with count uniform random positions among n (which
+// may repeat; n > 0), a chunk at a time in one reused buffer: HRANDFIELD,
+// SRANDMEMBER and ZRANDMEMBER with a negative count, whose reply may be far
+// larger than the collection (Redis streams it too).
+func Repeat(n, count int64, chunk func(pos []int64) error) error {
+	size := min(max(n, RepeatChunk), RepeatChunkMax)
+	buf := make([]int64, min(count, size))
+	for count > 0 {
+		c := buf[:min(count, size)]
+		for i := range c {
+			c[i] = rand.Int64N(n)
+		}
+		if err := chunk(c); err != nil {
+			return err
+		}
+		count -= int64(len(c))
+	}
+	return nil
 }
 
 // Sample reads the elements at positions pos (in element byte order) under

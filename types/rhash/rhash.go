@@ -233,6 +233,29 @@ func Sample(v *materialize.View, db uint8, key []byte, pick func(count int64) []
 	return elements.Sample(v, codec.KeyPrefix(codec.TagHash, db, key), pick(int64(m.Count)))
 }
 
+// SampleRepeat streams count uniform picks that may repeat (HRANDFIELD
+// with a negative count): start gets the hash's size (0: absent, nothing
+// follows), then emit each pick's field and value, a chunk of picks per
+// read (elements.Repeat). The slices are valid during the call only.
+func SampleRepeat(v *materialize.View, db uint8, key []byte, count int64, start func(n int64), emit func(field, val []byte)) error {
+	m, ok, err := meta(v, db, key)
+	if err != nil || !ok {
+		if err == nil {
+			start(0)
+		}
+		return err
+	}
+	start(int64(m.Count))
+	p := codec.KeyPrefix(codec.TagHash, db, key)
+	return elements.Repeat(int64(m.Count), count, func(pos []int64) error {
+		fs, vs, err := elements.Sample(v, p, pos)
+		for i := range fs {
+			emit(fs[i], vs[i])
+		}
+		return err
+	})
+}
+
 // Scan returns about count fields from cursor (0: the start), as
 // elements.Scan describes.
 func Scan(v *materialize.View, db uint8, key []byte, cursor uint64, count int, match func([]byte) bool) (elements.Page, error) {

@@ -157,6 +157,28 @@ func Sample(v *materialize.View, db uint8, key []byte, pick func(count int64) []
 	return mem, err
 }
 
+// SampleRepeat streams count uniform picks that may repeat (SRANDMEMBER
+// with a negative count): start gets the set's size (0: absent, nothing
+// follows), then emit each pick, a chunk of picks per read
+// (elements.Repeat). The slice is valid during the call only.
+func SampleRepeat(v *materialize.View, db uint8, key []byte, count int64, start func(n int64), emit func(member []byte)) error {
+	m, ok, err := meta(v, db, key)
+	if err != nil || !ok {
+		if err == nil {
+			start(0)
+		}
+		return err
+	}
+	start(int64(m.Count))
+	return elements.Repeat(int64(m.Count), count, func(pos []int64) error {
+		mem, _, err := elements.Sample(v, prefix(db, key), pos)
+		for _, e := range mem {
+			emit(e)
+		}
+		return err
+	})
+}
+
 // Pop removes the members at positions chosen by pick (distinct) and
 // returns them (SPOP). The events name the members removed, never the
 // random choice, so a replay removes the same ones.

@@ -1,6 +1,8 @@
 package rzset
 
 import (
+	"slices"
+
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/types/elements"
@@ -15,8 +17,61 @@ func Sample(v *materialize.View, db uint8, key []byte, pick func(count int64) []
 	if err != nil || !ok {
 		return nil, err
 	}
+	return atRanks(v, db, key, m, pick(int64(m.Count)))
+}
+
+// SampleRepeat streams count uniform picks that may repeat (ZRANDMEMBER
+// with a negative count): start gets the set's size (0: absent, nothing
+// follows), then emit each pick, a chunk of picks per read
+// (elements.Repeat).
+func SampleRepeat(v *materialize.View, db uint8, key []byte, count int64, start func(n int64), emit func(Member)) error {
+	m, ok, err := meta(v, db, key)
+	if err != nil || !ok {
+		if err == nil {
+			start(0)
+		}
+		return err
+	}
+	start(int64(m.Count))
+	return elements.Repeat(int64(m.Count), count, func(pos []int64) error {
+		ms, err := atRanks(v, db, key, m, pos)
+		for _, x := range ms {
+			emit(x)
+		}
+		return err
+	})
+}
+
+// rankSeekSteps estimates what one seekRank costs in steps on a ranked set
+// of n members: the rank blocks summed (a block holds ZBlockMerge to
+// ZBlockMax members) and half a block walked.
+func rankSeekSteps(n int64) int64 {
+	return n/materialize.ZBlockMerge + materialize.ZBlockMax/2
+}
+
+// atRanks returns the members at ranks pos (0 <= each < Count), in pos's
+// order. A few picks on a ranked set seek each rank; otherwise one walk
+// from the floor to the highest rank picked reads them all, whichever
+// costs fewer steps.
+func atRanks(v *materialize.View, db uint8, key []byte, m codec.Meta, pos []int64) ([]Member, error) {
+	if len(pos) == 0 {
+		return nil, nil
+	}
 	yp := codec.KeyPrefix(codec.TagZScore, db, key)
-	suffixes, _, err := elements.SampleFrom(v, yp, low(yp, m), pick(int64(m.Count)))
+	if m.Ranked && int64(len(pos))*rankSeekSteps(int64(m.Count)) < slices.Max(pos) {
+		out := make([]Member, len(pos))
+		for i, r := range pos {
+			k, err := seekRank(v, db, key, m, r)
+			if err != nil {
+				return nil, err
+			}
+			if out[i], err = decodeY(yp, k, nil); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	suffixes, _, err := elements.SampleFrom(v, yp, low(yp, m), pos)
 	if err != nil {
 		return nil, err
 	}

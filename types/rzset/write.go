@@ -114,7 +114,7 @@ func addEvents(db uint8, key []byte, m codec.Meta, added int64, triples [][]byte
 	events := []codec.Event{codec.ZAddEvent(db, key, m.Ranked, triples)}
 	if !m.Ranked && m.Count >= RankOn {
 		m.Ranked = true
-		events = append(events, codec.ZRanksEvent(db, key, true))
+		events = append(events, codec.ZRanksEvent(db, key, true, floor))
 	} else if same {
 		return events // scores changed above the floor: the metadata did not
 	}
@@ -183,7 +183,7 @@ func remove(v *materialize.View, db uint8, key []byte, m codec.Meta, gone []Memb
 	m.Floor = floor
 	if m.Ranked && m.Count < RankOff {
 		m.Ranked = false
-		return []codec.Event{codec.ZRemEvent(db, key, false, pairs), codec.ZRanksEvent(db, key, false), codec.SetMetaEvent(db, key, m, prev)}, nil
+		return []codec.Event{codec.ZRemEvent(db, key, false, pairs), codec.ZRanksEvent(db, key, false, floor), codec.SetMetaEvent(db, key, m, prev)}, nil
 	}
 	return []codec.Event{codec.ZRemEvent(db, key, m.Ranked, pairs), codec.SetMetaEvent(db, key, m, prev)}, nil
 }

@@ -1,0 +1,84 @@
+package materialize_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+// metaValue reads key's string value through v.
+func metaValue(t *testing.T, v *materialize.View, key string) (string, error) {
+	t.Helper()
+	m, ok, err := v.Meta(0, []byte(key))
+	if err != nil || !ok {
+		return "", err
+	}
+	return string(m.Value), nil
+}
+
+func TestReadViewPinsItsFirstState(t *testing.T) {
+	s := openMem(t, newClock(t0))
+	setString(t, s, 0, "k", "v1", 0, 0)
+	setString(t, s, 0, "j", "x", 0, 0)
+
+	// Pinned at once: later commits are not seen, from the cache or Pebble.
+	pv := s.PinnedReadView()
+	if got, _ := metaValue(t, pv, "k"); got != "v1" {
+		t.Fatalf("k = %q, want v1", got)
+	}
+	keys := countPrefix(t, pv, []byte{byte(codec.TagMeta)})
+	setString(t, s, 0, "k", "v2", 0, 0)
+	setString(t, s, 0, "new", "n", 0, 0)
+	if got, err := metaValue(t, pv, "k"); got != "v1" || err != nil {
+		t.Fatalf("k after a commit = %q, %v; want the pinned v1", got, err)
+	}
+	if got, err := metaValue(t, pv, "new"); got != "" || err != nil {
+		t.Fatalf("a key created after the pin = %q, %v; want absent", got, err)
+	}
+	if n := countPrefix(t, pv, []byte{byte(codec.TagMeta)}); n != keys {
+		t.Fatalf("T keys after a commit = %d, want the pinned %d", n, keys)
+	}
+	pv.Close()
+	if got, _ := metaValue(t, pv, "k"); got != "v2" {
+		t.Fatalf("k read again after Close = %q, want the new state's v2", got)
+	}
+	pv.Close()
+
+	// Soft: a cached read, then a commit, then a Pebble read: the state moved.
+	rv := s.ReadView()
+	if got, _ := metaValue(t, rv, "k"); got != "v2" {
+		t.Fatalf("k = %q, want v2", got)
+	}
+	setString(t, s, 0, "k", "v3", 0, 0)
+	if _, err := metaValue(t, rv, "k"); !errors.Is(err, materialize.ErrStateMoved) {
+		t.Fatalf("read of a key changed since a soft view's first read: %v, want ErrStateMoved", err)
+	}
+	rv.Close()
+
+	// Soft with no commit in between: the Pebble read joins the same state.
+	rv = s.ReadView()
+	if got, _ := metaValue(t, rv, "j"); got != "x" {
+		t.Fatalf("j = %q, want x", got)
+	}
+	if n := countPrefix(t, rv, []byte{byte(codec.TagMeta)}); n != keys+1 {
+		t.Fatalf("T keys = %d, want %d", n, keys+1)
+	}
+	setString(t, s, 0, "k", "v4", 0, 0)
+	if got, err := metaValue(t, rv, "k"); got != "v3" || err != nil {
+		t.Fatalf("k after a commit = %q, %v; want the pinned v3", got, err)
+	}
+	rv.Close()
+
+	// A first read from Pebble pins at once.
+	rv = s.ReadView()
+	if n := countPrefix(t, rv, []byte{byte(codec.TagMeta)}); n != keys+1 {
+		t.Fatalf("T keys = %d, want %d", n, keys+1)
+	}
+	setString(t, s, 0, "k", "v5", 0, 0)
+	if got, err := metaValue(t, rv, "k"); got != "v4" || err != nil {
+		t.Fatalf("k after a commit = %q, %v; want the pinned v4", got, err)
+	}
+	rv.Close()
+}
