@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -123,20 +122,20 @@ type Store struct {
 	staged       overlay        // the current group's metadata; writer goroutine only
 	counts       [256]dbCounts  // committed key counts (counts.go)
 	stagedCounts stagedCounts   // the current group's; writer goroutine only
-	groupEvents  []codec.Event  // scratch: the current group's events
+	run          groupRun       // the group being decided; writer goroutine only
 	writerDone   chan struct{}  // closed when the writer goroutine exits
 	iters        iterCounters   // storage work of every view's iterators
 	ttl          ttlSlots       // which slots active expiry visits, and from where
 	ready        atomic.Pointer[ReadyFunc]
 	dbm          atomic.Pointer[dbMap] // committed db map (dbmap.go)
 	filters      keyFilters            // absent keys without a lookup (keyfilter.go)
-	served       []servedWrite         // scratch: the current group's served writes
 
 	// mu guards seq and entropy (held by the writer goroutine while it
 	// commits a group) and closed.
 	mu      sync.Mutex
 	seq     uint64 // last committed change-log sequence
-	entropy io.Reader
+	entropy *ulid.MonotonicEntropy
+	ulidBuf ulid.ULID   // scratch: a ULID read in place (ulid.New's escapes to the heap)
 	ulidMs  uint64      // timestamp of the last ULID
 	pruning atomic.Bool // a change-log pruning runs (pruneLog)
 	// groups and groupRecords count the commit groups committed and the
@@ -238,6 +237,8 @@ func Open(opts Options) (*Store, error) {
 		cache:      newMetaCache(),
 		staged:     overlay{m: map[string]cachedMeta{}},
 	}
+	s.run.s = s
+	s.run.serveFn = s.run.serve
 	s.stagedCounts.m = map[uint8]*[2]int64{}
 	dbm, err := readDBMap(db)
 	if err != nil {
@@ -315,15 +316,35 @@ func (s *Store) View() *View {
 	return &View{r: s.db, nowMs: s.opts.Now().UnixMilli(), cache: s.cache, iters: &s.iters, counts: &s.counts, dbm: s.dbm.Load(), filters: &s.filters}
 }
 
-// writeReq is one Write call waiting for the writer goroutine.
+// writeReq is one Write call waiting for the writer goroutine. Requests
+// are pooled (reqPool): done is buffered, and the writer sends on it once
+// instead of closing it, so a request is reused once its Wait returned.
 type writeReq struct {
 	decide func(v *View) ([]codec.Event, error)
 	txn    func(tx *Txn) error // instead of decide: WriteTxn
 	seq    uint64
 	err    error
-	done   chan struct{}
+	done   chan struct{} // capacity 1: one send when the request ends
 	// pending is Submit's handle, allocated with the request.
 	pending Pending
+}
+
+var reqPool = sync.Pool{New: func() any { return &writeReq{done: make(chan struct{}, 1)} }}
+
+// newReq returns a pooled request for s.
+func (s *Store) newReq() *writeReq {
+	req := reqPool.Get().(*writeReq)
+	req.pending = Pending{req, s}
+	return req
+}
+
+// end signals the request's waiter; the writer calls it once per request.
+func (r *writeReq) end() { r.done <- struct{}{} }
+
+// release returns a request whose end was received to the pool.
+func (r *writeReq) release() {
+	*r = writeReq{done: r.done}
+	reqPool.Put(r)
 }
 
 // servedWrite is a Served write staged in the current group.
@@ -365,19 +386,20 @@ type Pending struct {
 // have them share commit groups; it must Wait for each before relying on
 // its effects (or its decide's side effects).
 func (s *Store) Submit(decide func(v *View) ([]codec.Event, error)) *Pending {
-	req := &writeReq{decide: decide, done: make(chan struct{})}
-	req.pending = Pending{req, s}
+	req := s.newReq()
+	req.decide = decide
 	select {
 	case s.reqs <- req:
 	case <-s.stop:
 		req.err = ErrClosed
-		close(req.done)
+		req.end()
 	}
 	return &req.pending
 }
 
 // Wait returns what Write would have: the record's sequence number (0 when
 // decide returned no events or an error) and decide's error, or ErrClosed.
+// It is called once per Pending: the request goes back to its pool.
 func (p *Pending) Wait() (uint64, error) {
 	req := p.req
 	select {
@@ -386,10 +408,12 @@ func (p *Pending) Wait() (uint64, error) {
 		select {
 		case <-req.done:
 		default:
-			return 0, ErrClosed // queued after the writer stopped
+			return 0, ErrClosed // queued after the writer stopped: not reused
 		}
 	}
-	return req.seq, req.err
+	seq, err := req.seq, req.err
+	req.release()
+	return seq, err
 }
 
 // writer is the single writer goroutine: it takes the queued writes, decides
@@ -416,77 +440,95 @@ func (s *Store) writer() {
 			}
 		}
 		s.commitGroup(group)
-		for _, r := range group {
-			close(r.done)
+		for i, r := range group {
+			r.end()
+			group[i] = nil
 		}
 	}
+}
+
+// groupRun is the commit group being decided (commitGroup): kept in the
+// Store, so that a group allocates none of it. Writer goroutine only.
+type groupRun struct {
+	s         *Store
+	b         *pebble.Batch
+	seq       uint64    // the last change-log sequence staged
+	now       time.Time // the decision time of the write being decided
+	committed []codec.Event
+	served    []servedWrite
+	serr      error // a served write's events failed to stage
+	cv, v     View  // reads for the key counts; the decisions' view
+	serveFn   func(Served)
+}
+
+// record stages one write's events as change-log record seq+1 (applied
+// tells that a Txn has applied them already).
+func (g *groupRun) record(events []codec.Event, applied bool) error {
+	s := g.s
+	g.seq++
+	if !applied {
+		for _, e := range events {
+			if err := s.stage(&g.cv, g.b, e); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.stageRecord(g.seq, g.now, events); err != nil {
+		return err
+	}
+	g.committed = append(g.committed, events...)
+	return nil
+}
+
+// serve is the ready hook's callback for one blocked client served.
+func (g *groupRun) serve(sv Served) {
+	w := servedWrite{done: sv.Done}
+	if len(sv.Events) > 0 && g.serr == nil {
+		if g.serr = g.record(sv.Events, false); g.serr == nil {
+			w.seq = g.seq
+		}
+	}
+	g.served = append(g.served, w)
 }
 
 // commitGroup decides and commits one group of writes.
 func (s *Store) commitGroup(group []*writeReq) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.db.NewIndexedBatch()
-	defer b.Close()
-	seq := s.seq
-	s.beginGroup()
-	committed := s.groupEvents[:0]
-	served := s.served[:0]
+	g := &s.run
+	g.b = s.db.NewIndexedBatch()
 	defer func() { // however the group ends: keep the scratch, drop references
-		clear(committed)
-		s.groupEvents = committed[:0]
-		clear(served)
-		s.served = served[:0]
+		g.b.Close()
+		g.b = nil
+		clear(g.committed)
+		g.committed = g.committed[:0]
+		clear(g.served)
+		g.served = g.served[:0]
+		g.serr = nil
+		g.cv, g.v = View{}, View{}
 	}()
+	g.seq = s.seq
+	s.beginGroup()
 	if s.broken != nil {
-		s.failGroup(group, served, s.broken)
+		s.failGroup(group, g.served, s.broken)
 		return
 	}
 	ready := s.ready.Load()
-	// record stages one write's events as change-log record seq+1 (applied
-	// tells that a Txn has applied them already).
-	cv := &View{r: b, cache: s.cache, staged: &s.staged, iters: &s.iters, dbm: s.staged.dbBase, filters: &s.filters} // reads for count
-	record := func(now time.Time, events []codec.Event, applied bool) error {
-		seq++
-		if !applied {
-			for _, e := range events {
-				if err := s.stage(cv, b, e); err != nil {
-					return err
-				}
-			}
-		}
-		if err := s.stageRecord(seq, now, events); err != nil {
-			return err
-		}
-		committed = append(committed, events...)
-		return nil
-	}
+	g.cv = View{r: g.b, cache: s.cache, staged: &s.staged, iters: &s.iters, dbm: s.staged.dbBase, filters: &s.filters}
 	// One View for the group's decisions (a decision must not keep it),
 	// its time set per write; one hook for the blocked clients served.
-	v := &View{r: b, cache: s.cache, staged: &s.staged, iters: &s.iters,
+	g.v = View{r: g.b, cache: s.cache, staged: &s.staged, iters: &s.iters,
 		counts: &s.counts, stagedCounts: &s.stagedCounts, dbm: s.staged.dbBase, filters: &s.filters}
-	var (
-		now  time.Time
-		serr error
-	)
-	serve := func(sv Served) {
-		w := servedWrite{done: sv.Done}
-		if len(sv.Events) > 0 && serr == nil {
-			if serr = record(now, sv.Events, false); serr == nil {
-				w.seq = seq
-			}
-		}
-		served = append(served, w)
-	}
+	v := &g.v
 	for _, r := range group {
-		now = s.opts.Now()
-		v.nowMs = now.UnixMilli()
+		g.now = s.opts.Now()
+		v.nowMs = g.now.UnixMilli()
 		var events []codec.Event
 		var err error
 		if r.txn != nil {
 			var fatal error
-			if events, err, fatal = s.decideTxn(r, v, b); fatal != nil {
-				s.failGroup(group, served, fatal)
+			if events, err, fatal = s.decideTxn(r, v, g.b); fatal != nil {
+				s.failGroup(group, g.served, fatal)
 				return
 			}
 		} else {
@@ -496,52 +538,53 @@ func (s *Store) commitGroup(group []*writeReq) {
 			r.err = err
 			continue
 		}
-		if err := record(now, events, r.txn != nil); err != nil {
+		if err := g.record(events, r.txn != nil); err != nil {
 			// Only corrupt events fail here: a programming error. Nothing of
 			// the group is committed.
-			s.failGroup(group, served, err)
+			s.failGroup(group, g.served, err)
 			return
 		}
-		r.seq = seq
+		r.seq = g.seq
 		if ready == nil {
 			continue
 		}
-		(*ready)(v, events, serve)
-		if serr != nil {
-			s.failGroup(group, served, serr)
+		(*ready)(v, events, g.serveFn)
+		if g.serr != nil {
+			s.failGroup(group, g.served, g.serr)
 			return
 		}
 	}
+	seq := g.seq
 	if seq == s.seq {
-		s.doneServed(served, nil)
+		s.doneServed(g.served, nil)
 		return
 	}
-	if err := s.seal(b, seq); err != nil {
-		s.failGroup(group, served, err)
+	if err := s.seal(g.b, seq); err != nil {
+		s.failGroup(group, g.served, err)
 		return
 	}
 	// The records reach the log (one write) before their effects reach
 	// Pebble: a crash between the two replays them at Open.
 	if err := s.log.write(); err != nil {
-		s.failGroup(group, served, fmt.Errorf("materialize: change log write: %w", err))
+		s.failGroup(group, g.served, fmt.Errorf("materialize: change log write: %w", err))
 		return
 	}
 	// Read views pin a state between committed and applying (readPin).
 	s.applying.Store(seq)
-	if err := s.db.Apply(b, pebble.NoSync); err != nil {
+	if err := s.db.Apply(g.b, pebble.NoSync); err != nil {
 		// The records are in the log but not applied: no later write can
 		// go on consistently (Open will replay them).
 		s.broken = fmt.Errorf("materialize: commit: %w", err)
-		s.failGroup(group, served, s.broken)
+		s.failGroup(group, g.served, s.broken)
 		return
 	}
-	s.publish(committed, seq)
+	s.publish(g.committed, seq)
 	s.groups.Add(1)
 	s.groupRecords.Add(seq - s.seq)
 	s.seq = seq
 	s.committed.Store(seq)
 	s.maybePruneLog(seq)
-	s.doneServed(served, nil)
+	s.doneServed(g.served, nil)
 }
 
 // beginGroup clears the staged state for a new commit group (or replay
@@ -620,11 +663,13 @@ func (s *Store) stageRecord(seq uint64, now time.Time, events []codec.Event) err
 		ms = s.ulidMs
 	}
 	s.ulidMs = ms
-	id, err := ulid.New(ms, s.entropy)
-	if err != nil {
+	if err := s.ulidBuf.SetTime(ms); err != nil {
 		return fmt.Errorf("materialize: ulid: %w", err)
 	}
-	r := codec.Record{ULID: id, TimeMs: now.UnixMilli(), Events: events}
+	if err := s.entropy.MonotonicRead(ms, s.ulidBuf[6:]); err != nil {
+		return fmt.Errorf("materialize: ulid: %w", err)
+	}
+	r := codec.Record{ULID: s.ulidBuf, TimeMs: now.UnixMilli(), Events: events}
 	s.log.appendWith(seq, func(b []byte) []byte { return codec.AppendRecord(b, r) })
 	return nil
 }

@@ -61,13 +61,15 @@ var errTxnBroken = errors.New("materialize: a decision failed after emitting eve
 // failed) and decide's error. decide runs on the writer goroutine, like
 // Write's: it must not call Write and should not block.
 func (s *Store) WriteTxn(decide func(tx *Txn) error) (uint64, error) {
-	req := &writeReq{txn: decide, done: make(chan struct{})}
+	req := s.newReq()
+	req.txn = decide
 	select {
 	case s.reqs <- req:
 	case <-s.stop:
+		req.release()
 		return 0, ErrClosed
 	}
-	return (&Pending{req, s}).Wait()
+	return req.pending.Wait()
 }
 
 // decideTxn runs r's Txn decision against v and the group's batch b. It
