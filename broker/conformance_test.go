@@ -331,16 +331,14 @@ func (nz *confNormalizer) normalize(s confStep, r confReply) confReply {
 	if name == "XINFO" && len(s.args) > 1 && r.kind == confArray {
 		switch strings.ToUpper(s.args[1]) {
 		case "STREAM":
-			// Sediment has no radix tree: drop Redis's radix-tree-keys and
-			// radix-tree-nodes pairs (a documented difference).
-			var kept []confReply
+			// Sediment has no radix tree: its radix-tree-keys and
+			// radix-tree-nodes are estimates (a documented difference);
+			// both servers must send them, in Redis's place, as integers.
 			for i := 0; i+1 < len(r.arr); i += 2 {
-				if k := r.arr[i].str; k == "radix-tree-keys" || k == "radix-tree-nodes" {
-					continue
+				if k := r.arr[i].str; (k == "radix-tree-keys" || k == "radix-tree-nodes") && r.arr[i+1].kind == confInt {
+					r.arr[i+1] = confReply{kind: confSimple, str: "<radix>"}
 				}
-				kept = append(kept, r.arr[i], r.arr[i+1])
 			}
-			r.arr, r.n = kept, int64(len(kept))
 		case "CONSUMERS":
 			for _, c := range r.arr {
 				for i := 0; i+1 < len(c.arr); i += 2 {

@@ -880,3 +880,25 @@ func TestAddWithTrim(t *testing.T) {
 		}
 	})
 }
+
+// TestRadixTreeKeys: XINFO STREAM's radix-tree-keys, as redis-server 7.0
+// reported them for the same appends and trims, and the estimate of
+// radix-tree-nodes (Redis: 1, 2, 8, 6, 24, and 6 for these).
+func TestRadixTreeKeys(t *testing.T) {
+	for _, c := range []struct {
+		name               string
+		s                  codec.StreamMeta
+		wantKeys, wantNode uint64
+	}{
+		{"empty", codec.StreamMeta{}, 0, 1},
+		{"one entry", codec.StreamMeta{Length: 1, EntriesAdded: 1}, 1, 2},
+		{"250 appended", codec.StreamMeta{Length: 250, EntriesAdded: 250}, 3, 8},
+		{"250 trimmed to 100 exactly", codec.StreamMeta{Length: 100, EntriesAdded: 250}, 2, 6},
+		{"1000 appended", codec.StreamMeta{Length: 1000, EntriesAdded: 1000}, 10, 22},
+		{"emptied, then 150 more", codec.StreamMeta{Length: 150, EntriesAdded: 1150, NodeOrigin: 1000}, 2, 6},
+	} {
+		if k, n := streams.RadixTreeKeys(c.s), streams.RadixTreeNodes(c.s); k != c.wantKeys || n != c.wantNode {
+			t.Errorf("%s: keys, nodes = %d, %d; want %d, %d", c.name, k, n, c.wantKeys, c.wantNode)
+		}
+	}
+}

@@ -26,8 +26,8 @@ var xinfoHelp = []string{
 
 // XINFO STREAM key | GROUPS key | CONSUMERS key group | HELP
 // Replies as Redis 7.0 (maps of field name to value), with two differences:
-// STREAM omits radix-tree-keys and radix-tree-nodes (Sediment has no radix
-// tree), and STREAM FULL is not supported.
+// STREAM's radix-tree-keys and radix-tree-nodes are estimates (Sediment has
+// no radix tree: streams.RadixTreeKeys), and STREAM FULL is not supported.
 // https://redis.io/docs/latest/commands/xinfo-stream/
 func runXInfo(x *command.Ctx) error {
 	sub := x.Args[1]
@@ -70,9 +70,15 @@ func runXInfo(x *command.Ctx) error {
 			return err
 		}
 		s := m.Stream
-		w.Map(8)
+		w.Map(10)
 		w.BulkString("length")
 		w.Uint(s.Length)
+		// Clients parse every field Redis sends (go-redis, ioredis,
+		// node-redis fail without these two).
+		w.BulkString("radix-tree-keys")
+		w.Uint(streams.RadixTreeKeys(s))
+		w.BulkString("radix-tree-nodes")
+		w.Uint(streams.RadixTreeNodes(s))
 		w.BulkString("last-generated-id")
 		WriteID(w, s.LastID)
 		w.BulkString("max-deleted-entry-id")
