@@ -338,6 +338,9 @@ func (nz *confNormalizer) normalize(s confStep, r confReply) confReply {
 				if k := r.arr[i].str; (k == "radix-tree-keys" || k == "radix-tree-nodes") && r.arr[i+1].kind == confInt {
 					r.arr[i+1] = confReply{kind: confSimple, str: "<radix>"}
 				}
+				if r.arr[i].str == "groups" && r.arr[i+1].kind == confArray {
+					confFullGroupTimes(r.arr[i+1].arr) // FULL
+				}
 			}
 		case "CONSUMERS":
 			for _, c := range r.arr {
@@ -1576,6 +1579,18 @@ var conformanceCases = []confCase{
 		cc("XGROUP", "SETID", "s", "g", "0", "ENTRIESREAD", "-3"),
 		cc("XGROUP", "SETID", "s", "g", "0", "ENTRIESREAD", "x"),
 		cc("XGROUP", "SETID", "s", "g"),
+		// '-' and '+' name the smallest and largest IDs in SETID (Redis
+		// parses them as XRANGE does); CREATE rejects '-' and '+'.
+		cc("XGROUP", "SETID", "s", "g", "-"),
+		cc("XINFO", "GROUPS", "s"),
+		cc("XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "s", ">"),
+		cc("XGROUP", "SETID", "s", "g", "+"),
+		cc("XINFO", "GROUPS", "s"),
+		cc("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"),
+		cc("XGROUP", "SETID", "s", "g", "-", "ENTRIESREAD", "1"),
+		cc("XINFO", "GROUPS", "s"),
+		cc("XGROUP", "CREATE", "s", "g2", "-"),
+		cc("XGROUP", "CREATE", "s", "g3", "+"),
 		cc("XGROUP", "SETID", "nokey", "g", "0"),
 		cc("XGROUP", "SETID", "nokey", "g", "abc"),
 		cc("XGROUP", "CREATE", "nokey", "g", "0", "MKSTREAM", "ENTRIESREAD", "1", "MKSTREAM"),
@@ -1768,6 +1783,17 @@ var conformanceCases = []confCase{
 		cc("XINFO", "CONSUMERS", "s", "g"),
 		cc("XINFO", "CONSUMERS", "s", "nog"),
 		cc("XINFO", "STREAM", "s"),
+		cc("XINFO", "STREAM", "s", "FULL"),
+		cc("XINFO", "STREAM", "s", "full", "COUNT", "1"),
+		cc("XINFO", "STREAM", "s", "FULL", "count", "0"),
+		cc("XINFO", "STREAM", "s", "FULL", "COUNT", "-1"),
+		cc("XINFO", "STREAM", "s", "FULL", "COUNT", "x"),
+		cc("XINFO", "STREAM", "s", "FULL", "COUNT"),
+		cc("XINFO", "STREAM", "s", "FULL", "COUNT", "1", "extra"),
+		cc("XINFO", "STREAM", "s", "FULL", "foo"),
+		cc("XINFO", "STREAM", "s", "FULL", "foo", "1"),
+		cc("XINFO", "STREAM", "nokey", "FULL"),
+		cc("XINFO", "STREAM", "nokey", "foo"),
 		cc("XDEL", "s", "2-1"),
 		cc("XINFO", "GROUPS", "s"),
 		cc("XREADGROUP", "GROUP", "g", "c1", "STREAMS", "s", ">"),
@@ -1778,6 +1804,7 @@ var conformanceCases = []confCase{
 		cc("XADD", "s", "4-1", "d", "4"),
 		cc("XTRIM", "s", "MAXLEN", "0"),
 		cc("XINFO", "STREAM", "s"),
+		cc("XINFO", "STREAM", "s", "FULL"),
 		cc("XINFO", "GROUPS", "s"),
 		cc("XINFO", "FOO", "s"),
 		cc("XINFO", "STREAM"),
@@ -1984,5 +2011,38 @@ func TestConformanceHarness(t *testing.T) {
 	if (confReply{kind: confNullBulk}).equal(confReply{kind: confNullArray}) ||
 		(confReply{kind: confNullArray}).equal(confReply{kind: confArray}) {
 		t.Error("null bulk, null array and empty array must differ")
+	}
+}
+
+// confFullGroupTimes replaces the clock readings in XINFO STREAM FULL's
+// groups (each PEL entry's delivery time, each consumer's seen-time and its
+// PEL's delivery times) with a placeholder: the two servers' clocks differ.
+func confFullGroupTimes(gs []confReply) {
+	t := confReply{kind: confSimple, str: "<time>"}
+	pel := func(r confReply, at int) {
+		for _, e := range r.arr {
+			if e.kind == confArray && len(e.arr) > at && e.arr[at].kind == confInt {
+				e.arr[at] = t
+			}
+		}
+	}
+	for _, g := range gs {
+		for i := 0; i+1 < len(g.arr); i += 2 {
+			switch g.arr[i].str {
+			case "pending":
+				pel(g.arr[i+1], 2)
+			case "consumers":
+				for _, c := range g.arr[i+1].arr {
+					for j := 0; j+1 < len(c.arr); j += 2 {
+						switch c.arr[j].str {
+						case "seen-time":
+							c.arr[j+1] = t
+						case "pending":
+							pel(c.arr[j+1], 1)
+						}
+					}
+				}
+			}
+		}
 	}
 }

@@ -84,7 +84,6 @@ const (
 	ErrXAutoClaimCount         WireError = "ERR COUNT must be > 0"
 	ErrXAutoClaimMemory        WireError = "ERR Insufficient memory, failed allocating transient memory, COUNT too high."
 	// Not a Redis message: Sediment does not implement XINFO STREAM FULL.
-	ErrXInfoFull WireError = "ERR XINFO STREAM FULL is not supported by Sediment yet"
 )
 
 // ErrWrongArgs is Redis's arity error: ERR wrong number of arguments for

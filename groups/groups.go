@@ -374,10 +374,11 @@ func PendingSummary(v *materialize.View, db uint8, key, group []byte) (Summary, 
 
 // Pending is one line of XPENDING's extended form.
 type Pending struct {
-	ID            codec.ID
-	Consumer      []byte
-	IdleMs        int64
-	DeliveryCount uint64
+	ID             codec.ID
+	Consumer       []byte
+	IdleMs         int64
+	DeliveryTimeMs int64 // Unix ms of the last delivery (XINFO STREAM FULL)
+	DeliveryCount  uint64
 }
 
 // RangeArgs are XPENDING's extended-form arguments.
@@ -432,7 +433,7 @@ func PendingRange(v *materialize.View, db uint8, key, group []byte, a RangeArgs)
 			idle = 0
 		}
 		if idle >= a.MinIdleMs {
-			out = append(out, Pending{id, append([]byte(nil), pe.Consumer...), idle, pe.DeliveryCount})
+			out = append(out, Pending{id, append([]byte(nil), pe.Consumer...), idle, pe.DeliveryTimeMs, pe.DeliveryCount})
 		}
 		return int64(len(out)) < a.Count, nil
 	})
@@ -515,9 +516,10 @@ func countPrefix(v *materialize.View, p []byte) (int64, error) {
 
 // ConsumerInfo is one consumer of XINFO CONSUMERS.
 type ConsumerInfo struct {
-	Name    []byte
-	Pending int64
-	IdleMs  int64 // since the consumer was last seen (Redis 7.0's idle)
+	Name       []byte
+	Pending    int64
+	IdleMs     int64 // since the consumer was last seen (Redis 7.0's idle)
+	SeenTimeMs int64 // Unix ms it was last seen (XINFO STREAM FULL's seen-time)
 }
 
 // ConsumerInfos returns the group's consumers in name order (XINFO
@@ -542,7 +544,7 @@ func ConsumerInfos(v *materialize.View, db uint8, key, group []byte) ([]Consumer
 			return false, err
 		}
 		out = append(out, ConsumerInfo{Name: append([]byte(nil), name...), IdleMs: max(v.NowMs()-c.SeenTimeMs, 0),
-			Pending: int64(c.PEL.Count)})
+			SeenTimeMs: c.SeenTimeMs, Pending: int64(c.PEL.Count)})
 		return true, nil
 	})
 	if err != nil {

@@ -37,7 +37,7 @@ var xgroupHelp = []string{
 }
 
 // XGROUP CREATE key group id|$ [MKSTREAM] [ENTRIESREAD entries-read]
-// XGROUP SETID key group id|$ [ENTRIESREAD entries-read]
+// XGROUP SETID key group id|$|-|+ [ENTRIESREAD entries-read]
 // XGROUP DESTROY key group
 // XGROUP CREATECONSUMER key group consumer
 // XGROUP DELCONSUMER key group consumer
@@ -109,7 +109,15 @@ func runXGroup(x *command.Ctx) error {
 		case "create", "setid":
 			var id codec.ID
 			dollar := isDollar(args[4])
-			if !dollar {
+			switch {
+			case dollar:
+			case name == "setid" && len(args[4]) == 1 && args[4][0] == '-':
+				// SETID parses its ID as XRANGE's bounds (Redis's
+				// streamParseIDOrReply): '-' is 0-0, '+' the largest ID;
+				// CREATE's parse is strict.
+			case name == "setid" && len(args[4]) == 1 && args[4][0] == '+':
+				id = codec.MaxID
+			default:
 				var err error
 				if id, err = ParseID(args[4], 0); err != nil {
 					return nil, err

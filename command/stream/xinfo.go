@@ -2,11 +2,13 @@ package stream
 
 import (
 	"errors"
+	"math"
 
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/command/reply"
 	"github.com/sediment-dev/sediment/groups"
+	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/streams"
 )
 
@@ -25,9 +27,12 @@ var xinfoHelp = []string{
 }
 
 // XINFO STREAM key | GROUPS key | CONSUMERS key group | HELP
-// Replies as Redis 7.0 (maps of field name to value), with two differences:
+// Replies as Redis 7.0 (maps of field name to value), with one difference:
 // STREAM's radix-tree-keys and radix-tree-nodes are estimates (Sediment has
-// no radix tree: streams.RadixTreeKeys), and STREAM FULL is not supported.
+// no radix tree: streams.RadixTreeKeys). STREAM FULL [COUNT n] adds the
+// entries and every group with its PEL and consumers, each list cut at
+// COUNT (default 10; 0 or less: all), as Redis 7.0's
+// xinfoReplyWithStreamInfo.
 // https://redis.io/docs/latest/commands/xinfo-stream/
 func runXInfo(x *command.Ctx) error {
 	sub := x.Args[1]
@@ -38,12 +43,6 @@ func runXInfo(x *command.Ctx) error {
 	if name == "help" {
 		command.WriteHelp(x.Reply, xinfoHelp)
 		return nil
-	}
-	if name == "stream" && len(x.Args) > 3 {
-		if command.EqualFold(x.Args[3], "FULL") {
-			return command.ErrXInfoFull
-		}
-		return command.ErrSubcommandSyntax(sub, "xinfo")
 	}
 	v := x.View()
 	key := x.Args[2]
@@ -57,6 +56,20 @@ func runXInfo(x *command.Ctx) error {
 	w := x.Reply
 	switch name {
 	case "stream":
+		if len(x.Args) > 3 {
+			// FULL [COUNT n], parsed after the key as Redis does.
+			a := x.Args
+			if !command.EqualFold(a[3], "FULL") || (len(a) != 4 && (len(a) != 6 || !command.EqualFold(a[4], "COUNT"))) {
+				return command.ErrSubcommandSyntax(sub, "xinfo")
+			}
+			count := int64(10)
+			if len(a) == 6 {
+				if count, err = command.IntArg(a[5]); err != nil {
+					return err
+				}
+			}
+			return xinfoStreamFull(x, v, key, m.Stream, max(count, 0))
+		}
 		ngroups, err := groups.Count(v, x.DB, key)
 		if err != nil {
 			return err
@@ -139,6 +152,108 @@ func runXInfo(x *command.Ctx) error {
 			w.Int(c.Pending)
 			w.BulkString("idle")
 			w.Int(c.IdleMs)
+		}
+	}
+	return nil
+}
+
+// xinfoStreamFull writes XINFO STREAM FULL's reply: count bounds the
+// entries and each PEL listed (0: all).
+func xinfoStreamFull(x *command.Ctx, v *materialize.View, key []byte, s codec.StreamMeta, count int64) error {
+	entries, err := streams.Range(v, x.DB, key, codec.ID{}, codec.MaxID, int(min(count, math.MaxInt32)), false)
+	if err != nil {
+		return err
+	}
+	gs, err := groups.Infos(v, x.DB, key, s)
+	if err != nil {
+		return err
+	}
+	limit := count
+	if limit == 0 {
+		limit = math.MaxInt64
+	}
+	pending := func(group, consumer []byte) ([]groups.Pending, error) {
+		return groups.PendingRange(v, x.DB, key, group, groups.RangeArgs{End: codec.MaxID, Count: limit, Consumer: consumer})
+	}
+	w := x.Reply
+	w.Map(9)
+	w.BulkString("length")
+	w.Uint(s.Length)
+	w.BulkString("radix-tree-keys")
+	w.Uint(streams.RadixTreeKeys(s))
+	w.BulkString("radix-tree-nodes")
+	w.Uint(streams.RadixTreeNodes(s))
+	w.BulkString("last-generated-id")
+	WriteID(w, s.LastID)
+	w.BulkString("max-deleted-entry-id")
+	WriteID(w, s.MaxDeletedID)
+	w.BulkString("entries-added")
+	w.Uint(s.EntriesAdded)
+	w.BulkString("recorded-first-entry-id")
+	WriteID(w, s.FirstID)
+	w.BulkString("entries")
+	WriteEntries(w, entries)
+	w.BulkString("groups")
+	w.Array(len(gs))
+	for _, g := range gs {
+		pel, err := pending(g.Name, nil)
+		if err != nil {
+			return err
+		}
+		cs, err := groups.ConsumerInfos(v, x.DB, key, g.Name)
+		if err != nil {
+			return err
+		}
+		w.Map(7)
+		w.BulkString("name")
+		w.Bulk(g.Name)
+		w.BulkString("last-delivered-id")
+		WriteID(w, g.LastDeliveredID)
+		w.BulkString("entries-read")
+		if g.EntriesRead == groups.InvalidEntriesRead {
+			w.NullBulk()
+		} else {
+			w.Int(g.EntriesRead)
+		}
+		w.BulkString("lag")
+		if g.LagKnown {
+			w.Int(g.Lag)
+		} else {
+			w.NullBulk()
+		}
+		w.BulkString("pel-count")
+		w.Int(g.Pending)
+		w.BulkString("pending")
+		w.Array(len(pel))
+		for _, p := range pel {
+			w.Array(4)
+			WriteID(w, p.ID)
+			w.Bulk(p.Consumer)
+			w.Int(p.DeliveryTimeMs)
+			w.Uint(p.DeliveryCount)
+		}
+		w.BulkString("consumers")
+		w.Array(len(cs))
+		for _, c := range cs {
+			cpel, err := pending(g.Name, c.Name)
+			if err != nil {
+				return err
+			}
+			w.Map(4)
+			w.BulkString("name")
+			w.Bulk(c.Name)
+			w.BulkString("seen-time")
+			w.Int(c.SeenTimeMs)
+			w.BulkString("pel-count")
+			w.Int(c.Pending)
+			w.BulkString("pending")
+			w.Array(len(cpel))
+			for _, p := range cpel {
+				w.Array(3)
+				WriteID(w, p.ID)
+				w.Int(p.DeliveryTimeMs)
+				w.Uint(p.DeliveryCount)
+			}
 		}
 	}
 	return nil
