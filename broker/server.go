@@ -32,6 +32,10 @@ type Options struct {
 	AppendFsync materialize.SyncPolicy
 	// Databases is the number of SELECT-able databases, 1..256. The default is 16.
 	Databases int
+	// MaxClients is how many client connections are served at once
+	// (Redis's maxclients, default 10000): a connection beyond it is told
+	// "ERR max number of clients reached" and closed, as Redis does.
+	MaxClients int
 	// Logger receives lifecycle (Info), internal-error (Warn) and
 	// per-command (Debug) logs. The default discards.
 	Logger *slog.Logger
@@ -51,6 +55,9 @@ func (o Options) withDefaults() Options {
 	if o.Databases == 0 {
 		o.Databases = 16
 	}
+	if o.MaxClients == 0 {
+		o.MaxClients = 10000
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -65,6 +72,9 @@ func (o Options) withDefaults() Options {
 func (o Options) Validate() error {
 	if o.Databases < 1 || o.Databases > 256 {
 		return fmt.Errorf("broker: databases must be 1..256, got %d", o.Databases)
+	}
+	if o.MaxClients < 1 {
+		return fmt.Errorf("broker: maxclients must be at least 1, got %d", o.MaxClients)
 	}
 	return nil
 }
@@ -99,6 +109,7 @@ type stats struct {
 	rejected      atomic.Int64
 	blocked       atomic.Int64
 	readRetries   atomic.Int64 // commands run again after materialize.ErrStateMoved
+	rejectedConns atomic.Int64 // connections refused beyond maxclients
 }
 
 // New opens the store, connects to (or starts) NATS and returns a Server
@@ -173,13 +184,19 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		s.stats.connsReceived.Add(1)
-		c := newConn(s, nc)
 		s.mu.Lock()
 		if s.closed.Load() {
 			s.mu.Unlock()
 			nc.Close()
 			continue
 		}
+		if len(s.conns) >= s.opts.MaxClients {
+			s.mu.Unlock()
+			s.stats.rejectedConns.Add(1)
+			go rejectConn(nc, errMaxClients)
+			continue
+		}
+		c := newConn(s, nc)
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
@@ -192,6 +209,20 @@ func (s *Server) Serve(ln net.Listener) error {
 		}()
 	}
 }
+
+// errMaxClients is Redis's reply to a connection beyond maxclients.
+const errMaxClients = "-ERR max number of clients reached\r\n"
+
+// rejectConn writes msg to a connection that will not be served and
+// closes it, as Redis does beyond maxclients; a client that does not
+// read it holds nothing for longer than rejectWriteTimeout.
+func rejectConn(nc net.Conn, msg string) {
+	nc.SetWriteDeadline(time.Now().Add(rejectWriteTimeout))
+	nc.Write([]byte(msg))
+	nc.Close()
+}
+
+const rejectWriteTimeout = time.Second
 
 // Addr returns the listener's address, or nil before Serve.
 func (s *Server) Addr() net.Addr {

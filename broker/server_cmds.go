@@ -183,6 +183,7 @@ func runConfig(x *exec) error {
 		{"appendfsync", s.store.Policy().String()},
 		{"save", ""},
 		{"databases", strconv.Itoa(s.opts.Databases)},
+		{"maxclients", strconv.Itoa(s.opts.MaxClients)},
 		{"dir", s.opts.Dir},
 		{"proto-max-bulk-len", strconv.FormatInt(s.opts.Limits.MaxBulkLen, 10)},
 		{"client-query-buffer-limit", strconv.FormatInt(s.opts.Limits.MaxQueryBuffer, 10)},
@@ -244,7 +245,7 @@ func runInfo(x *exec) error {
 		s.mu.Unlock()
 		kv("connected_clients", n)
 		kv("blocked_clients", s.stats.blocked.Load())
-		kv("maxclients", 10000)
+		kv("maxclients", s.opts.MaxClients)
 	})
 	section("persistence", func() {
 		kv("loading", 0)
@@ -254,6 +255,7 @@ func runInfo(x *exec) error {
 	})
 	section("stats", func() {
 		kv("total_connections_received", s.stats.connsReceived.Load())
+		kv("rejected_connections", s.stats.rejectedConns.Load())
 		kv("total_commands_processed", s.stats.commands.Load())
 		kv("rejected_calls", s.stats.rejected.Load())
 		// Where metadata lookups were answered (materialize.IterStats):

@@ -4,7 +4,7 @@
 //
 //	sediment [serve] [--bind 127.0.0.1] [--port 6380] [--dir ./data]
 //	         [--nats-url URL] [--appendfsync always|everysec|no]
-//	         [--databases 16] [--log-level info]
+//	         [--databases 16] [--maxclients 10000] [--log-level info]
 //
 // Every flag can also be set by an environment variable SEDIMENT_<FLAG>, with
 // dashes as underscores (SEDIMENT_NATS_URL); a flag on the command line wins.
@@ -41,7 +41,7 @@ func main() {
 // config is the parsed command line.
 type config struct {
 	bind, dir, natsURL, appendfsync, logLevel, pprof string
-	port, databases                                  int
+	port, databases, maxclients                      int
 }
 
 // parse fills config from args, then from SEDIMENT_* variables for every
@@ -58,6 +58,7 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.natsURL, "nats-url", "", "NATS server URL; empty starts an embedded NATS server")
 	fs.StringVar(&c.appendfsync, "appendfsync", "everysec", "fsync policy: always, everysec or no")
 	fs.IntVar(&c.databases, "databases", 16, "number of databases (SELECT 0..N-1)")
+	fs.IntVar(&c.maxclients, "maxclients", 10000, "most client connections served at once; more are told \"ERR max number of clients reached\"")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.pprof, "pprof", "", "serve Go's net/http/pprof profiles on this address (e.g. 127.0.0.1:6060); empty: off")
 	showVersion := fs.Bool("version", false, "print the version and exit")
@@ -117,6 +118,7 @@ func run(args []string, getenv func(string) string) error {
 		NATSURL:     c.natsURL,
 		AppendFsync: policy,
 		Databases:   c.databases,
+		MaxClients:  c.maxclients,
 		Logger:      log,
 	})
 	if err != nil {
