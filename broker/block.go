@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +20,11 @@ import (
 // reads: nothing under the registry lock calls into the write path.
 // Blocked XREADGROUP clients, which consume, are served by the writer
 // instead (serve.go).
+
+// errWakeSubscribe begins the error that ends a blocking read whose key's
+// wake subject could not be subscribed to (NATS down): no write could wake
+// it, so it must not wait.
+const errWakeSubscribe = "ERR blocking wait failed: cannot subscribe to wake-ups: "
 
 // attempt runs a blocked command's read: true when the command is done
 // (its result kept by the command), false to keep waiting.
@@ -74,6 +80,14 @@ func (r *registry) block(ctx context.Context, keys []waitKey, timeout time.Durat
 		case <-ks.ready:
 		case <-ctx.Done():
 			return r.cancel(w) // served meanwhile: keep the result
+		}
+		if ks.err != nil {
+			// No wake would reach this waiter: it must not wait forever.
+			if res, served := r.cancel(w); served {
+				return res, true
+			}
+			msg := strings.NewReplacer("\r", " ", "\n", " ").Replace(ks.err.Error())
+			return waitResult{err: wireError(errWakeSubscribe + msg)}, true
 		}
 	}
 	// Re-check now that wakes for every key will reach us.
@@ -141,6 +155,9 @@ func (r *registry) subscribe(k waitKey, ks *keySub) {
 	ks.sub, ks.err = sub, err
 	if err != nil {
 		r.w.log.Warn("wake subscribe failed", "err", err)
+		if r.subs[k] == ks {
+			delete(r.subs, k) // the next waiter on k subscribes again
+		}
 	}
 	if ks.refs == 0 && sub != nil { // every waiter left while we subscribed
 		sub.Unsubscribe()

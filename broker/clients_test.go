@@ -113,3 +113,28 @@ func TestShutdownWithClientNotReading(t *testing.T) {
 		t.Fatal("shutdown still waiting 10 s after it began: a client that does not read holds it")
 	}
 }
+
+// TestBlockedReadWithoutWakeups: a blocking XREAD whose wake subject cannot
+// be subscribed to (the NATS connection is gone) replies an error at once
+// instead of waiting forever for a wake that cannot come.
+func TestBlockedReadWithoutWakeups(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.client(t)
+	ts.wake.nc.Close()
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Do(t.Context(), "XREAD", "BLOCK", "0", "STREAMS", "s", "$").Err()
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.HasPrefix(err.Error(), "ERR blocking wait failed: cannot subscribe to wake-ups: ") {
+			t.Fatalf("XREAD BLOCK 0 without NATS: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("XREAD BLOCK 0 without NATS still waiting after 5 s")
+	}
+	// The connection still serves.
+	if err := c.Ping(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -48,12 +48,16 @@ func (r execRuntime) Block(keys [][]byte, timeout time.Duration, try func() bool
 	bw.arm()
 	stop := x.c.watchClose()
 	x.c.s.stats.blocked.Add(1)
-	_, ok := x.c.s.wake.reg.block(bw.ctx, x.waitKeys(keys), timeout, func() bool {
+	res, ok := x.c.s.wake.reg.block(bw.ctx, x.waitKeys(keys), timeout, func() bool {
 		defer x.releaseViews(mark)
 		return try()
 	})
 	x.c.s.stats.blocked.Add(-1)
 	stop()
+	if res.err != nil {
+		bw.end(false)
+		return false, res.err
+	}
 	return ok, bw.end(ok)
 }
 
