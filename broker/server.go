@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/feed"
 	"github.com/sediment-dev/sediment/keyspace"
 	"github.com/sediment-dev/sediment/materialize"
 )
@@ -24,9 +25,16 @@ type Options struct {
 	Dir string
 	// InMemory keeps all data in memory (tests); Dir is ignored.
 	InMemory bool
-	// NATSURL is the NATS server to use for wake-ups. Empty starts an
-	// embedded, in-process NATS server.
+	// NATSURL is the NATS server to use for wake-ups and the change feed.
+	// Empty starts an embedded NATS server.
 	NATSURL string
+	// NATSListen is where the embedded NATS server listens for other
+	// processes (nats.go subscribers of the change feed), host:port; empty:
+	// in-process only. The command's default is 127.0.0.1:4222.
+	NATSListen string
+	// FeedPrefix is the change feed's subject prefix (feed.DefaultPrefix
+	// when empty): docs/change-feed.md.
+	FeedPrefix string
 	// AppendFsync is the durability policy (Redis's appendfsync). The
 	// default is everysec.
 	AppendFsync materialize.SyncPolicy
@@ -85,6 +93,7 @@ type Server struct {
 	opts  Options
 	store *materialize.Store
 	wake  *waker
+	feed  *feed.Publisher      // the change feed (docs/change-feed.md)
 	cons  *consumers           // blocked XREADGROUP clients, served by the writer
 	watch *watches             // WATCHed keys
 	scans keyspace.ScanCursors // SCAN positions inside hash slots
@@ -140,13 +149,25 @@ func New(opts Options) (*Server, error) {
 		})
 	})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if s.wake, err = newWaker(o.NATSURL, o.Logger); err != nil {
+	if s.wake, err = newWaker(o.NATSURL, o.NATSListen, o.Logger); err != nil {
 		store.Close()
 		return nil, err
 	}
 	s.wake.logicalDB = store.LogicalDB
 	s.wg.Add(1)
 	go s.activeExpiry()
+	s.feed = &feed.Publisher{Store: store, Prefix: o.FeedPrefix, Publish: s.wake.nc.Publish, Logger: o.Logger}
+	if ns := s.wake.ns; ns != nil {
+		// Only subscribers of this server can listen: ask it.
+		acc := ns.GlobalAccount()
+		s.feed.Interest = acc.SubscriptionInterest
+		s.feed.Active = func() bool { return acc.NumConnections() > 1 } // more than the wake connection
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.feed.Run(s.ctx)
+	}()
 	return s, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"time"
 
@@ -45,8 +46,11 @@ func wakeSubject(db uint8, key []byte) string {
 
 // waker connects the waiter registry to NATS.
 type waker struct {
-	nc     *nats.Conn
-	ns     *natsserver.Server // embedded server, nil with an external URL
+	nc *nats.Conn
+	ns *natsserver.Server // embedded server, nil with an external URL
+	// local: the embedded server accepts no other process (no listen
+	// address), so only this process's registry can subscribe to wakes.
+	local  bool
 	log    *slog.Logger
 	reg    *registry
 	flushS *nats.Subscription
@@ -55,23 +59,39 @@ type waker struct {
 	logicalDB func(storage uint8) uint8
 }
 
-// newWaker connects to url, or starts an embedded in-process NATS server
-// (no listening port) when url is empty.
-func newWaker(url string, log *slog.Logger) (*waker, error) {
+// newWaker connects to url, or starts an embedded NATS server when url is
+// empty: listening on listen (host:port), or in-process only when listen
+// is empty.
+func newWaker(url, listen string, log *slog.Logger) (*waker, error) {
 	w := &waker{log: log}
 	var opts []nats.Option
 	opts = append(opts, nats.Name("sediment"), nats.MaxReconnects(-1))
 	if url == "" {
-		ns, err := natsserver.NewServer(&natsserver.Options{DontListen: true, NoLog: true, NoSigs: true})
+		so := &natsserver.Options{DontListen: true, NoLog: true, NoSigs: true}
+		if listen != "" {
+			host, port, err := net.SplitHostPort(listen)
+			if err != nil {
+				return nil, fmt.Errorf("broker: NATS listen address %q: %w", listen, err)
+			}
+			p, err := strconv.Atoi(port)
+			if err != nil {
+				return nil, fmt.Errorf("broker: NATS listen address %q: bad port", listen)
+			}
+			so.DontListen, so.Host, so.Port = false, host, p
+		}
+		ns, err := natsserver.NewServer(so)
 		if err != nil {
 			return nil, fmt.Errorf("broker: embedded NATS: %w", err)
 		}
 		ns.Start()
 		if !ns.ReadyForConnections(10 * time.Second) {
 			ns.Shutdown()
+			if listen != "" {
+				return nil, fmt.Errorf("broker: embedded NATS did not start listening on %s (in use? --nats-listen off keeps it in-process)", listen)
+			}
 			return nil, fmt.Errorf("broker: embedded NATS did not start")
 		}
-		w.ns = ns
+		w.ns, w.local = ns, listen == ""
 		opts = append(opts, nats.InProcessServer(ns))
 	}
 	nc, err := nats.Connect(url, opts...)
@@ -92,7 +112,11 @@ func newWaker(url string, log *slog.Logger) (*waker, error) {
 		return nil, fmt.Errorf("broker: subscribe %s: %w", wakeFlush, err)
 	}
 	if w.ns != nil {
-		log.Info("NATS started", "embedded", true, "listen", "in-process only")
+		where := "in-process only"
+		if listen != "" {
+			where = w.ns.ClientURL()
+		}
+		log.Info("NATS started", "embedded", true, "listen", where)
 	} else {
 		log.Info("NATS connected", "url", nc.ConnectedUrlRedacted())
 	}
@@ -110,16 +134,23 @@ func (w *waker) close() {
 	}
 }
 
-// publishKey publishes a wake for (db, key). With the embedded NATS server,
-// which accepts no other process, only this process's registry can have
-// subscribed, so the wake is published only when it holds a waiter for the
-// key: a registered waiter is in the registry before it re-checks Pebble, so
-// a write committed after that check finds it here.
+// publishKey publishes a wake for (db, key). With the embedded NATS server
+// in-process only, only this process's registry can have subscribed, so
+// the wake is published only when it holds a waiter for the key: a
+// registered waiter is in the registry before it re-checks Pebble, so a
+// write committed after that check finds it here. With the embedded server
+// listening, other processes' waiters subscribe to it too: it is asked for
+// interest in the subject (a waiter's subscription is confirmed before it
+// re-checks Pebble, so the same holds).
 func (w *waker) publishKey(db uint8, key []byte) {
-	if w.ns != nil && !w.reg.waiting(waitKey{db, string(key)}) {
+	if w.local && !w.reg.waiting(waitKey{db, string(key)}) {
 		return
 	}
-	if err := w.nc.Publish(wakeSubject(db, key), nil); err != nil {
+	subj := wakeSubject(db, key)
+	if w.ns != nil && !w.local && !w.ns.GlobalAccount().SubscriptionInterest(subj) {
+		return
+	}
+	if err := w.nc.Publish(subj, nil); err != nil {
 		w.log.Warn("wake publish failed", "err", err)
 	}
 }
@@ -136,7 +167,7 @@ func (w *waker) publishEvents(events []codec.Event) {
 		switch e.Op {
 		case codec.OpXAdd, codec.OpDelKey, codec.OpGroupDel:
 		case codec.OpFlushDB, codec.OpFlushAll, codec.OpSwapDB:
-			if w.ns != nil && !w.reg.any() {
+			if w.local && !w.reg.any() {
 				continue
 			}
 			if err := w.nc.Publish(wakeFlush, nil); err != nil {

@@ -146,6 +146,7 @@ type Store struct {
 
 	committed atomic.Uint64 // == seq, readable without mu; stored once a group is applied and published
 	applying  atomic.Uint64 // the last group's seq, stored before its Pebble commit (readPin)
+	commitCh  chan struct{} // CommitNotify
 	synced    atomic.Uint64 // every seq <= synced is on stable storage
 	syncMu    sync.Mutex    // one change-log fsync at a time; waiters coalesce behind it
 
@@ -234,6 +235,7 @@ func Open(opts Options) (*Store, error) {
 		reqs:    make(chan *writeReq, maxGroup),
 
 		writerDone: make(chan struct{}),
+		commitCh:   make(chan struct{}, 1),
 		cache:      newMetaCache(),
 		staged:     overlay{m: map[string]cachedMeta{}},
 	}
@@ -583,6 +585,10 @@ func (s *Store) commitGroup(group []*writeReq) {
 	s.groupRecords.Add(seq - s.seq)
 	s.seq = seq
 	s.committed.Store(seq)
+	select {
+	case s.commitCh <- struct{}{}:
+	default: // a notification is pending: it covers this group too
+	}
 	s.maybePruneLog(seq)
 	s.doneServed(g.served, nil)
 }

@@ -5,6 +5,7 @@
 //	sediment [serve] [--bind 127.0.0.1] [--port 6380] [--dir ./data]
 //	         [--nats-url URL] [--appendfsync always|everysec|no]
 //	         [--databases 16] [--maxclients 10000] [--log-level info]
+//	         [--nats-listen 127.0.0.1:4222|off] [--feed-prefix sediment]
 //
 // Every flag can also be set by an environment variable SEDIMENT_<FLAG>, with
 // dashes as underscores (SEDIMENT_NATS_URL); a flag on the command line wins.
@@ -41,6 +42,7 @@ func main() {
 // config is the parsed command line.
 type config struct {
 	bind, dir, natsURL, appendfsync, logLevel, pprof string
+	natsListen, feedPrefix                           string
 	port, databases, maxclients                      int
 }
 
@@ -56,6 +58,8 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.IntVar(&c.port, "port", 6380, "TCP port to listen on")
 	fs.StringVar(&c.dir, "dir", "./data", "data directory (Pebble)")
 	fs.StringVar(&c.natsURL, "nats-url", "", "NATS server URL; empty starts an embedded NATS server")
+	fs.StringVar(&c.natsListen, "nats-listen", "127.0.0.1:4222", "where the embedded NATS server listens for change-feed subscribers (host:port); off: in-process only")
+	fs.StringVar(&c.feedPrefix, "feed-prefix", "sediment", "subject prefix of the change feed (<prefix>.chg.<db>.<type>.<key>)")
 	fs.StringVar(&c.appendfsync, "appendfsync", "everysec", "fsync policy: always, everysec or no")
 	fs.IntVar(&c.databases, "databases", 16, "number of databases (SELECT 0..N-1)")
 	fs.IntVar(&c.maxclients, "maxclients", 10000, "most client connections served at once; more are told \"ERR max number of clients reached\"")
@@ -99,6 +103,10 @@ func run(args []string, getenv func(string) string) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	natsListen := c.natsListen
+	if natsListen == "off" {
+		natsListen = ""
+	}
 	policy, err := materialize.ParseSyncPolicy(c.appendfsync)
 	if err != nil {
 		return err
@@ -119,6 +127,8 @@ func run(args []string, getenv func(string) string) error {
 		AppendFsync: policy,
 		Databases:   c.databases,
 		MaxClients:  c.maxclients,
+		NATSListen:  natsListen,
+		FeedPrefix:  c.feedPrefix,
 		Logger:      log,
 	})
 	if err != nil {

@@ -1,0 +1,204 @@
+package feed
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/sediment-dev/sediment/codec"
+)
+
+// Version is the payload format's version (Message.V).
+const Version = 1
+
+// Message is the JSON payload of one change event (docs/change-feed.md).
+// Binary values travel in base64 (standard encoding, with padding).
+type Message struct {
+	V    int    `json:"v"`    // Version
+	Seq  uint64 `json:"seq"`  // the change-log record's sequence number
+	I    int    `json:"i"`    // the event's index in its record (0-based)
+	N    int    `json:"n"`    // the record's event count: one command's, or one EXEC's
+	ULID string `json:"ulid"` // the record's ULID
+	Ms   int64  `json:"ms"`   // Unix ms at which the command was decided
+	DB   *int   `json:"db"`   // logical db; null for FLUSHALL
+	Type string `json:"type"` // string, hash, set, zset, list, stream, key or db
+	Op   string `json:"op"`   // OpName
+	// Key is the key when it is valid UTF-8; Key64 holds it otherwise
+	// (base64). Neither for db-wide events.
+	Key   *string `json:"key,omitempty"`
+	Key64 string  `json:"key64,omitempty"`
+	// Args are the event's arguments in base64, as docs/key-format.md
+	// ("Change events") defines them per operation.
+	Args []string `json:"args"`
+	// Meta is OpSetMeta's metadata, decoded.
+	Meta *MetaInfo `json:"meta,omitempty"`
+}
+
+// MetaInfo is a key's metadata as an OpSetMeta event sets it.
+type MetaInfo struct {
+	Type       string `json:"type"`
+	ExpireAtMs int64  `json:"expire_at_ms"` // 0: no TTL
+	Value64    string `json:"value64,omitempty"`
+	Count      uint64 `json:"count,omitempty"` // hash, set, zset, list: elements
+	Length     uint64 `json:"length,omitempty"`
+	LastID     string `json:"last_id,omitempty"`
+}
+
+var opNames = map[codec.Op]string{
+	codec.OpSetMeta: "set-meta", codec.OpDelKey: "del", codec.OpXAdd: "xadd", codec.OpXDel: "xdel",
+	codec.OpXTrim: "xtrim", codec.OpGroupSet: "group-set", codec.OpGroupDel: "group-del",
+	codec.OpConsumerSet: "consumer-set", codec.OpConsumerDel: "consumer-del", codec.OpPELSet: "pel-set",
+	codec.OpPELDel: "pel-del", codec.OpTTLDel: "ttl-del", codec.OpFlushDB: "flushdb",
+	codec.OpFlushAll: "flushall", codec.OpHSet: "hset", codec.OpHDel: "hdel", codec.OpSAdd: "sadd",
+	codec.OpSRem: "srem", codec.OpCopyKey: "copy-key", codec.OpSwapDB: "swapdb", codec.OpLSet: "lset",
+	codec.OpLDel: "ldel", codec.OpZAdd: "zadd", codec.OpZRem: "zrem", codec.OpZRanks: "zranks",
+}
+
+// OpName returns the payload's name of an operation ("op-XX" for one this
+// version does not know).
+func OpName(op codec.Op) string {
+	if n, ok := opNames[op]; ok {
+		return n
+	}
+	return fmt.Sprintf("op-%02x", byte(op))
+}
+
+// typeOf returns the data type an event's subject names.
+func typeOf(e codec.Event) string {
+	switch e.Op {
+	case codec.OpSetMeta:
+		// The encoded metadata's second byte is its type (codec.AppendMeta).
+		if len(e.Args) > 0 && len(e.Args[0]) > 1 {
+			return codec.Type(e.Args[0][1]).String()
+		}
+	case codec.OpDelKey, codec.OpCopyKey:
+		if len(e.Args) > 0 && len(e.Args[0]) == 1 {
+			return codec.Type(e.Args[0][0]).String()
+		}
+	case codec.OpXAdd, codec.OpXDel, codec.OpXTrim, codec.OpGroupSet, codec.OpGroupDel,
+		codec.OpConsumerSet, codec.OpConsumerDel, codec.OpPELSet, codec.OpPELDel:
+		return "stream"
+	case codec.OpHSet, codec.OpHDel:
+		return "hash"
+	case codec.OpSAdd, codec.OpSRem:
+		return "set"
+	case codec.OpLSet, codec.OpLDel:
+		return "list"
+	case codec.OpZAdd, codec.OpZRem, codec.OpZRanks:
+		return "zset"
+	case codec.OpFlushDB, codec.OpFlushAll, codec.OpSwapDB:
+		return "db"
+	}
+	return "key"
+}
+
+// Encode returns the subject and payload of event i of record r. logical
+// maps the event's storage db to its logical db (SWAPDB).
+func Encode(prefix string, r codec.Record, i int, logical func(storage uint8) uint8) (subject string, payload []byte, err error) {
+	e := r.Events[i]
+	m := Message{V: Version, Seq: r.Seq, I: i, N: len(r.Events), ULID: ulid.ULID(r.ULID).String(), Ms: r.TimeMs,
+		Type: typeOf(e), Op: OpName(e.Op), Args: make([]string, len(e.Args))}
+	for j, a := range e.Args {
+		m.Args[j] = base64.StdEncoding.EncodeToString(a)
+	}
+	db := int(logical(e.DB))
+	if e.Op == codec.OpSwapDB {
+		db = int(e.DB) // SWAPDB names logical dbs: this one and Args[0]
+	}
+	switch e.Op {
+	case codec.OpFlushAll:
+		subject = AllSubject(prefix)
+	case codec.OpFlushDB, codec.OpSwapDB:
+		m.DB = &db
+		subject = DBSubject(prefix, uint8(db), m.Op)
+	default:
+		m.DB = &db
+		if utf8.Valid(e.Key) {
+			k := string(e.Key)
+			m.Key = &k
+		} else {
+			m.Key64 = base64.StdEncoding.EncodeToString(e.Key)
+		}
+		subject = KeySubject(prefix, uint8(db), m.Type, e.Key)
+	}
+	if e.Op == codec.OpSetMeta {
+		md, err := codec.DecodeMeta(e.Args[0])
+		if err != nil {
+			return "", nil, err
+		}
+		mi := &MetaInfo{Type: md.Type.String(), ExpireAtMs: md.ExpireAtMs}
+		switch md.Type {
+		case codec.TypeString:
+			mi.Value64 = base64.StdEncoding.EncodeToString(md.Value)
+		case codec.TypeStream:
+			mi.Length, mi.LastID = md.Stream.Length, md.Stream.LastID.String()
+		default:
+			mi.Count = md.Count
+		}
+		m.Meta = mi
+	}
+	payload, err = json.Marshal(&m)
+	return subject, payload, err
+}
+
+// Decode parses a payload. It rejects versions it does not know.
+func Decode(payload []byte) (Message, error) {
+	var m Message
+	if err := json.Unmarshal(payload, &m); err != nil {
+		return m, err
+	}
+	if m.V != Version {
+		return m, fmt.Errorf("feed: payload version %d, want %d", m.V, Version)
+	}
+	return m, nil
+}
+
+// KeyBytes returns the message's key (nil for db-wide events).
+func (m Message) KeyBytes() ([]byte, error) {
+	if m.Key != nil {
+		return []byte(*m.Key), nil
+	}
+	if m.Key64 != "" {
+		return base64.StdEncoding.DecodeString(m.Key64)
+	}
+	return nil, nil
+}
+
+// ArgBytes returns the event's arguments.
+func (m Message) ArgBytes() ([][]byte, error) {
+	out := make([][]byte, len(m.Args))
+	for i, a := range m.Args {
+		b, err := base64.StdEncoding.DecodeString(a)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// Event returns the change event the message carries (storage db set to
+// the logical db), for programs that use codec's decoders.
+func (m Message) Event() (codec.Event, error) {
+	var e codec.Event
+	for op, name := range opNames {
+		if name == m.Op {
+			e.Op = op
+		}
+	}
+	if e.Op == 0 {
+		return e, fmt.Errorf("feed: unknown op %q", m.Op)
+	}
+	if m.DB != nil {
+		e.DB = uint8(*m.DB)
+	}
+	var err error
+	if e.Key, err = m.KeyBytes(); err != nil {
+		return e, err
+	}
+	e.Args, err = m.ArgBytes()
+	return e, err
+}

@@ -1,0 +1,170 @@
+package feed
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+// Publisher tails a store's change log and publishes each committed event
+// in sequence order, on one goroutine (never on the write path): Run.
+type Publisher struct {
+	Store  *materialize.Store
+	Prefix string // DefaultPrefix if empty
+	// Publish sends one message (nats.Conn.Publish). An error stops the
+	// record: it is published again, whole, on the next try.
+	Publish func(subject string, payload []byte) error
+	// Interest, when set, tells whether anyone subscribes to a subject
+	// (the embedded NATS server knows); events nobody follows are not
+	// encoded. Nil: publish everything.
+	Interest func(subject string) bool
+	// Active, when set, tells whether anyone could be subscribed at all
+	// (another client is connected to the embedded NATS server). While it
+	// is false the publisher reads no record, and only keeps its place at
+	// the newest; a client that connects, subscribes and then writes sees
+	// that write (the place taken before it connected is older). Nil:
+	// always active.
+	Active func() bool
+	Logger *slog.Logger
+
+	published atomic.Uint64 // the last sequence published (or skipped)
+}
+
+// Published returns the sequence of the last record published.
+func (p *Publisher) Published() uint64 { return p.published.Load() }
+
+// Run publishes every record committed after the one current when it
+// starts, until ctx ends. It follows SWAPDB's db map through the records.
+func (p *Publisher) Run(ctx context.Context) error {
+	prefix := p.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	log := p.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	from, logical := p.Store.CommittedDBMap()
+	p.published.Store(from)
+	tail := p.Store.TailLog(from + 1)
+	defer tail.Close()
+	mapDB := func(s uint8) uint8 { return logical[s] }
+	idle := false // the tail's place is behind published: reposition it
+	backoff := 10 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.Store.CommitNotify():
+		case <-time.After(time.Second): // a missed notification, or a retry
+		}
+		if p.Active != nil {
+			seq, lg := p.Store.CommittedDBMap()
+			if !p.Active() {
+				// Nobody to publish to: take the place of seq, whose map
+				// is lg; the next read, if any, starts after it.
+				if !idle || seq != p.published.Load() {
+					idle = true
+					logical = lg
+					p.published.Store(seq)
+				}
+				continue
+			}
+			if idle {
+				idle = false
+				tail.Close()
+				tail = p.Store.TailLog(p.published.Load() + 1)
+			}
+		}
+		last := p.Store.LastSeq()
+		var perr error
+		err := tail.Read(last, func(r codec.Record) bool {
+			for i, e := range r.Events {
+				if perr = p.publish(prefix, r, i, mapDB); perr != nil {
+					return false
+				}
+				if e.Op == codec.OpSwapDB && len(e.Args) == 1 && len(e.Args[0]) == 1 {
+					// The event names logical dbs: swap the storage dbs
+					// behind them, as the store's db map did; the events
+					// after it (in this record too) use the new map.
+					a, b := e.DB, e.Args[0][0]
+					var sa, sb uint8
+					for st, l := range logical {
+						if l == a {
+							sa = uint8(st)
+						}
+						if l == b {
+							sb = uint8(st)
+						}
+					}
+					logical[sa], logical[sb] = b, a
+				}
+			}
+			p.published.Store(r.Seq)
+			return true
+		})
+		switch {
+		case errors.Is(err, materialize.ErrLogGone):
+			// Subscribers see the gap in the sequence numbers.
+			log.Warn("change feed: records dropped before they were published; going on from the newest", "err", err)
+			var seq uint64
+			seq, logical = p.Store.CommittedDBMap()
+			p.published.Store(seq)
+			tail.Close()
+			tail = p.Store.TailLog(seq + 1)
+			continue
+		case err != nil:
+			log.Warn("change feed: reading the change log failed", "err", err)
+		case perr != nil:
+			log.Warn("change feed: publish failed; retrying", "err", perr)
+		}
+		if err != nil || perr != nil {
+			// Start the unpublished record again (Read moved past it).
+			tail.Close()
+			tail = p.Store.TailLog(p.published.Load() + 1)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 10 * time.Millisecond
+	}
+}
+
+func (p *Publisher) publish(prefix string, r codec.Record, i int, logical func(uint8) uint8) error {
+	if p.Interest != nil {
+		// The subject alone first: most events are skipped when nobody
+		// listens.
+		subj := subjectOf(prefix, r.Events[i], logical)
+		if !p.Interest(subj) {
+			return nil
+		}
+	}
+	subj, payload, err := Encode(prefix, r, i, logical)
+	if err != nil {
+		return err
+	}
+	return p.Publish(subj, payload)
+}
+
+// subjectOf returns an event's subject without building its payload.
+func subjectOf(prefix string, e codec.Event, logical func(uint8) uint8) string {
+	db := logical(e.DB)
+	switch e.Op {
+	case codec.OpFlushAll:
+		return AllSubject(prefix)
+	case codec.OpSwapDB:
+		return DBSubject(prefix, e.DB, OpName(e.Op)) // logical already
+	case codec.OpFlushDB:
+		return DBSubject(prefix, db, OpName(e.Op))
+	}
+	return KeySubject(prefix, db, typeOf(e), e.Key)
+}
