@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/oklog/ulid/v2"
@@ -140,8 +141,114 @@ func Encode(prefix string, r codec.Record, i int, logical func(storage uint8) ui
 		}
 		m.Meta = mi
 	}
-	payload, err = json.Marshal(&m)
-	return subject, payload, err
+	return subject, m.appendJSON(make([]byte, 0, 160+len(e.Key)+4*argsLen(e)/3)), nil
+}
+
+func argsLen(e codec.Event) int {
+	n := 0
+	for _, a := range e.Args {
+		n += len(a) + 3
+	}
+	return n
+}
+
+// appendJSON appends m as encoding/json would marshal it (the same fields,
+// order and omissions), without reflection: the publisher's hot path.
+func (m *Message) appendJSON(b []byte) []byte {
+	b = append(b, `{"v":`...)
+	b = strconv.AppendInt(b, int64(m.V), 10)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, m.Seq, 10)
+	b = append(b, `,"i":`...)
+	b = strconv.AppendInt(b, int64(m.I), 10)
+	b = append(b, `,"n":`...)
+	b = strconv.AppendInt(b, int64(m.N), 10)
+	b = append(b, `,"ulid":`...)
+	b = appendJSONString(b, m.ULID)
+	b = append(b, `,"ms":`...)
+	b = strconv.AppendInt(b, m.Ms, 10)
+	b = append(b, `,"db":`...)
+	if m.DB == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, int64(*m.DB), 10)
+	}
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, m.Type)
+	b = append(b, `,"op":`...)
+	b = appendJSONString(b, m.Op)
+	if m.Key != nil {
+		b = append(b, `,"key":`...)
+		b = appendJSONString(b, *m.Key)
+	}
+	if m.Key64 != "" {
+		b = append(b, `,"key64":`...)
+		b = appendJSONString(b, m.Key64)
+	}
+	b = append(b, `,"args":[`...)
+	for i, a := range m.Args {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, a)
+	}
+	b = append(b, ']')
+	if mi := m.Meta; mi != nil {
+		b = append(b, `,"meta":{"type":`...)
+		b = appendJSONString(b, mi.Type)
+		b = append(b, `,"expire_at_ms":`...)
+		b = strconv.AppendInt(b, mi.ExpireAtMs, 10)
+		if mi.Value64 != "" {
+			b = append(b, `,"value64":`...)
+			b = appendJSONString(b, mi.Value64)
+		}
+		if mi.Count != 0 {
+			b = append(b, `,"count":`...)
+			b = strconv.AppendUint(b, mi.Count, 10)
+		}
+		if mi.Length != 0 {
+			b = append(b, `,"length":`...)
+			b = strconv.AppendUint(b, mi.Length, 10)
+		}
+		if mi.LastID != "" {
+			b = append(b, `,"last_id":`...)
+			b = appendJSONString(b, mi.LastID)
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// appendJSONString appends s, valid UTF-8, as a JSON string: quotes,
+// backslashes and control characters escaped, as encoding/json does
+// (which also escapes <, > and & for HTML, and U+2028/U+2029; both forms
+// decode to the same string).
+func appendJSONString(b []byte, s string) []byte {
+	const hexdig = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexdig[c>>4], hexdig[c&15])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // Decode parses a payload. It rejects versions it does not know.
