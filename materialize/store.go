@@ -263,6 +263,11 @@ func Open(opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	if err := s.restoreULIDTime(); err != nil {
+		log.close()
+		db.Close()
+		return nil, err
+	}
 	s.committed.Store(s.seq)
 	s.applying.Store(s.seq)
 	s.synced.Store(s.seq)
@@ -658,6 +663,31 @@ func (s *Store) failGroup(group []*writeReq, served []servedWrite, err error) {
 		r.seq, r.err = 0, err
 	}
 	s.doneServed(served, err)
+}
+
+// restoreULIDTime makes the first record after Open take a ULID above the
+// log's last, whatever the clock reads now: the time part one millisecond
+// past the last record's (ULIDs within one millisecond are ordered by
+// their monotonic entropy, which starts afresh at Open).
+func (s *Store) restoreULIDTime() error {
+	last := s.log.last
+	if last == 0 {
+		return nil
+	}
+	var id [16]byte
+	found := false
+	err := s.log.read(last, last, func(seq uint64, raw []byte) bool {
+		rec, err := codec.DecodeRecord(seq, raw)
+		if err == nil {
+			id, found = rec.ULID, true
+		}
+		return false
+	})
+	if err != nil || !found {
+		return err // no record (a log that lost its tail): nothing to follow
+	}
+	s.ulidMs = ulid.ULID(id).Time() + 1
+	return nil
 }
 
 // stageRecord stages the change-log record (sequence seq) of events in

@@ -296,6 +296,32 @@ func TestULIDsIncreaseWhenClockStepsBack(t *testing.T) {
 	}
 }
 
+// TestULIDsIncreaseAcrossReopen: after a restart whose clock reads earlier
+// than the last record's (or the same millisecond), new records still take
+// greater ULIDs.
+func TestULIDsIncreaseAcrossReopen(t *testing.T) {
+	dir := t.TempDir()
+	c := newClock(t0 + 5000)
+	for round, at := range []int64{t0 + 5000, t0, t0} {
+		c.Set(at)
+		s, err := materialize.Open(materialize.Options{Dir: dir, Now: c.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		setString(t, s, 0, "k", "v", 0, 0)
+		setString(t, s, 0, "k", "v", 0, 0)
+		recs := records(t, s, 0)
+		for i := 1; i < len(recs); i++ {
+			if bytes.Compare(recs[i-1].ULID[:], recs[i].ULID[:]) >= 0 {
+				t.Fatalf("round %d: ULID of seq %d (%x) not greater than seq %d's (%x)", round, recs[i].Seq, recs[i].ULID, recs[i-1].Seq, recs[i-1].ULID)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestWriteNothing(t *testing.T) {
 	c := newClock(t0)
 	s := openMem(t, c)
