@@ -12,16 +12,11 @@ import (
 // GET key. Reply: bulk string, or nil.
 // https://redis.io/docs/latest/commands/get/
 func runGet(x *command.Ctx) error {
-	val, ok, err := rstring.Get(x.View(), x.DB, x.Args[1])
-	if err != nil {
-		return err
-	}
-	if !ok {
+	ok, err := rstring.GetWith(x.View(), x.DB, x.Args[1], func(val []byte) { x.Reply.Bulk(val) })
+	if err == nil && !ok {
 		x.Reply.NullBulk()
-		return nil
 	}
-	x.Reply.Bulk(val)
-	return nil
+	return err
 }
 
 // MGET key [key ...]. Reply: one bulk string or nil per key; a key of

@@ -58,6 +58,19 @@ func Get(v *materialize.View, db uint8, key []byte) (val []byte, ok bool, err er
 	return m.Value, true, nil
 }
 
+// GetWith calls fn with key's value, which is valid only during the call
+// (View.MetaWith: a large value is not copied out of Pebble), and reports
+// whether the key exists (fn is not called otherwise).
+func GetWith(v *materialize.View, db uint8, key []byte, fn func(val []byte)) (bool, error) {
+	return v.MetaWith(db, key, func(m codec.Meta) error {
+		if m.Type != codec.TypeString {
+			return materialize.ErrWrongType
+		}
+		fn(m.Value)
+		return nil
+	})
+}
+
 // put returns the events that store val under key with deadline expireAt
 // (0: none) over the key's current metadata m (ok: it exists).
 func put(db uint8, key []byte, m codec.Meta, ok bool, val []byte, expireAt int64, events []codec.Event) []codec.Event {
