@@ -294,8 +294,10 @@ start_sediment() {
   local attempt rc
   for attempt in 1 2 3 4 5; do
     SED_PORT=$(free_port "${RED_PORT:-}")
+    # --nats-listen off: no port 4222 to collide with another instance
+    # (the change feed stays idle either way with no subscriber).
     "$SEDIMENT_BIN" --bind "$HOST" --port "$SED_PORT" --dir "$SED_DIR" --appendfsync everysec \
-      --log-level warn >"$WORK/sediment.log" 2>&1 &
+      --nats-listen off --log-level warn >"$WORK/sediment.log" 2>&1 &
     SED_PID=$!
     rc=0
     wait_ready sediment "$SED_PID" "$SED_PORT" "$WORK/sediment.log" || rc=$?

@@ -100,7 +100,7 @@ func freePort(t *testing.T) int {
 // startChild starts sediment on dir and port and waits until it answers PING.
 func startChild(t *testing.T, bin, dir string, port int) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(bin, "--dir", dir, "--port", strconv.Itoa(port), "--appendfsync", "always", "--log-level", "warn")
+	cmd := exec.Command(bin, "--dir", dir, "--port", strconv.Itoa(port), "--appendfsync", "always", "--log-level", "warn", "--nats-listen", "off")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
