@@ -341,8 +341,22 @@ func (x *exec) views() int {
 func (x *exec) markWrote() {
 	x.endView()
 	x.rvMu.Lock()
-	x.wrote, x.eager = true, true
+	x.wrote = true
+	x.eagerLocked()
 	x.rvMu.Unlock()
+}
+
+// eagerLocked makes the command's views, those it holds and those to
+// come, pin their state at once: it can no longer be run again. rvMu
+// must be held.
+func (x *exec) eagerLocked() {
+	x.eager = true
+	for _, v := range x.done {
+		v.PinEagerly()
+	}
+	if x.rv != nil {
+		x.rv.PinEagerly()
+	}
 }
 
 // countingSink counts the reply bytes a command writes, so that a run that

@@ -168,3 +168,24 @@ func TestChangeFeedFirstSubscriber(t *testing.T) {
 		t.Fatalf("the first message after subscribing is %s", subj)
 	}
 }
+
+// TestChangeFeedLargeValue: an event larger than NATS's max_payload goes
+// truncated (no args, no value), and the feed goes on after it.
+func TestChangeFeedLargeValue(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.client(t)
+	ch := feedSub(t, ts, "sediment.chg.>")
+	big := make([]byte, 600<<10) // base64 twice in the payload: past 1 MB
+	for i := range big {
+		big[i] = 'x'
+	}
+	mustDo(t, c, "SET", "big", string(big))
+	mustDo(t, c, "SET", "small", "v")
+	subj, m := nextFeed(t, ch)
+	if subj != "sediment.chg.0.string.big" || !m.Truncated || len(m.Args) != 0 || m.Meta == nil || m.Meta.Value64 != "" || m.Meta.Type != "string" {
+		t.Fatalf("the large SET: %s %+v", subj, m)
+	}
+	if subj, m = nextFeed(t, ch); subj != "sediment.chg.0.string.small" || m.Truncated || m.Meta.Value64 != "dg==" {
+		t.Fatalf("the SET after it: %s %+v", subj, m)
+	}
+}

@@ -156,7 +156,8 @@ func New(opts Options) (*Server, error) {
 	s.wake.logicalDB = store.LogicalDB
 	s.wg.Add(1)
 	go s.activeExpiry()
-	s.feed = &feed.Publisher{Store: store, Prefix: o.FeedPrefix, Publish: s.wake.nc.Publish, Logger: o.Logger}
+	s.feed = &feed.Publisher{Store: store, Prefix: o.FeedPrefix, Publish: s.wake.nc.Publish,
+		MaxPayload: int(s.wake.nc.MaxPayload()), Logger: o.Logger}
 	if ns := s.wake.ns; ns != nil {
 		// Only subscribers of this server can listen: ask it.
 		acc := ns.GlobalAccount()

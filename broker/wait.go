@@ -42,7 +42,7 @@ func (r execRuntime) Block(keys [][]byte, timeout time.Duration, try func() bool
 	mark := x.views()
 	x.releaseViews(mark) // each try reads the state after its wake
 	x.rvMu.Lock()
-	x.eager = true // a try cannot be run again
+	x.eagerLocked() // a try, or the command after its wait, cannot be run again
 	x.rvMu.Unlock()
 	bw := x.c.newBlockWait()
 	bw.arm()

@@ -36,6 +36,10 @@ type Message struct {
 	Args []string `json:"args"`
 	// Meta is OpSetMeta's metadata, decoded.
 	Meta *MetaInfo `json:"meta,omitempty"`
+	// Truncated: the event was larger than the NATS server takes in one
+	// message (max_payload): Args and Meta's value are left out; read the
+	// key for them.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // MetaInfo is a key's metadata as an OpSetMeta event sets it.
@@ -99,8 +103,31 @@ func typeOf(e codec.Event) string {
 // Encode returns the subject and payload of event i of record r. logical
 // maps the event's storage db to its logical db (SWAPDB).
 func Encode(prefix string, r codec.Record, i int, logical func(storage uint8) uint8) (subject string, payload []byte, err error) {
+	m, subject, err := messageOf(prefix, r, i, logical)
+	if err != nil {
+		return "", nil, err
+	}
+	return subject, m.appendJSON(make([]byte, 0, 160+len(r.Events[i].Key)+4*argsLen(r.Events[i])/3)), nil
+}
+
+// EncodeTruncated is Encode without the event's arguments and value
+// (Message.Truncated), for an event too large for one NATS message.
+func EncodeTruncated(prefix string, r codec.Record, i int, logical func(storage uint8) uint8) (string, []byte, error) {
+	m, subject, err := messageOf(prefix, r, i, logical)
+	if err != nil {
+		return "", nil, err
+	}
+	m.Args, m.Truncated = []string{}, true
+	if m.Meta != nil {
+		m.Meta.Value64 = ""
+	}
+	return subject, m.appendJSON(nil), nil
+}
+
+// messageOf returns event i of record r as a Message, with its subject.
+func messageOf(prefix string, r codec.Record, i int, logical func(storage uint8) uint8) (m Message, subject string, err error) {
 	e := r.Events[i]
-	m := Message{V: Version, Seq: r.Seq, I: i, N: len(r.Events), ULID: ulid.ULID(r.ULID).String(), Ms: r.TimeMs,
+	m = Message{V: Version, Seq: r.Seq, I: i, N: len(r.Events), ULID: ulid.ULID(r.ULID).String(), Ms: r.TimeMs,
 		Type: typeOf(e), Op: OpName(e.Op), Args: make([]string, len(e.Args))}
 	for j, a := range e.Args {
 		m.Args[j] = base64.StdEncoding.EncodeToString(a)
@@ -128,7 +155,7 @@ func Encode(prefix string, r codec.Record, i int, logical func(storage uint8) ui
 	if e.Op == codec.OpSetMeta {
 		md, err := codec.DecodeMeta(e.Args[0])
 		if err != nil {
-			return "", nil, err
+			return m, "", err
 		}
 		mi := &MetaInfo{Type: md.Type.String(), ExpireAtMs: md.ExpireAtMs}
 		switch md.Type {
@@ -141,7 +168,7 @@ func Encode(prefix string, r codec.Record, i int, logical func(storage uint8) ui
 		}
 		m.Meta = mi
 	}
-	return subject, m.appendJSON(make([]byte, 0, 160+len(e.Key)+4*argsLen(e)/3)), nil
+	return m, subject, nil
 }
 
 func argsLen(e codec.Event) int {
@@ -215,6 +242,9 @@ func (m *Message) appendJSON(b []byte) []byte {
 			b = appendJSONString(b, mi.LastID)
 		}
 		b = append(b, '}')
+	}
+	if m.Truncated {
+		b = append(b, `,"truncated":true`...)
 	}
 	return append(b, '}')
 }

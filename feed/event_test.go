@@ -25,6 +25,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 			{V: 1, Seq: 4, DB: &zero, Type: "stream", Op: "set-meta", Key: &k, Args: []string{"x"},
 				Meta: &MetaInfo{Type: "stream", ExpireAtMs: 5, Length: 3, LastID: "1-1"}},
 			{V: 1, Seq: 5, DB: &zero, Type: "zset", Op: "set-meta", Key: &k, Meta: &MetaInfo{Type: "zset", Count: 9}, Args: []string{}},
+			{V: 1, Seq: 6, DB: &zero, Type: "string", Op: "set-meta", Key: &k, Meta: &MetaInfo{Type: "string"}, Args: []string{}, Truncated: true},
 		} {
 			got := m.appendJSON(nil)
 			if !json.Valid(got) {

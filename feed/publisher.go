@@ -30,7 +30,10 @@ type Publisher struct {
 	// that write (the place taken before it connected is older). Nil:
 	// always active.
 	Active func() bool
-	Logger *slog.Logger
+	// MaxPayload is the largest message NATS takes (nats.Conn.MaxPayload);
+	// a larger event is published truncated. 0: no limit.
+	MaxPayload int
+	Logger     *slog.Logger
 
 	published atomic.Uint64 // the last sequence published (or skipped)
 }
@@ -52,7 +55,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 	from, logical := p.Store.CommittedDBMap()
 	p.published.Store(from)
 	tail := p.Store.TailLog(from + 1)
-	defer tail.Close()
+	defer func() { tail.Close() }() // the tail current when Run returns
 	mapDB := func(s uint8) uint8 { return logical[s] }
 	idle := false // the tail's place is behind published: reposition it
 	backoff := 10 * time.Millisecond
@@ -84,8 +87,10 @@ func (p *Publisher) Run(ctx context.Context) error {
 		last := p.Store.LastSeq()
 		var perr error
 		err := tail.Read(last, func(r codec.Record) bool {
+			before := logical // a record published again after a failure starts from its map
 			for i, e := range r.Events {
 				if perr = p.publish(prefix, r, i, mapDB); perr != nil {
+					logical = before
 					return false
 				}
 				if e.Op == codec.OpSwapDB && len(e.Args) == 1 && len(e.Args[0]) == 1 {
@@ -150,9 +155,26 @@ func (p *Publisher) publish(prefix string, r codec.Record, i int, logical func(u
 	}
 	subj, payload, err := Encode(prefix, r, i, logical)
 	if err != nil {
-		return err
+		// A corrupt event cannot become publishable by waiting: skip it
+		// (subscribers see i of n missing).
+		p.logger().Warn("change feed: event not encodable; skipped", "seq", r.Seq, "i", i, "err", err)
+		return nil
+	}
+	if p.MaxPayload > 0 && len(payload) > p.MaxPayload {
+		// Larger than NATS takes in one message: the event goes without
+		// its arguments and value (Message.Truncated).
+		if subj, payload, err = EncodeTruncated(prefix, r, i, logical); err != nil {
+			return nil
+		}
 	}
 	return p.Publish(subj, payload)
+}
+
+func (p *Publisher) logger() *slog.Logger {
+	if p.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return p.Logger
 }
 
 // subjectOf returns an event's subject without building its payload.

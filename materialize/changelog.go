@@ -191,6 +191,7 @@ func (l *changeLog) write() error {
 			return err
 		}
 	}
+	before := l.size
 	n, err := l.f.Write(l.buf)
 	l.size += int64(n)
 	l.buf = l.buf[:0]
@@ -198,10 +199,39 @@ func (l *changeLog) write() error {
 		l.mu.Lock()
 		f := l.f
 		l.f = nil
+		seg := l.segs[len(l.segs)-1]
 		l.mu.Unlock()
 		f.Close()
+		if n > 0 {
+			// Whole frames of the failed group may have reached the
+			// file: readers and the next Open would take them for
+			// records (whose sequence numbers the next group reuses, in
+			// a new segment). Zero the first frame's header: the segment
+			// ends there for every reader (a torn tail).
+			if perr := l.poison(seg, before); perr != nil {
+				return errors.Join(err, fmt.Errorf("%w: %v", errLogPoisonFailed, perr))
+			}
+		}
 	}
 	return err
+}
+
+// errLogPoisonFailed: a failed change-log write left frames that could not
+// be invalidated; no later write may go on (Store.broken).
+var errLogPoisonFailed = errors.New("materialize: change log: a failed write's frames could not be invalidated")
+
+// poison zeroes the frame header at off in the segment of record first.
+func (l *changeLog) poison(first uint64, off int64) error {
+	f, err := l.fs.OpenReadWrite(l.fs.PathJoin(l.dir, segmentName(first)), vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	var zero [frameHeader]byte
+	_, err = f.WriteAt(zero[:], off)
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
 }
 
 // rotate starts the segment of record first, syncing and closing the one
@@ -218,7 +248,9 @@ func (l *changeLog) rotate(first uint64) error {
 	l.mu.Lock()
 	old := l.f
 	l.f = f
-	l.segs = append(l.segs, first)
+	if len(l.segs) == 0 || l.segs[len(l.segs)-1] != first {
+		l.segs = append(l.segs, first) // else: re-created after a failed first write
+	}
 	l.mu.Unlock()
 	l.size = 0
 	if old != nil {

@@ -198,11 +198,12 @@ func (s *Store) CommitNotify() <-chan struct{} { return s.commitCh }
 // CommittedDBMap returns the last committed sequence and the map from
 // storage db to logical db (SWAPDB) as of that sequence, read together.
 func (s *Store) CommittedDBMap() (seq uint64, logical [256]uint8) {
-	for {
-		a := s.committed.Load()
-		m := s.dbm.Load()
-		if s.applying.Load() == a && s.committed.Load() == a {
-			return a, m.logical
-		}
-	}
+	c := s.committedDBs.Load()
+	return c.seq, c.m.logical
+}
+
+// committedDBs pairs a committed sequence with the db map as of it.
+type committedDBs struct {
+	seq uint64
+	m   *dbMap
 }

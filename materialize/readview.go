@@ -88,6 +88,15 @@ func (s *Store) ReadViewIn(v *View, eager bool) *View {
 	return v
 }
 
+// PinEagerly makes a ReadView that is read again after Close (or first
+// read now) pin its Pebble state at its first read, so that it never
+// returns ErrStateMoved: for a command that can no longer be run again.
+func (v *View) PinEagerly() {
+	if v.pin != nil {
+		v.pin.eager = true
+	}
+}
+
 // Close releases a ReadView's state; on other views it does nothing. A
 // ReadView read again after Close reads a new state, which it holds until
 // it is closed again.

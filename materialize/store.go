@@ -147,8 +147,11 @@ type Store struct {
 	committed atomic.Uint64 // == seq, readable without mu; stored once a group is applied and published
 	applying  atomic.Uint64 // the last group's seq, stored before its Pebble commit (readPin)
 	commitCh  chan struct{} // CommitNotify
-	synced    atomic.Uint64 // every seq <= synced is on stable storage
-	syncMu    sync.Mutex    // one change-log fsync at a time; waiters coalesce behind it
+	// committedDBs is the last committed sequence with the db map as of
+	// it, stored together (CommittedDBMap).
+	committedDBs atomic.Pointer[committedDBs]
+	synced       atomic.Uint64 // every seq <= synced is on stable storage
+	syncMu       sync.Mutex    // one change-log fsync at a time; waiters coalesce behind it
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -268,6 +271,7 @@ func Open(opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	s.committedDBs.Store(&committedDBs{seq: s.seq, m: s.dbm.Load()})
 	s.committed.Store(s.seq)
 	s.applying.Store(s.seq)
 	s.synced.Store(s.seq)
@@ -573,6 +577,11 @@ func (s *Store) commitGroup(group []*writeReq) {
 	// The records reach the log (one write) before their effects reach
 	// Pebble: a crash between the two replays them at Open.
 	if err := s.log.write(); err != nil {
+		if errors.Is(err, errLogPoisonFailed) {
+			s.broken = fmt.Errorf("materialize: change log write: %w", err)
+			s.failGroup(group, g.served, s.broken)
+			return
+		}
 		s.failGroup(group, g.served, fmt.Errorf("materialize: change log write: %w", err))
 		return
 	}
@@ -589,6 +598,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 	s.groups.Add(1)
 	s.groupRecords.Add(seq - s.seq)
 	s.seq = seq
+	s.committedDBs.Store(&committedDBs{seq: seq, m: s.dbm.Load()})
 	s.committed.Store(seq)
 	select {
 	case s.commitCh <- struct{}{}:

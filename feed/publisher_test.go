@@ -1,0 +1,76 @@
+package feed_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/feed"
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+func strMeta(v string) codec.Meta { return codec.Meta{Type: codec.TypeString, Value: []byte(v)} }
+
+// TestPublisherRetryKeepsTheDBMap: a record holding SWAPDB and a later
+// event whose publish fails once is published again from the map it
+// started with: the swap is not applied twice.
+func TestPublisherRetryKeepsTheDBMap(t *testing.T) {
+	s, err := materialize.Open(materialize.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var (
+		mu     sync.Mutex
+		got    []string
+		failed bool
+	)
+	p := &feed.Publisher{Store: s, Prefix: "p", Publish: func(subj string, _ []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if subj == "p.chg.0.string.k" && !failed {
+			failed = true
+			return errors.New("injected")
+		}
+		got = append(got, subj)
+		return nil
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(20 * time.Millisecond) // Run takes its place
+	write := func(evs ...codec.Event) {
+		t.Helper()
+		if _, err := s.Write(func(*materialize.View) ([]codec.Event, error) { return evs, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// EXEC: SWAPDB 0 1, then SET k in (logical) db 0, now storage db 1.
+	write(codec.SwapDBEvent(0, 1), codec.SetMetaEvent(1, []byte("k"), strMeta("v"), 0))
+	write(codec.SetMetaEvent(1, []byte("k2"), strMeta("v"), 0))
+	want := []string{"p.chg.0.db.swapdb", "p.chg.0.db.swapdb", "p.chg.0.string.k", "p.chg.0.string.k2"}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= len(want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != len(want) {
+		t.Fatalf("published %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("published %v, want %v (the record is published again whole, from its own map)", got, want)
+		}
+	}
+}

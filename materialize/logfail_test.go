@@ -1,0 +1,101 @@
+package materialize_test
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+// halfWriteFS fails change-log writes, when fail is set, after writing half
+// of the bytes: a disk that fills up in the middle of a group's write.
+type halfWriteFS struct {
+	vfs.FS
+	fail *atomic.Bool
+}
+
+func (fs halfWriteFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, c)
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return halfWriteFile{f, fs.fail}, nil
+}
+
+type halfWriteFile struct {
+	vfs.File
+	fail *atomic.Bool
+}
+
+func (f halfWriteFile) Write(p []byte) (int, error) {
+	if !f.fail.Load() {
+		return f.File.Write(p)
+	}
+	n, _ := f.File.Write(p[:len(p)/2])
+	return n, errors.New("injected: no space left on device")
+}
+
+// TestFailedLogWriteLeavesNoRecords: a group whose change-log write fails
+// half way is answered with an error, and the whole frames it left in the
+// segment are never read as records: not by a tail, not by the next Open
+// (whose replay would otherwise apply a write its client was told failed).
+func TestFailedLogWriteLeavesNoRecords(t *testing.T) {
+	mem := vfs.NewMem()
+	var fail atomic.Bool
+	fs := halfWriteFS{mem, &fail}
+	c := newClock(t0)
+	s, err := materialize.Open(materialize.Options{FS: fs, Dir: "db", Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setString(t, s, 0, "a", "1", 0, 0)
+	fail.Store(true)
+	// A group of many records, so that whole frames reach the file.
+	var big []codec.Event
+	for i := 0; i < 50; i++ {
+		big = append(big, codec.SetMetaEvent(0, []byte("phantom"), strMeta(strings.Repeat("p", 100), 0), 0))
+	}
+	if _, err := s.Write(func(*materialize.View) ([]codec.Event, error) { return big, nil }); err == nil {
+		t.Fatal("a write whose log write failed succeeded")
+	}
+	fail.Store(false)
+	setString(t, s, 0, "b", "2", 0, 0)
+	check := func(s *materialize.Store, when string) {
+		t.Helper()
+		var seqs []uint64
+		tail := s.TailLog(1)
+		defer tail.Close()
+		if err := tail.Read(s.LastSeq(), func(r codec.Record) bool {
+			seqs = append(seqs, r.Seq)
+			for _, e := range r.Events {
+				if string(e.Key) == "phantom" {
+					t.Fatalf("%s: record %d holds the failed write's event", when, r.Seq)
+				}
+			}
+			return true
+		}); err != nil {
+			t.Fatalf("%s: tail: %v", when, err)
+		}
+		if len(seqs) != 2 || seqs[0] != 1 || seqs[1] != 2 {
+			t.Fatalf("%s: records %v, want [1 2]", when, seqs)
+		}
+		if _, ok, _ := s.View().Meta(0, []byte("phantom")); ok {
+			t.Fatalf("%s: the failed write's key exists", when)
+		}
+	}
+	check(s, "live")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = materialize.Open(materialize.Options{FS: fs, Dir: "db", Now: c.Now})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	check(s, "after reopen")
+}
