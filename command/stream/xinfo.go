@@ -82,24 +82,8 @@ func runXInfo(x *command.Ctx) error {
 		if err != nil {
 			return err
 		}
-		s := m.Stream
 		w.Map(10)
-		w.BulkString("length")
-		w.Uint(s.Length)
-		// Clients parse every field Redis sends (go-redis, ioredis,
-		// node-redis fail without these two).
-		w.BulkString("radix-tree-keys")
-		w.Uint(streams.RadixTreeKeys(s))
-		w.BulkString("radix-tree-nodes")
-		w.Uint(streams.RadixTreeNodes(s))
-		w.BulkString("last-generated-id")
-		WriteID(w, s.LastID)
-		w.BulkString("max-deleted-entry-id")
-		WriteID(w, s.MaxDeletedID)
-		w.BulkString("entries-added")
-		w.Uint(s.EntriesAdded)
-		w.BulkString("recorded-first-entry-id")
-		WriteID(w, s.FirstID)
+		writeStreamHeader(w, m.Stream)
 		w.BulkString("groups")
 		w.Int(ngroups)
 		w.BulkString("first-entry")
@@ -122,18 +106,7 @@ func runXInfo(x *command.Ctx) error {
 			w.Int(g.Pending)
 			w.BulkString("last-delivered-id")
 			WriteID(w, g.LastDeliveredID)
-			w.BulkString("entries-read")
-			if g.EntriesRead == groups.InvalidEntriesRead {
-				w.NullBulk()
-			} else {
-				w.Int(g.EntriesRead)
-			}
-			w.BulkString("lag")
-			if g.LagKnown {
-				w.Int(g.Lag)
-			} else {
-				w.NullBulk()
-			}
+			writeReadLag(w, g)
 		}
 	case "consumers":
 		cs, err := groups.ConsumerInfos(v, x.DB, key, x.Args[3])
@@ -157,6 +130,44 @@ func runXInfo(x *command.Ctx) error {
 	return nil
 }
 
+// writeStreamHeader writes the fields XINFO STREAM starts with, with and
+// without FULL, in Redis 7.0's order. Clients parse every field Redis
+// sends (go-redis, ioredis and node-redis fail without the radix-tree
+// pair).
+func writeStreamHeader(w reply.Writer, s codec.StreamMeta) {
+	w.BulkString("length")
+	w.Uint(s.Length)
+	w.BulkString("radix-tree-keys")
+	w.Uint(streams.RadixTreeKeys(s))
+	w.BulkString("radix-tree-nodes")
+	w.Uint(streams.RadixTreeNodes(s))
+	w.BulkString("last-generated-id")
+	WriteID(w, s.LastID)
+	w.BulkString("max-deleted-entry-id")
+	WriteID(w, s.MaxDeletedID)
+	w.BulkString("entries-added")
+	w.Uint(s.EntriesAdded)
+	w.BulkString("recorded-first-entry-id")
+	WriteID(w, s.FirstID)
+}
+
+// writeReadLag writes a group's entries-read and lag, each null when
+// unknown (Redis 7.0).
+func writeReadLag(w reply.Writer, g groups.GroupInfo) {
+	w.BulkString("entries-read")
+	if g.EntriesRead == groups.InvalidEntriesRead {
+		w.NullBulk()
+	} else {
+		w.Int(g.EntriesRead)
+	}
+	w.BulkString("lag")
+	if g.LagKnown {
+		w.Int(g.Lag)
+	} else {
+		w.NullBulk()
+	}
+}
+
 // xinfoStreamFull writes XINFO STREAM FULL's reply: count bounds the
 // entries and each PEL listed (0: all).
 func xinfoStreamFull(x *command.Ctx, v *materialize.View, key []byte, s codec.StreamMeta, count int64) error {
@@ -177,20 +188,7 @@ func xinfoStreamFull(x *command.Ctx, v *materialize.View, key []byte, s codec.St
 	}
 	w := x.Reply
 	w.Map(9)
-	w.BulkString("length")
-	w.Uint(s.Length)
-	w.BulkString("radix-tree-keys")
-	w.Uint(streams.RadixTreeKeys(s))
-	w.BulkString("radix-tree-nodes")
-	w.Uint(streams.RadixTreeNodes(s))
-	w.BulkString("last-generated-id")
-	WriteID(w, s.LastID)
-	w.BulkString("max-deleted-entry-id")
-	WriteID(w, s.MaxDeletedID)
-	w.BulkString("entries-added")
-	w.Uint(s.EntriesAdded)
-	w.BulkString("recorded-first-entry-id")
-	WriteID(w, s.FirstID)
+	writeStreamHeader(w, s)
 	w.BulkString("entries")
 	WriteEntries(w, entries)
 	w.BulkString("groups")
@@ -209,18 +207,7 @@ func xinfoStreamFull(x *command.Ctx, v *materialize.View, key []byte, s codec.St
 		w.Bulk(g.Name)
 		w.BulkString("last-delivered-id")
 		WriteID(w, g.LastDeliveredID)
-		w.BulkString("entries-read")
-		if g.EntriesRead == groups.InvalidEntriesRead {
-			w.NullBulk()
-		} else {
-			w.Int(g.EntriesRead)
-		}
-		w.BulkString("lag")
-		if g.LagKnown {
-			w.Int(g.Lag)
-		} else {
-			w.NullBulk()
-		}
+		writeReadLag(w, g)
 		w.BulkString("pel-count")
 		w.Int(g.Pending)
 		w.BulkString("pending")
