@@ -81,6 +81,26 @@ func Repeat(n, count int64, chunk func(pos []int64) error) error {
 	return nil
 }
 
+// SampleRepeat is the body of the random-element commands with a negative
+// count over a collection of n elements (ok false: absent): start gets n
+// (0 when absent; nothing follows), then the picks are read a chunk at a
+// time (Repeat) with read, which returns a chunk's items in pick order, and
+// handed to emit one by one.
+func SampleRepeat[T any](n int64, ok bool, count int64, start func(n int64), read func(pos []int64) ([]T, error), emit func(T)) error {
+	if !ok {
+		start(0)
+		return nil
+	}
+	start(n)
+	return Repeat(n, count, func(pos []int64) error {
+		items, err := read(pos)
+		for _, it := range items {
+			emit(it)
+		}
+		return err
+	})
+}
+
 // Sample reads the elements at positions pos (in element byte order) under
 // prefix p in one pass and returns them, with their values, in pos's order
 // (a position named twice comes twice). O(position of the last pick).

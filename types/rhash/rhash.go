@@ -239,21 +239,18 @@ func Sample(v *materialize.View, db uint8, key []byte, pick func(count int64) []
 // read (elements.Repeat). The slices are valid during the call only.
 func SampleRepeat(v *materialize.View, db uint8, key []byte, count int64, start func(n int64), emit func(field, val []byte)) error {
 	m, ok, err := meta(v, db, key)
-	if err != nil || !ok {
-		if err == nil {
-			start(0)
-		}
+	if err != nil {
 		return err
 	}
-	start(int64(m.Count))
 	p := codec.KeyPrefix(codec.TagHash, db, key)
-	return elements.Repeat(int64(m.Count), count, func(pos []int64) error {
+	return elements.SampleRepeat(int64(m.Count), ok, count, start, func(pos []int64) ([][2][]byte, error) {
 		fs, vs, err := elements.Sample(v, p, pos)
+		out := make([][2][]byte, len(fs))
 		for i := range fs {
-			emit(fs[i], vs[i])
+			out[i] = [2][]byte{fs[i], vs[i]}
 		}
-		return err
-	})
+		return out, err
+	}, func(fv [2][]byte) { emit(fv[0], fv[1]) })
 }
 
 // Scan returns about count fields from cursor (0: the start), as

@@ -163,20 +163,13 @@ func Sample(v *materialize.View, db uint8, key []byte, pick func(count int64) []
 // (elements.Repeat). The slice is valid during the call only.
 func SampleRepeat(v *materialize.View, db uint8, key []byte, count int64, start func(n int64), emit func(member []byte)) error {
 	m, ok, err := meta(v, db, key)
-	if err != nil || !ok {
-		if err == nil {
-			start(0)
-		}
+	if err != nil {
 		return err
 	}
-	start(int64(m.Count))
-	return elements.Repeat(int64(m.Count), count, func(pos []int64) error {
+	return elements.SampleRepeat(int64(m.Count), ok, count, start, func(pos []int64) ([][]byte, error) {
 		mem, _, err := elements.Sample(v, prefix(db, key), pos)
-		for _, e := range mem {
-			emit(e)
-		}
-		return err
-	})
+		return mem, err
+	}, emit)
 }
 
 // Pop removes the members at positions chosen by pick (distinct) and

@@ -26,20 +26,12 @@ func Sample(v *materialize.View, db uint8, key []byte, pick func(count int64) []
 // (elements.Repeat).
 func SampleRepeat(v *materialize.View, db uint8, key []byte, count int64, start func(n int64), emit func(Member)) error {
 	m, ok, err := meta(v, db, key)
-	if err != nil || !ok {
-		if err == nil {
-			start(0)
-		}
+	if err != nil {
 		return err
 	}
-	start(int64(m.Count))
-	return elements.Repeat(int64(m.Count), count, func(pos []int64) error {
-		ms, err := atRanks(v, db, key, m, pos)
-		for _, x := range ms {
-			emit(x)
-		}
-		return err
-	})
+	return elements.SampleRepeat(int64(m.Count), ok, count, start, func(pos []int64) ([]Member, error) {
+		return atRanks(v, db, key, m, pos)
+	}, emit)
 }
 
 // rankSeekSteps estimates what one seekRank costs in steps on a ranked set
