@@ -21,7 +21,6 @@ import (
 // concurrent use.
 type LogTail struct {
 	s    *Store
-	seg  uint64   // first sequence of the open segment
 	f    vfs.File // the open segment; nil before the first read
 	off  int64    // offset of the next frame in f
 	next uint64   // sequence of the next record
@@ -158,18 +157,17 @@ func (t *LogTail) open() error {
 	if err != nil {
 		return err
 	}
-	// Find next's frame: one scan of the segment up to it.
-	off, _, err := scanSegment(f, first, func(seq uint64, _ []byte) bool { return seq+1 < t.next })
-	if err != nil {
-		f.Close()
-		return err
-	}
+	t.f, t.off = f, 0
 	if t.next > first {
-		// scanSegment stopped after next-1's frame: off is next's.
-		t.f, t.seg, t.off = f, first, off
-		return nil
+		// Find next's frame: one scan of the segment, stopping after
+		// next-1's frame.
+		off, _, err := scanSegment(f, first, func(seq uint64, _ []byte) bool { return seq+1 < t.next })
+		if err != nil {
+			t.Close()
+			return err
+		}
+		t.off = off
 	}
-	t.f, t.seg, t.off = f, first, 0
 	return nil
 }
 
