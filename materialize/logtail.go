@@ -24,36 +24,13 @@ type LogTail struct {
 	f    vfs.File // the open segment; nil before the first read
 	off  int64    // offset of the next frame in f
 	next uint64   // sequence of the next record
-	// buf holds the segment's bytes from offset bufAt on, read ahead
-	// (tailChunk at a time) so that a record costs no system call.
-	buf   []byte
-	bufAt int64
+	// rd reads f ahead, a chunk at a time, so that a record costs no
+	// system call.
+	rd chunkReader
 }
 
 // tailChunk is how much of a segment a LogTail reads at once.
 const tailChunk = 256 << 10
-
-// at returns the n bytes of the open segment at offset off, from buf or
-// read into it; io.EOF when the segment holds fewer.
-func (t *LogTail) at(off int64, n int) ([]byte, error) {
-	if off >= t.bufAt && off+int64(n) <= t.bufAt+int64(len(t.buf)) {
-		return t.buf[off-t.bufAt : off-t.bufAt+int64(n)], nil
-	}
-	size := max(n, tailChunk)
-	if cap(t.buf) < size {
-		t.buf = make([]byte, size)
-	}
-	t.buf = t.buf[:size]
-	k, err := t.f.ReadAt(t.buf, off)
-	t.buf, t.bufAt = t.buf[:k], off
-	if k >= n {
-		return t.buf[:n], nil
-	}
-	if err == nil || errors.Is(err, io.EOF) {
-		return nil, io.EOF
-	}
-	return nil, err
-}
 
 // ErrLogGone is returned by a LogTail whose next record has been dropped
 // from the change log (ChangeLogRetention).
@@ -71,7 +48,8 @@ func (t *LogTail) Close() error {
 		return nil
 	}
 	err := t.f.Close()
-	t.f, t.buf, t.bufAt = nil, t.buf[:0], 0
+	t.f = nil
+	t.rd.reset(nil, tailChunk)
 	return err
 }
 
@@ -85,9 +63,7 @@ func (t *LogTail) Read(upTo uint64, fn func(codec.Record) bool) error {
 	defer l.readers.RUnlock()
 	// Bytes read ahead past the next record may be of a record still being
 	// written then; the records up to upTo were whole before this call.
-	if t.off >= t.bufAt && t.off-t.bufAt < int64(len(t.buf)) {
-		t.buf = t.buf[:t.off-t.bufAt]
-	}
+	t.rd.forget(t.off)
 	var hdr [frameHeader]byte
 	for t.next <= upTo {
 		if t.f == nil {
@@ -95,7 +71,7 @@ func (t *LogTail) Read(upTo uint64, fn func(codec.Record) bool) error {
 				return err
 			}
 		}
-		h, err := t.at(t.off, frameHeader)
+		h, err := t.rd.at(t.off, frameHeader)
 		var n uint32
 		if err == nil {
 			n = binary.BigEndian.Uint32(h[:4])
@@ -115,7 +91,7 @@ func (t *LogTail) Read(upTo uint64, fn func(codec.Record) bool) error {
 		if err != nil {
 			return err
 		}
-		frame, err := t.at(t.off+frameHeader, int(n))
+		frame, err := t.rd.at(t.off+frameHeader, int(n))
 		if err != nil {
 			return fmt.Errorf("materialize: change log: record %d: %w", t.next, err)
 		}
@@ -158,10 +134,11 @@ func (t *LogTail) open() error {
 		return err
 	}
 	t.f, t.off = f, 0
+	t.rd.reset(f, tailChunk)
 	if t.next > first {
 		// Find next's frame: one scan of the segment, stopping after
 		// next-1's frame.
-		off, _, err := scanSegment(f, first, func(seq uint64, _ []byte) bool { return seq+1 < t.next })
+		off, _, _, err := scanSegment(f, first, func(seq uint64, _ []byte) bool { return seq+1 < t.next })
 		if err != nil {
 			t.Close()
 			return err

@@ -686,12 +686,11 @@ func (s *Store) restoreULIDTime() error {
 	}
 	var id [16]byte
 	found := false
-	err := s.log.read(last, last, func(seq uint64, raw []byte) bool {
+	err := s.log.readLast(func(seq uint64, raw []byte) {
 		rec, err := codec.DecodeRecord(seq, raw)
 		if err == nil {
 			id, found = rec.ULID, true
 		}
-		return false
 	})
 	if err != nil || !found {
 		return err // no record (a log that lost its tail): nothing to follow
