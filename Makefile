@@ -6,7 +6,7 @@ FUZZ     ?= FuzzDecodeKey
 FUZZTIME ?= 30s
 FUZZPKG  ?= ./codec
 
-.PHONY: all help run build churnbench zrankbench test test-short fuzz bench bench-rb bench-large bench-churn bench-blocked bench-groups bench-zset lint clean
+.PHONY: all help run build churnbench zrankbench test test-short fuzz bench bench-rb bench-always bench-memory bench-large bench-churn bench-blocked bench-groups bench-zset lint clean
 
 all: help
 
@@ -15,8 +15,11 @@ help:
 	@echo "make test        run every test with -race (differential tests need redis-server on PATH)"
 	@echo "make test-short  skip the slow tests"
 	@echo "make fuzz        FUZZ=FuzzID FUZZPKG=./codec FUZZTIME=30s"
-	@echo "make bench       bench-rb, bench-large, bench-churn, bench-blocked, bench-groups, then bench-zset (long: see docs/perf.md)"
+	@echo "make bench       bench-rb, bench-always, bench-large, bench-churn, bench-blocked, bench-groups, then bench-zset (long: see docs/perf.md)"
 	@echo "make bench-rb    redis-benchmark against Sediment and redis-server, side by side"
+	@echo "make bench-always   SET and XADD with appendfsync always on both servers"
+	@echo "make bench-memory   10M 64-byte stream entries: memory, data size, restart time (minutes; not in make bench)"
+	@echo "                 MEMORY_ENTRIES=10000000 (the default)"
 	@echo "make bench-large SET, HSET, XADD, GET of 1, 10, 100 KB values, with disk bytes per value byte"
 	@echo "make bench-churn churn workloads (capped streams, acked PELs, XDEL queues) against both"
 	@echo "                 CHURN_N=20000 CHURN_BLOCKS=4 CHURN_MAX_TIME=60 for a quick run"
@@ -62,12 +65,20 @@ zrankbench:
 	$(GO) build -trimpath -o bin/zrankbench ./cmd/zrankbench
 
 bench: build churnbench zrankbench
-	@echo "> benchmarking against redis-server (redis-benchmark, large values, churn, blocked, groups, then sorted sets)"
+	@echo "> benchmarking against redis-server (redis-benchmark, appendfsync always, large values, churn, blocked, groups, then sorted sets)"
 	./scripts/bench.sh all
 
 bench-rb: build
 	@echo "> benchmarking against redis-server (redis-benchmark)"
 	./scripts/bench.sh redis-benchmark
+
+bench-always: build
+	@echo "> benchmarking against redis-server (appendfsync always on both)"
+	./scripts/bench.sh always
+
+bench-memory: build
+	@echo "> benchmarking against redis-server (memory and restart with 10M stream entries)"
+	./scripts/bench.sh memory
 
 bench-churn: build churnbench
 	@echo "> benchmarking against redis-server (churn)"

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # scripts/bench.sh — Sediment against redis-server, side by side.
 #
-#   scripts/bench.sh [all|redis-benchmark|large|churn|blocked|groups|zset]      (default: all)
+#   scripts/bench.sh [all|redis-benchmark|always|large|churn|blocked|groups|zset|memory]   (default: all)
 #
 # `make bench` builds bin/sediment, bin/churnbench and bin/zrankbench and
 # runs every part (all); `make bench-rb` runs only the redis-benchmark
 # part, `make bench-large` only the large part, `make bench-churn` only the
 # churn part, `make bench-blocked` only the blocked part, `make
 # bench-groups` only the groups part and `make bench-zset` only the zset
-# part. The script starts Sediment and a
+# part; `make bench-always` runs only the always part and `make
+# bench-memory` the memory part, which `all` leaves out (it takes minutes).
+# The script starts Sediment and a
 # redis-server with comparable durability (AOF, appendfsync everysec, no RDB
 # snapshots) on free loopback ports, each with a fresh temp data dir, then:
 #
@@ -22,6 +24,23 @@
 # members (about 86,000 after a round's two ZADD runs of 100,000): the
 # round's later ZPOPMIN requests pop an empty key, unlike LPOP and RPOP,
 # which pop exactly what the pushes added.
+#
+# always: restarts both servers with appendfsync always (Sediment's
+# --appendfsync always, redis-server's AOF with appendfsync always: a reply
+# only after its write is fsynced, on both) and runs redis-benchmark SET
+# and XADD, unpipelined and with -P 16, alternating the servers for ROUNDS
+# rounds; prints the medians, the ratio and each server's CPU per request
+# as the redis-benchmark part does. The servers are then restarted with
+# everysec for the parts after it.
+#
+# memory: fills each server with MEMORY_ENTRIES (default 10,000,000)
+# stream entries of 64 bytes (one stream, XADD * d <64 bytes>, pipelined),
+# then prints Sediment's resident memory (VmRSS) beside redis-server's
+# used_memory and VmRSS, the ratio Sediment RSS / Redis used_memory, each
+# data directory's size, and the time from starting each server again on
+# its data to its first reply to XLEN with the whole count: after a clean
+# shutdown (SIGTERM) and, for Sediment, after SIGKILL (the change log's
+# records after Pebble's flushed state are replayed).
 #
 # large: runs redis-benchmark SET, HSET, XADD and GET with values of 1 KB, 10 KB
 # and 100 KB (LARGE_SIZES) over 1,000 keys, LARGE_BYTES of values per run,
@@ -94,6 +113,7 @@
 #   GROUPS_CONSUMERS consumer connections of the groups part (default 4)
 #   ZSET_SIZES       sorted-set sizes, one zset run each (default "10000 1000000")
 #   ZSET_CALLS       timed calls per command and server in the zset part (default 2000)
+#   MEMORY_ENTRIES   stream entries of the memory part (default 10000000)
 #   SEDIMENT_BIN     the Sediment binary (default bin/sediment)
 #   CHURNBENCH_BIN   the churn load generator (default bin/churnbench)
 #   ZRANKBENCH_BIN   the sorted-set read benchmark (default bin/zrankbench)
@@ -127,6 +147,8 @@ ZSET_SIZES=${ZSET_SIZES:-10000 1000000}
 ZSET_CALLS=${ZSET_CALLS:-2000}
 LARGE_BYTES=${LARGE_BYTES:-300000000}
 LARGE_SIZES=${LARGE_SIZES:-1000 10000 100000}
+MEMORY_ENTRIES=${MEMORY_ENTRIES:-10000000}
+SYNC=everysec # the servers' appendfsync policy (the always part changes it)
 HOST=127.0.0.1
 PIPELINES=(1 16)
 
@@ -134,17 +156,18 @@ die() { echo "bench: $*" >&2; exit 1; }
 log() { echo "bench: $*" >&2; }
 
 MODE=${1:-all}
-(($# <= 1)) || die "usage: $0 [all|redis-benchmark|large|churn|blocked|groups|zset]"
+USAGE="usage: $0 [all|redis-benchmark|always|large|churn|blocked|groups|zset|memory]"
+(($# <= 1)) || die "$USAGE"
 case $MODE in
-  all) PARTS=(redis-benchmark large churn blocked groups zset) ;;
-  redis-benchmark | large | churn | blocked | groups | zset) PARTS=("$MODE") ;;
-  *) die "unknown part '$MODE' (usage: $0 [all|redis-benchmark|large|churn|blocked|groups|zset])" ;;
+  all) PARTS=(redis-benchmark always large churn blocked groups zset) ;;
+  redis-benchmark | always | large | churn | blocked | groups | zset | memory) PARTS=("$MODE") ;;
+  *) die "unknown part '$MODE' ($USAGE)" ;;
 esac
 has_part() { [[ " ${PARTS[*]} " == *" $1 "* ]]; }
 
 tools=(redis-server redis-cli)
-if has_part redis-benchmark || has_part large; then
-  for v in N ROUNDS CLIENTS TIMEOUT LARGE_BYTES; do
+if has_part redis-benchmark || has_part always || has_part large || has_part memory; then
+  for v in N ROUNDS CLIENTS TIMEOUT LARGE_BYTES MEMORY_ENTRIES; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
   done
   tools+=(redis-benchmark)
@@ -288,17 +311,30 @@ wait_ready() {
   die "$name did not answer PING on $HOST:$port within 15s"
 }
 
+# launch_sediment / launch_redis start a server on SED_PORT / RED_PORT and
+# set SED_PID / RED_PID, without waiting for it.
+launch_sediment() {
+  # --nats-listen off: no port 4222 to collide with another instance
+  # (the change feed stays idle either way with no subscriber).
+  "$SEDIMENT_BIN" --bind "$HOST" --port "$SED_PORT" --dir "$SED_DIR" --appendfsync "$SYNC" \
+    --nats-listen off --log-level warn >>"$WORK/sediment.log" 2>&1 &
+  SED_PID=$!
+}
+
+launch_redis() {
+  redis-server --bind "$HOST" --port "$RED_PORT" --save "" --appendonly yes --appendfsync "$SYNC" \
+    --dir "$RED_DIR" --daemonize no --logfile "" >>"$WORK/redis.log" 2>&1 &
+  RED_PID=$!
+}
+
 # start_sediment / start_redis start a server on a free port (retrying if
 # the port is taken at bind time) and set *_PORT and *_PID.
 start_sediment() {
   local attempt rc
   for attempt in 1 2 3 4 5; do
     SED_PORT=$(free_port "${RED_PORT:-}")
-    # --nats-listen off: no port 4222 to collide with another instance
-    # (the change feed stays idle either way with no subscriber).
-    "$SEDIMENT_BIN" --bind "$HOST" --port "$SED_PORT" --dir "$SED_DIR" --appendfsync everysec \
-      --nats-listen off --log-level warn >"$WORK/sediment.log" 2>&1 &
-    SED_PID=$!
+    : >"$WORK/sediment.log"
+    launch_sediment
     rc=0
     wait_ready sediment "$SED_PID" "$SED_PORT" "$WORK/sediment.log" || rc=$?
     ((rc == 0)) && return
@@ -312,9 +348,8 @@ start_redis() {
   local attempt rc
   for attempt in 1 2 3 4 5; do
     RED_PORT=$(free_port "${SED_PORT:-}")
-    redis-server --bind "$HOST" --port "$RED_PORT" --save "" --appendonly yes --appendfsync everysec \
-      --dir "$RED_DIR" --daemonize no --logfile "" >"$WORK/redis.log" 2>&1 &
-    RED_PID=$!
+    : >"$WORK/redis.log"
+    launch_redis
     rc=0
     wait_ready redis-server "$RED_PID" "$RED_PORT" "$WORK/redis.log" || rc=$?
     ((rc == 0)) && return
@@ -322,6 +357,26 @@ start_redis() {
     RED_PID=""
   done
   die "could not start redis-server"
+}
+
+# stop_server pid: SIGTERM, then wait for it to exit.
+stop_server() {
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
+
+# restart_servers policy: stops both servers and starts them again with
+# appendfsync policy on fresh, empty data directories.
+restart_servers() {
+  stop_server "$SED_PID"
+  stop_server "$RED_PID"
+  SED_PID="" RED_PID=""
+  rm -rf "$SED_DIR" "$RED_DIR"
+  mkdir -p "$SED_DIR" "$RED_DIR"
+  SYNC=$1
+  SED_PORT="" RED_PORT=""
+  start_sediment
+  start_redis
 }
 
 SED_PORT="" RED_PORT=""
@@ -456,6 +511,142 @@ redis_benchmark_part() {
       printf "$FMT" "$name" "$pipe" "$s" "$r" "$ratio" "$sc" "$rc"
     done
   done
+}
+
+# ---------------------------------------------------------------- always
+
+# always_part restarts both servers with appendfsync always, runs ROUNDS
+# rounds of SET and XADD at each pipeline depth, alternating the servers,
+# prints the table, and restarts both with everysec for the parts after it.
+always_part() {
+  local round workload pipe name s r ratio sc rc LOAD_BEFORE START ELAPSED FMT
+  log "always: restarting both servers with appendfsync always"
+  restart_servers always
+  log "always: n=$N clients=$CLIENTS rounds=$ROUNDS pipelines=${PIPELINES[*]}"
+  LOAD_BEFORE=$(loadavg)
+  START=$SECONDS
+  for round in $(seq 1 "$ROUNDS"); do
+    log "always round $round/$ROUNDS"
+    for workload in set xadd; do
+      for pipe in "${PIPELINES[@]}"; do
+        run_bench sediment-always "$SED_PORT" "$SED_PID" "$workload" "$pipe"
+        run_bench redis-always "$RED_PORT" "$RED_PID" "$workload" "$pipe"
+      done
+    done
+  done
+  ELAPSED=$((SECONDS - START))
+  echo
+  echo "redis-benchmark -c $CLIENTS -n $N -r 100000, median of $ROUNDS rounds (requests/s)"
+  echo "sediment ${SED_VERSION:-?} --appendfsync always vs redis-server ${RED_VERSION:-?} appendonly yes, appendfsync always"
+  echo "$(nproc 2>/dev/null || echo '?') CPUs; load average before: $LOAD_BEFORE, after: $(loadavg); runs took ${ELAPSED}s"
+  echo
+  FMT='%-10s %8s %14s %14s %16s %12s %12s\n'
+  # shellcheck disable=SC2059
+  printf "$FMT" test pipeline "sediment ops/s" "redis ops/s" "sediment/redis" "sed cpu µs" "redis cpu µs"
+  # shellcheck disable=SC2059
+  printf "$FMT" ------ -------- -------------- -------------- ---------------- ------------ ------------
+  for name in SET XADD; do
+    for pipe in "${PIPELINES[@]}"; do
+      # shellcheck disable=SC2086
+      s=$(median ${RESULTS["sediment-always|$name|$pipe"]})
+      # shellcheck disable=SC2086
+      r=$(median ${RESULTS["redis-always|$name|$pipe"]})
+      ratio=$(awk -v s="$s" -v r="$r" 'BEGIN { if (r > 0) printf "%.2f", s / r; else print "nan" }')
+      # shellcheck disable=SC2086
+      sc=$(median ${CPU["sediment-always|$name|$pipe"]})
+      # shellcheck disable=SC2086
+      rc=$(median ${CPU["redis-always|$name|$pipe"]})
+      # shellcheck disable=SC2059
+      printf "$FMT" "$name" "$pipe" "$s" "$r" "$ratio" "$sc" "$rc"
+    done
+  done
+  log "always: restarting both servers with appendfsync everysec"
+  restart_servers everysec
+}
+
+# ---------------------------------------------------------------- memory
+
+# rss_kb pid: the resident set size of pid in KiB (VmRSS).
+rss_kb() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"; }
+
+# now_ms: the wall clock in milliseconds.
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# until_served pid port want: polls XLEN bench:mem every 10 ms until it
+# replies want (at most 300 s); dies if the server exits.
+until_served() {
+  local pid=$1 port=$2 want=$3 i
+  for i in $(seq 1 30000); do
+    [[ $(redis-cli -h "$HOST" -p "$port" XLEN bench:mem 2>/dev/null) == "$want" ]] && return 0
+    kill -0 "$pid" 2>/dev/null || die "the server on port $port exited while starting"
+    sleep 0.01
+  done
+  die "XLEN bench:mem did not reply $want on port $port within 300 s"
+}
+
+# fill_memory port: adds MEMORY_ENTRIES entries of 64 bytes to bench:mem.
+fill_memory() {
+  local payload
+  payload=$(head -c 64 /dev/zero | tr '\0' p)
+  timeout 1800 redis-benchmark -h "$HOST" -p "$1" -c 8 -P 100 -n "$MEMORY_ENTRIES" -q \
+    XADD bench:mem '*' d "$payload" >"$WORK/fill.out" 2>&1 ||
+    { cat "$WORK/fill.out" >&2; die "filling bench:mem on port $1 failed"; }
+  local got
+  got=$(redis-cli -h "$HOST" -p "$1" XLEN bench:mem)
+  [[ $got == "$MEMORY_ENTRIES" ]] || die "bench:mem holds $got entries on port $1, want $MEMORY_ENTRIES"
+}
+
+# memory_part fills both servers, measures their memory and data
+# directories, then their restart times.
+memory_part() {
+  local t0 sed_fill red_fill sed_rss red_used red_rss sed_du red_du sed_term sed_kill red_term
+  log "memory: $MEMORY_ENTRIES entries of 64 bytes, sediment first"
+  t0=$SECONDS
+  fill_memory "$SED_PORT"
+  sed_fill=$((SECONDS - t0))
+  sleep 5 # let flushes and compactions settle
+  sed_rss=$(rss_kb "$SED_PID")
+  log "memory: redis-server"
+  t0=$SECONDS
+  fill_memory "$RED_PORT"
+  red_fill=$((SECONDS - t0))
+  red_used=$(redis-cli -h "$HOST" -p "$RED_PORT" INFO memory | tr -d '\r' | awk -F: '$1 == "used_memory" { print $2 }')
+  red_rss=$(rss_kb "$RED_PID")
+  sed_du=$(du -sb "$SED_DIR" | cut -f1)
+  red_du=$(du -sb "$RED_DIR" | cut -f1)
+
+  log "memory: restarting sediment after SIGTERM"
+  stop_server "$SED_PID"
+  t0=$(now_ms)
+  launch_sediment
+  until_served "$SED_PID" "$SED_PORT" "$MEMORY_ENTRIES"
+  sed_term=$(($(now_ms) - t0))
+  log "memory: restarting sediment after SIGKILL (10,000 more entries first)"
+  redis-benchmark -h "$HOST" -p "$SED_PORT" -c 8 -P 100 -n 10000 -q XADD bench:mem '*' d x >/dev/null 2>&1 ||
+    die "adding entries before the SIGKILL failed"
+  kill -KILL "$SED_PID"
+  wait "$SED_PID" 2>/dev/null || true
+  t0=$(now_ms)
+  launch_sediment
+  until_served "$SED_PID" "$SED_PORT" $((MEMORY_ENTRIES + 10000))
+  sed_kill=$(($(now_ms) - t0))
+  log "memory: restarting redis-server after SIGTERM (it loads its AOF)"
+  stop_server "$RED_PID"
+  t0=$(now_ms)
+  launch_redis
+  until_served "$RED_PID" "$RED_PORT" "$MEMORY_ENTRIES"
+  red_term=$(($(now_ms) - t0))
+
+  echo
+  echo "memory: $MEMORY_ENTRIES stream entries of 64 bytes in one stream (XADD * d <64 bytes>, -c 8 -P 100)"
+  echo "sediment ${SED_VERSION:-?} vs redis-server ${RED_VERSION:-?}, appendfsync everysec on both; load average $(loadavg)"
+  echo
+  echo "fill time: sediment ${sed_fill}s, redis ${red_fill}s"
+  echo "sediment VmRSS:         $((sed_rss / 1024)) MiB"
+  echo "redis used_memory:      $((red_used / 1048576)) MiB (VmRSS $((red_rss / 1024)) MiB)"
+  awk -v s="$sed_rss" -v r="$red_used" 'BEGIN { printf "sediment RSS / redis used_memory: %.3f (target <= 0.25)\n", s * 1024 / r }'
+  echo "data directory:         sediment $((sed_du / 1048576)) MiB, redis $((red_du / 1048576)) MiB"
+  echo "restart to first reply: sediment ${sed_term} ms after SIGTERM, ${sed_kill} ms after SIGKILL; redis ${red_term} ms after SIGTERM"
 }
 
 # ---------------------------------------------------------------- large values
@@ -937,6 +1128,8 @@ zset_part() {
 for part in "${PARTS[@]}"; do
   case $part in
     redis-benchmark) redis_benchmark_part ;;
+    always) always_part ;;
+    memory) memory_part ;;
     large) large_part ;;
     churn) churn_part ;;
     blocked) blocked_part ;;
