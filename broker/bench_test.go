@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -176,5 +178,65 @@ func BenchmarkCommands(b *testing.B) {
 				send(batches[(i/100)%len(batches)], 100)
 			}
 		})
+	}
+}
+
+// BenchmarkLargeValues measures writes and reads of large values through
+// the whole server, as BenchmarkCommands does, in pipelines of 10 over 100
+// keys, with values of 100 B, 10 KB and 100 KB. value-B/op is the bytes the
+// server allocated per command divided by the value size: a write must
+// keep one copy of its value (the request's argument, which the decision,
+// the change-log record and the batch read in place), so it should stay
+// near 1 at every size, and a GET near 0.
+func BenchmarkLargeValues(b *testing.B) {
+	ts := newTestServer(b)
+	for _, size := range []int{100, 10_000, 100_000} {
+		val := strings.Repeat("v", size)
+		cmds := []struct {
+			name string
+			args func(i int) []string
+		}{
+			{"SET", func(i int) []string { return []string{"SET", "k:" + strconv.Itoa(i%100), val} }},
+			{"HSET", func(i int) []string { return []string{"HSET", "h", "f:" + strconv.Itoa(i%100), val} }},
+			{"XADD", func(i int) []string { return []string{"XADD", "x", "MAXLEN", "~", "100", "*", "f", val} }},
+			{"GET", func(i int) []string { return []string{"GET", "k:" + strconv.Itoa(i%100)} }},
+		}
+		for _, cmd := range cmds {
+			b.Run(fmt.Sprintf("%s/%d", cmd.name, size), func(b *testing.B) {
+				const depth = 10
+				c := dialBench(b, ts.addr)
+				batches := make([][]byte, 100/depth)
+				for i := range batches {
+					for j := 0; j < depth; j++ {
+						c.queue(cmd.args(i*depth + j)...)
+					}
+					batches[i] = bytes.Clone(c.buf.Bytes())
+					c.buf.Reset()
+				}
+				send := func(batch []byte) {
+					c.buf.Write(batch)
+					c.flush(b, depth)
+				}
+				for i := 0; i < 100; i++ { // GET's keys hold values of size
+					c.queue("SET", "k:"+strconv.Itoa(i), val)
+				}
+				c.flush(b, 100)
+				for _, batch := range batches { // warm: keys exist
+					send(batch)
+				}
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				before := ms.TotalAlloc
+				b.ReportAllocs()
+				b.ResetTimer()
+				n := 0
+				for ; n < b.N; n += depth {
+					send(batches[(n/depth)%len(batches)])
+				}
+				b.StopTimer()
+				runtime.ReadMemStats(&ms)
+				b.ReportMetric(float64(ms.TotalAlloc-before)/float64(n)/float64(size), "value-B/op")
+			})
+		}
 	}
 }

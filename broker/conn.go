@@ -18,6 +18,15 @@ import (
 // maxBatch bounds how many pipelined requests run before replies are flushed.
 const maxBatch = 1024
 
+// flushAt is the size of buffered replies past which they are flushed
+// before the next pipelined request runs. It bounds a connection's output
+// buffer to about flushAt plus its largest reply, and keeps the buffer
+// under the 256 KiB that redcon's Writer retains between flushes: a
+// pipeline of GETs of 100 KB values otherwise regrew a dropped buffer by
+// doubling at every flush (two copies of each value, 4.2 bytes allocated
+// per value byte in BenchmarkLargeValues).
+const flushAt = 128 << 10
+
 // conn is one client connection.
 type conn struct {
 	s    *Server
@@ -46,6 +55,9 @@ type conn struct {
 	replyScratch []byte
 	// viewBuf holds the read view of the command running (exec.view).
 	viewBuf materialize.View
+	// buffered counts the reply bytes commands wrote since the last flush
+	// (countingSink; outside EXEC), against flushAt.
+	buffered int
 
 	mu      sync.Mutex // guards name, closing and read deadlines; db for readers other than the connection goroutine
 	name    string
@@ -105,7 +117,7 @@ func (c *conn) serve() {
 			return
 		}
 		c.execute(args)
-		if c.closeAfter || c.rd.Buffered() == 0 || n%maxBatch == 0 {
+		if c.closeAfter || c.rd.Buffered() == 0 || n%maxBatch == 0 || c.buffered >= flushAt {
 			if err := c.flush(); err != nil || c.closeAfter {
 				return
 			}
@@ -172,6 +184,7 @@ func (c *conn) flush() error {
 		}
 		c.pendingSeq = 0
 	}
+	c.buffered = 0
 	return c.w.Flush()
 }
 
@@ -365,6 +378,9 @@ type countingSink struct{ x *exec }
 
 func (s countingSink) WriteRaw(b []byte) {
 	s.x.replied += len(b)
+	if s.x.tx == nil {
+		s.x.c.buffered += len(b)
+	}
 	s.x.w().WriteRaw(b)
 }
 

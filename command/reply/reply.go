@@ -60,8 +60,21 @@ func (w Writer) Map(n int) { w.Array(2 * n) }
 // Set starts a set of n members (RESP2: an array).
 func (w Writer) Set(n int) { w.Array(n) }
 
+// largeBulk is the size from which Bulk hands a value to the sink as it
+// is, after its header, instead of rendering it into the scratch buffer
+// first: one copy of a large value (a GET of a 100 KB string), not two.
+const largeBulk = 4 << 10
+
+var crlf = []byte("\r\n")
+
 // Bulk writes a bulk string.
 func (w Writer) Bulk(s []byte) {
+	if len(s) >= largeBulk {
+		w.put(func(b []byte) []byte { return appendHeader(b, '$', len(s)) })
+		w.sink.WriteRaw(s)
+		w.sink.WriteRaw(crlf)
+		return
+	}
 	w.put(func(b []byte) []byte {
 		b = appendHeader(b, '$', len(s))
 		b = append(b, s...)

@@ -1,7 +1,9 @@
 package reply
 
 import (
+	"bytes"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -21,6 +23,8 @@ func TestRESP2(t *testing.T) {
 		{"map", func(w Writer) { w.Map(1); w.BulkString("len"); w.Int(3) }, "*2\r\n$3\r\nlen\r\n:3\r\n"},
 		{"set", func(w Writer) { w.Set(1); w.Bulk([]byte("a\x00b")) }, "*1\r\n$3\r\na\x00b\r\n"},
 		{"empty bulk", func(w Writer) { w.Bulk(nil) }, "$0\r\n\r\n"},
+		{"large bulk", func(w Writer) { w.Array(2); w.Bulk(bytes.Repeat([]byte{'x'}, largeBulk)); w.Bulk([]byte("y")) },
+			"*2\r\n$4096\r\n" + strings.Repeat("x", largeBulk) + "\r\n$1\r\ny\r\n"},
 		{"simple", func(w Writer) { w.OK(); w.Simple("QUEUED") }, "+OK\r\n+QUEUED\r\n"},
 		{"uint", func(w Writer) { w.Uint(1 << 63) }, ":9223372036854775808\r\n"},
 		{"bool", func(w Writer) { w.Bool(true); w.Bool(false) }, ":1\r\n:0\r\n"},
