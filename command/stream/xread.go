@@ -13,7 +13,8 @@ import (
 	"github.com/sediment-dev/sediment/streams"
 )
 
-// XREAD and XREADGROUP's errors, in Redis 7.0's words (t_stream.c).
+// XREAD and XREADGROUP's errors, in Redis 7.0's words (t_stream.c); the
+// two about the + ID are Redis 7.4's.
 const (
 	errUnbalancedXRead  command.WireError = "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
 	errXReadGT          command.WireError = "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
@@ -22,6 +23,8 @@ const (
 	errNoAckOnXRead     command.WireError = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
 	errMissingGroup     command.WireError = "ERR Missing GROUP option for XREADGROUP"
 	errXReadGroupDollar command.WireError = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."
+	errXReadGroupPlus   command.WireError = "ERR The + ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The + ID would just return an empty result set."
+	errXReadLastZero    command.WireError = "ERR the stream last element ID is 0-0"
 	errUnblockedNoKey   command.WireError = "UNBLOCKED the stream key no longer exists"
 	errUnblockedGroup   command.WireError = "NOGROUP the consumer group this client was blocked on no longer exists"
 )
@@ -123,15 +126,42 @@ func blockTimeout(ms int64) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
-// historyID parses an XREADGROUP history ID ("$" is an error there).
+// historyID parses an XREADGROUP history ID ("$" and "+" are errors
+// there).
 func historyID(b []byte) (codec.ID, error) {
-	if isDollar(b) {
+	switch {
+	case isDollar(b):
 		return codec.ID{}, errXReadGroupDollar
+	case isPlus(b):
+		return codec.ID{}, errXReadGroupPlus
 	}
 	return ParseID(b, 0)
 }
 
-func isGT(b []byte) bool { return len(b) == 1 && b[0] == '>' }
+func isGT(b []byte) bool   { return len(b) == 1 && b[0] == '>' }
+func isPlus(b []byte) bool { return len(b) == 1 && b[0] == '+' }
+
+// beforeLast resolves XREAD's + ID (Redis 7.4): the ID just below the
+// stream's last ID, so that the read returns the last entry (nothing if
+// that entry was deleted, as in Redis, whose read starts from last_id - 1
+// too); 0-0 for a missing key. A stream whose last ID is 0-0 (created
+// empty, never added to) gets Redis's error.
+// https://redis.io/docs/latest/commands/xread/ ("The special + ID")
+func beforeLast(m codec.Meta, exists bool) (codec.ID, error) {
+	if !exists {
+		return codec.ID{}, nil
+	}
+	id := m.Stream.LastID
+	switch {
+	case id.Seq > 0:
+		id.Seq--
+	case id.Ms > 0:
+		id.Ms, id.Seq = id.Ms-1, math.MaxUint64
+	default:
+		return codec.ID{}, errXReadLastZero
+	}
+	return id, nil
+}
 
 // streamReply is one stream's part of an XREAD/XREADGROUP reply.
 type streamReply struct {
@@ -167,13 +197,17 @@ func runXRead(x *command.Ctx) error {
 	v := x.View()
 	after := make([]codec.ID, len(c.keys))
 	for i, key := range c.keys {
-		m, _, err := streams.Meta(v, x.DB, key) // WRONGTYPE before the ID, as Redis
+		m, exists, err := streams.Meta(v, x.DB, key) // WRONGTYPE before the ID, as Redis
 		if err != nil {
 			return err
 		}
 		switch {
 		case isDollar(c.ids[i]):
 			after[i] = m.Stream.LastID
+		case isPlus(c.ids[i]):
+			if after[i], err = beforeLast(m, exists); err != nil {
+				return err
+			}
 		case isGT(c.ids[i]):
 			return errXReadGT
 		default:
