@@ -466,7 +466,7 @@ median() {
 # redis_benchmark_part runs ROUNDS rounds of redis-benchmark, alternating
 # the servers, and prints the table.
 redis_benchmark_part() {
-  local round workload pipe name s r ratio sc rc
+  local round workload pipe
   log "redis-benchmark: n=$N clients=$CLIENTS rounds=$ROUNDS pipelines=${PIPELINES[*]} (appendfsync everysec on both)"
   local LOAD_BEFORE LOAD_AFTER START ELAPSED FMT
   LOAD_BEFORE=$(loadavg)
@@ -491,22 +491,30 @@ redis_benchmark_part() {
   echo
   echo "cpu = server user+system CPU per request, from /proc/PID/stat (10 ms ticks), median"
   echo
-  FMT='%-10s %8s %14s %14s %16s %12s %12s\n'
+  rb_table sediment redis SET GET INCR MSET HSET HGET SADD XADD LPUSH RPUSH LPOP RPOP LRANGE_100 ZADD ZPOPMIN
+}
+
+# rb_table sed_label redis_label test...: prints the medians recorded by
+# run_bench under the two labels for each test and pipeline depth, with
+# the ratio and each server's CPU per request.
+rb_table() {
+  local sl=$1 rl=$2 name pipe s r ratio sc rc FMT='%-10s %8s %14s %14s %16s %12s %12s\n'
+  shift 2
   # shellcheck disable=SC2059
   printf "$FMT" test pipeline "sediment ops/s" "redis ops/s" "sediment/redis" "sed cpu µs" "redis cpu µs"
   # shellcheck disable=SC2059
   printf "$FMT" ------ -------- -------------- -------------- ---------------- ------------ ------------
-  for name in SET GET INCR MSET HSET HGET SADD XADD LPUSH RPUSH LPOP RPOP LRANGE_100 ZADD ZPOPMIN; do
+  for name in "$@"; do
     for pipe in "${PIPELINES[@]}"; do
       # shellcheck disable=SC2086
-      s=$(median ${RESULTS["sediment|$name|$pipe"]})
+      s=$(median ${RESULTS["$sl|$name|$pipe"]})
       # shellcheck disable=SC2086
-      r=$(median ${RESULTS["redis|$name|$pipe"]})
+      r=$(median ${RESULTS["$rl|$name|$pipe"]})
       ratio=$(awk -v s="$s" -v r="$r" 'BEGIN { if (r > 0) printf "%.2f", s / r; else print "nan" }')
       # shellcheck disable=SC2086
-      sc=$(median ${CPU["sediment|$name|$pipe"]})
+      sc=$(median ${CPU["$sl|$name|$pipe"]})
       # shellcheck disable=SC2086
-      rc=$(median ${CPU["redis|$name|$pipe"]})
+      rc=$(median ${CPU["$rl|$name|$pipe"]})
       # shellcheck disable=SC2059
       printf "$FMT" "$name" "$pipe" "$s" "$r" "$ratio" "$sc" "$rc"
     done
@@ -519,7 +527,7 @@ redis_benchmark_part() {
 # rounds of SET and XADD at each pipeline depth, alternating the servers,
 # prints the table, and restarts both with everysec for the parts after it.
 always_part() {
-  local round workload pipe name s r ratio sc rc LOAD_BEFORE START ELAPSED FMT
+  local round workload pipe LOAD_BEFORE START ELAPSED
   log "always: restarting both servers with appendfsync always"
   restart_servers always
   log "always: n=$N clients=$CLIENTS rounds=$ROUNDS pipelines=${PIPELINES[*]}"
@@ -540,26 +548,7 @@ always_part() {
   echo "sediment ${SED_VERSION:-?} --appendfsync always vs redis-server ${RED_VERSION:-?} appendonly yes, appendfsync always"
   echo "$(nproc 2>/dev/null || echo '?') CPUs; load average before: $LOAD_BEFORE, after: $(loadavg); runs took ${ELAPSED}s"
   echo
-  FMT='%-10s %8s %14s %14s %16s %12s %12s\n'
-  # shellcheck disable=SC2059
-  printf "$FMT" test pipeline "sediment ops/s" "redis ops/s" "sediment/redis" "sed cpu µs" "redis cpu µs"
-  # shellcheck disable=SC2059
-  printf "$FMT" ------ -------- -------------- -------------- ---------------- ------------ ------------
-  for name in SET XADD; do
-    for pipe in "${PIPELINES[@]}"; do
-      # shellcheck disable=SC2086
-      s=$(median ${RESULTS["sediment-always|$name|$pipe"]})
-      # shellcheck disable=SC2086
-      r=$(median ${RESULTS["redis-always|$name|$pipe"]})
-      ratio=$(awk -v s="$s" -v r="$r" 'BEGIN { if (r > 0) printf "%.2f", s / r; else print "nan" }')
-      # shellcheck disable=SC2086
-      sc=$(median ${CPU["sediment-always|$name|$pipe"]})
-      # shellcheck disable=SC2086
-      rc=$(median ${CPU["redis-always|$name|$pipe"]})
-      # shellcheck disable=SC2059
-      printf "$FMT" "$name" "$pipe" "$s" "$r" "$ratio" "$sc" "$rc"
-    done
-  done
+  rb_table sediment-always redis-always SET XADD
   log "always: restarting both servers with appendfsync everysec"
   restart_servers everysec
 }
