@@ -667,6 +667,9 @@ func TestFieldsRoundTrip(t *testing.T) {
 		if len(enc) != size || binary.BigEndian.Uint32(enc) != uint32(len(fv)) {
 			t.Fatalf("AppendFields(%d items) = %d bytes, want %d", len(fv), len(enc), size)
 		}
+		if n := FieldsLen(fv); n != size {
+			t.Fatalf("FieldsLen(%d items) = %d, want %d", len(fv), n, size)
+		}
 		got, err := DecodeFields(enc)
 		if err != nil {
 			t.Fatalf("DecodeFields: %v", err)

@@ -231,6 +231,15 @@ func AppendFields(b []byte, fv [][]byte) []byte {
 	return b
 }
 
+// FieldsLen returns the length of AppendFields' output for fv.
+func FieldsLen(fv [][]byte) int {
+	n := 4
+	for _, f := range fv {
+		n += 4 + len(f)
+	}
+	return n
+}
+
 // DecodeFields decodes AppendFields' output. The returned slices alias b.
 func DecodeFields(b []byte) ([][]byte, error) {
 	if len(b) < 4 {

@@ -169,7 +169,15 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		if err != nil {
 			return err
 		}
-		return b.Set(codec.StreamEntryKey(e.DB, e.Key, id), codec.AppendFields(nil, a[1:]), nil)
+		// The fields are encoded straight into the batch: no copy of a
+		// large entry of its own (BenchmarkLargeValues).
+		k := codec.StreamEntryKey(e.DB, e.Key, id)
+		op := b.SetDeferred(len(k), codec.FieldsLen(a[1:]))
+		copy(op.Key, k)
+		if got := codec.AppendFields(op.Value[:0], a[1:]); len(got) != len(op.Value) {
+			return fmt.Errorf("materialize: entry fields encoded to %d bytes, %d reserved", len(got), len(op.Value))
+		}
+		return op.Finish()
 
 	case codec.OpXDel:
 		for _, arg := range a {
