@@ -133,8 +133,22 @@ func TestChangeFeed(t *testing.T) {
 	if subj, m = nextFeed(t, all); subj != "sediment.chg.0.string.e" || m.Meta.ExpireAtMs == 0 {
 		t.Fatalf("SET e v PX 30: %s %+v", subj, m)
 	}
-	if subj, m = nextFeed(t, all); subj != "sediment.chg.0.string.e" || m.Op != "del" {
+	if subj, m = nextFeed(t, all); subj != "sediment.chg.0.string.e" || m.Op != "del" || m.Reason != "expired" {
 		t.Fatalf("the expiry of e: %s %+v", subj, m)
+	}
+	// A deletion by a command names no reason, nor does EXPIRE with a time
+	// already passed (Redis's "del" event, not "expired").
+	mustDo(t, c, "SET", "d", "v")
+	nextFeed(t, all)
+	mustDo(t, c, "DEL", "d")
+	if subj, m = nextFeed(t, all); subj != "sediment.chg.0.string.d" || m.Op != "del" || m.Reason != "" {
+		t.Fatalf("DEL d: %s %+v", subj, m)
+	}
+	mustDo(t, c, "SET", "d", "v")
+	nextFeed(t, all)
+	mustDo(t, c, "EXPIRE", "d", "0")
+	if subj, m = nextFeed(t, all); subj != "sediment.chg.0.string.d" || m.Op != "del" || m.Reason != "" {
+		t.Fatalf("EXPIRE d 0: %s %+v", subj, m)
 	}
 	mustDo(t, c, "FLUSHALL")
 	if subj, m = nextFeed(t, all); subj != "sediment.chg.all.db.flushall" || m.DB != nil {

@@ -20,6 +20,28 @@ func DelKeyEvent(db uint8, key []byte, t Type, prevExpireAtMs int64) Event {
 	return Event{Op: OpDelKey, DB: db, Key: key, Args: [][]byte{{byte(t)}, Int64Arg(prevExpireAtMs)}}
 }
 
+// ReasonExpired is OpDelKey's optional third argument (one byte) when the
+// key goes because its TTL passed, by active or lazy expiry: the change
+// feed names the reason. A deletion without it (DEL, an overwrite by
+// another type, RENAME's source, EXPIRE with a time already passed, as
+// Redis's "del" keyspace event) carries two arguments.
+const ReasonExpired = 'e'
+
+// ExpiredKeyEvent builds the OpDelKey event of a key of type t whose TTL
+// (expireAtMs, Unix ms) passed.
+func ExpiredKeyEvent(db uint8, key []byte, t Type, expireAtMs int64) Event {
+	return Event{Op: OpDelKey, DB: db, Key: key, Args: [][]byte{{byte(t)}, Int64Arg(expireAtMs), {ReasonExpired}}}
+}
+
+// DelReason returns an OpDelKey event's reason byte (ReasonExpired), or 0
+// for a plain deletion.
+func DelReason(e Event) byte {
+	if e.Op == OpDelKey && len(e.Args) > 2 && len(e.Args[2]) == 1 {
+		return e.Args[2][0]
+	}
+	return 0
+}
+
 // DelMetaEvent builds an OpDelKey event that removes only key's metadata
 // (and TTL index entry): for a collection whose last elements the events
 // before it deleted one by one, so no range deletion covers keys that a

@@ -36,6 +36,9 @@ type Message struct {
 	Args []string `json:"args"`
 	// Meta is OpSetMeta's metadata, decoded.
 	Meta *MetaInfo `json:"meta,omitempty"`
+	// Reason is why a key went (del): "expired" when its TTL passed;
+	// empty for a deletion by a command.
+	Reason string `json:"reason,omitempty"`
 	// Truncated: the event was larger than the NATS server takes in one
 	// message (max_payload): Args and Meta's value are left out; read the
 	// key for them.
@@ -152,6 +155,9 @@ func messageOf(prefix string, r codec.Record, i int, logical func(storage uint8)
 		}
 		subject = KeySubject(prefix, uint8(db), m.Type, e.Key)
 	}
+	if codec.DelReason(e) == codec.ReasonExpired {
+		m.Reason = "expired"
+	}
 	if e.Op == codec.OpSetMeta {
 		md, err := codec.DecodeMeta(e.Args[0])
 		if err != nil {
@@ -242,6 +248,10 @@ func (m *Message) appendJSON(b []byte) []byte {
 			b = appendJSONString(b, mi.LastID)
 		}
 		b = append(b, '}')
+	}
+	if m.Reason != "" {
+		b = append(b, `,"reason":`...)
+		b = appendJSONString(b, m.Reason)
 	}
 	if m.Truncated {
 		b = append(b, `,"truncated":true`...)

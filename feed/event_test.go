@@ -26,6 +26,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 				Meta: &MetaInfo{Type: "stream", ExpireAtMs: 5, Length: 3, LastID: "1-1"}},
 			{V: 1, Seq: 5, DB: &zero, Type: "zset", Op: "set-meta", Key: &k, Meta: &MetaInfo{Type: "zset", Count: 9}, Args: []string{}},
 			{V: 1, Seq: 6, DB: &zero, Type: "string", Op: "set-meta", Key: &k, Meta: &MetaInfo{Type: "string"}, Args: []string{}, Truncated: true},
+			{V: 1, Seq: 7, DB: &zero, Type: "string", Op: "del", Key: &k, Args: []string{"cw==", "AAAAAAAAAAU=", "ZQ=="}, Reason: "expired", Truncated: true},
 		} {
 			got := m.appendJSON(nil)
 			if !json.Valid(got) {

@@ -142,7 +142,7 @@ func (s *Store) ExpireCycle(limit int) ([]ExpiredKey, error) {
 						return nil, err
 					}
 					if ok && m.ExpireAtMs == deadline {
-						events = append(events, codec.DelKeyEvent(db, key, m.Type, deadline))
+						events = append(events, codec.ExpiredKeyEvent(db, key, m.Type, deadline))
 						out = append(out, ExpiredKey{db, key})
 					} else {
 						events = append(events, codec.TTLDelEvent(db, key, deadline))

@@ -849,7 +849,7 @@ func TestLazyExpiry(t *testing.T) {
 	if err != nil || seq == 0 {
 		t.Fatalf("Write: %d, %v", seq, err)
 	}
-	want := codec.DelKeyEvent(0, []byte("s"), codec.TypeStream, d)
+	want := codec.ExpiredKeyEvent(0, []byte("s"), codec.TypeStream, d)
 	if len(evs) != 1 || !eventsEqual(evs[0], want) {
 		t.Fatalf("MetaForWrite events = %+v, want %+v", evs, want)
 	}

@@ -184,7 +184,7 @@ func (v *View) metaForWrite(db uint8, key []byte, needValue bool) (codec.Meta, b
 		return m, false, nil, err
 	}
 	if v.expired(m) {
-		return codec.Meta{}, false, []codec.Event{codec.DelKeyEvent(db, key, m.Type, m.ExpireAtMs)}, nil
+		return codec.Meta{}, false, []codec.Event{codec.ExpiredKeyEvent(db, key, m.Type, m.ExpireAtMs)}, nil
 	}
 	return m, true, nil, nil
 }
