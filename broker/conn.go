@@ -55,6 +55,12 @@ type conn struct {
 	replyScratch []byte
 	// viewBuf holds the read view of the command running (exec.view).
 	viewBuf materialize.View
+	// active is when the connection last finished reading a request or
+	// flushing replies (Unix ns), and busy is set while it runs commands
+	// or waits in a blocking one: Options.Timeout's idle check (idleSince)
+	// reads both from another goroutine. Kept only with a Timeout.
+	active atomic.Int64
+	busy   atomic.Bool
 	// buffered counts the reply bytes commands wrote since the last flush
 	// (countingSink; outside EXEC), against flushAt.
 	buffered int
@@ -104,8 +110,15 @@ func (c *conn) serve() {
 	defer c.nc.Close()
 	defer c.cancel()
 	defer c.s.watch.clear(c)
+	timeout := c.s.opts.Timeout > 0
+	if timeout {
+		c.active.Store(c.s.opts.Now().UnixNano())
+	}
 	for n := 1; ; n++ {
 		args, err := c.rd.ReadCommand()
+		if timeout {
+			c.busy.Store(true)
+		}
 		if err != nil {
 			c.drain() // replies to the requests before the error come first
 			var pe *ProtocolError
@@ -122,7 +135,18 @@ func (c *conn) serve() {
 				return
 			}
 		}
+		if timeout && c.rd.Buffered() == 0 {
+			c.active.Store(c.s.opts.Now().UnixNano())
+			c.busy.Store(false)
+		}
 	}
+}
+
+// idleSince reports whether the connection has been idle since before t
+// (Unix ns): it waits for a request, and neither runs nor waits in a
+// command. Safe from any goroutine.
+func (c *conn) idleSince(t int64) bool {
+	return !c.busy.Load() && c.active.Load() < t
 }
 
 // pendingReply is a request whose reply waits for a submitted write: the

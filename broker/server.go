@@ -44,6 +44,12 @@ type Options struct {
 	// (Redis's maxclients, default 10000): a connection beyond it is told
 	// "ERR max number of clients reached" and closed, as Redis does.
 	MaxClients int
+	// Timeout closes a client connection idle for longer than it (Redis's
+	// timeout, whole seconds at the wire); 0, the default, never does. A
+	// client waiting in a blocking command is not idle, nor is one whose
+	// command is still running, as in Redis. Connections are checked
+	// Timeout/4 apart, at most a second apart.
+	Timeout time.Duration
 	// Logger receives lifecycle (Info), internal-error (Warn) and
 	// per-command (Debug) logs. The default discards.
 	Logger *slog.Logger
@@ -83,6 +89,9 @@ func (o Options) Validate() error {
 	}
 	if o.MaxClients < 1 {
 		return fmt.Errorf("broker: maxclients must be at least 1, got %d", o.MaxClients)
+	}
+	if o.Timeout < 0 {
+		return fmt.Errorf("broker: timeout must not be negative, got %v", o.Timeout)
 	}
 	return nil
 }
@@ -156,6 +165,10 @@ func New(opts Options) (*Server, error) {
 	s.wake.logicalDB = store.LogicalDB
 	s.wg.Add(1)
 	go s.activeExpiry()
+	if o.Timeout > 0 {
+		s.wg.Add(1)
+		go s.closeIdle()
+	}
 	s.feed = &feed.Publisher{Store: store, Prefix: o.FeedPrefix, Publish: s.wake.nc.Publish,
 		MaxPayload: int(s.wake.nc.MaxPayload()), Logger: o.Logger}
 	if ns := s.wake.ns; ns != nil {
@@ -277,6 +290,31 @@ func (s *Server) Close() error {
 	err := s.store.Close()
 	s.opts.Logger.Info("stopped")
 	return err
+}
+
+// closeIdle closes, every tick, the connections idle for longer than
+// Options.Timeout (Redis's clientsCronHandleTimeout).
+func (s *Server) closeIdle() {
+	defer s.wg.Done()
+	every := min(max(s.opts.Timeout/4, 10*time.Millisecond), time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		idleSince := s.opts.Now().Add(-s.opts.Timeout).UnixNano()
+		s.mu.Lock()
+		for c := range s.conns {
+			if c.idleSince(idleSince) {
+				s.opts.Logger.Debug("closing an idle client", "client", c.id)
+				c.nc.Close() // its read fails: serve returns
+			}
+		}
+		s.mu.Unlock()
+	}
 }
 
 // activeExpiry deletes keys whose TTL passed, ten times a second, as Redis's

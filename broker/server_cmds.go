@@ -184,6 +184,7 @@ func runConfig(x *exec) error {
 		{"save", ""},
 		{"databases", strconv.Itoa(s.opts.Databases)},
 		{"maxclients", strconv.Itoa(s.opts.MaxClients)},
+		{"timeout", strconv.FormatInt(int64(s.opts.Timeout/time.Second), 10)},
 		{"dir", s.opts.Dir},
 		{"proto-max-bulk-len", strconv.FormatInt(s.opts.Limits.MaxBulkLen, 10)},
 		{"client-query-buffer-limit", strconv.FormatInt(s.opts.Limits.MaxQueryBuffer, 10)},

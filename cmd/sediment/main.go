@@ -4,7 +4,7 @@
 //
 //	sediment [serve] [--bind 127.0.0.1] [--port 6380] [--dir ./data]
 //	         [--nats-url URL] [--appendfsync always|everysec|no]
-//	         [--databases 16] [--maxclients 10000] [--log-level info]
+//	         [--databases 16] [--maxclients 10000] [--timeout 0] [--log-level info]
 //	         [--nats-listen 127.0.0.1:4222|off] [--feed-prefix sediment]
 //
 // Every flag can also be set by an environment variable SEDIMENT_<FLAG>, with
@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sediment-dev/sediment/broker"
 	"github.com/sediment-dev/sediment/materialize"
@@ -43,7 +44,7 @@ func main() {
 type config struct {
 	bind, dir, natsURL, appendfsync, logLevel, pprof string
 	natsListen, feedPrefix                           string
-	port, databases, maxclients                      int
+	port, databases, maxclients, timeout             int
 }
 
 // parse fills config from args, then from SEDIMENT_* variables for every
@@ -63,6 +64,7 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.appendfsync, "appendfsync", "everysec", "fsync policy: always, everysec or no")
 	fs.IntVar(&c.databases, "databases", 16, "number of databases (SELECT 0..N-1)")
 	fs.IntVar(&c.maxclients, "maxclients", 10000, "most client connections served at once; more are told \"ERR max number of clients reached\"")
+	fs.IntVar(&c.timeout, "timeout", 0, "close a client idle for this many seconds; 0: never (Redis's timeout)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.pprof, "pprof", "", "serve Go's net/http/pprof profiles on this address (e.g. 127.0.0.1:6060); empty: off")
 	showVersion := fs.Bool("version", false, "print the version and exit")
@@ -127,6 +129,7 @@ func run(args []string, getenv func(string) string) error {
 		AppendFsync: policy,
 		Databases:   c.databases,
 		MaxClients:  c.maxclients,
+		Timeout:     time.Duration(c.timeout) * time.Second,
 		NATSListen:  natsListen,
 		FeedPrefix:  c.feedPrefix,
 		Logger:      log,

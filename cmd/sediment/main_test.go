@@ -21,12 +21,13 @@ func TestParseEnvAndFlags(t *testing.T) {
 		"SEDIMENT_NATS_URL":    "nats://127.0.0.1:4222",
 		"SEDIMENT_APPENDFSYNC": "always",
 		"SEDIMENT_DIR":         "/env/dir",
+		"SEDIMENT_TIMEOUT":     "30",
 	}
 	c, err := parse([]string{"serve", "--dir", "/flag/dir"}, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.port != 7000 || c.natsURL != "nats://127.0.0.1:4222" || c.appendfsync != "always" {
+	if c.port != 7000 || c.natsURL != "nats://127.0.0.1:4222" || c.appendfsync != "always" || c.timeout != 30 {
 		t.Fatalf("env not applied: %+v", c)
 	}
 	if c.dir != "/flag/dir" {
