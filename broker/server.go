@@ -44,6 +44,12 @@ type Options struct {
 	// (Redis's maxclients, default 10000): a connection beyond it is told
 	// "ERR max number of clients reached" and closed, as Redis does.
 	MaxClients int
+	// CacheSize is Pebble's block cache in bytes (materialize.Options);
+	// 0 takes its default, 64 MiB. Values of 4 KiB or more live in blob
+	// files and are read through it: a working set of large values larger
+	// than the cache is read from the files, checksummed and cached again
+	// on every read (docs/perf.md).
+	CacheSize int64
 	// Timeout closes a client connection idle for longer than it (Redis's
 	// timeout, whole seconds at the wire); 0, the default, never does. A
 	// client waiting in a blocking command is not idle, nor is one whose
@@ -89,6 +95,9 @@ func (o Options) Validate() error {
 	}
 	if o.MaxClients < 1 {
 		return fmt.Errorf("broker: maxclients must be at least 1, got %d", o.MaxClients)
+	}
+	if o.CacheSize < 0 {
+		return fmt.Errorf("broker: cache size must not be negative, got %d", o.CacheSize)
 	}
 	if o.Timeout < 0 {
 		return fmt.Errorf("broker: timeout must not be negative, got %v", o.Timeout)
@@ -138,11 +147,12 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	store, err := materialize.Open(materialize.Options{
-		Dir:      o.Dir,
-		InMemory: o.InMemory,
-		Sync:     o.AppendFsync,
-		Logger:   o.Logger,
-		Now:      o.Now,
+		Dir:       o.Dir,
+		InMemory:  o.InMemory,
+		Sync:      o.AppendFsync,
+		CacheSize: o.CacheSize,
+		Logger:    o.Logger,
+		Now:       o.Now,
 	})
 	if err != nil {
 		return nil, err

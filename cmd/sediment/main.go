@@ -4,7 +4,7 @@
 //
 //	sediment [serve] [--bind 127.0.0.1] [--port 6380] [--dir ./data]
 //	         [--nats-url URL] [--appendfsync always|everysec|no]
-//	         [--databases 16] [--maxclients 10000] [--timeout 0] [--log-level info]
+//	         [--databases 16] [--maxclients 10000] [--timeout 0] [--cache-size 64] [--log-level info]
 //	         [--nats-listen 127.0.0.1:4222|off] [--feed-prefix sediment]
 //
 // Every flag can also be set by an environment variable SEDIMENT_<FLAG>, with
@@ -44,7 +44,7 @@ func main() {
 type config struct {
 	bind, dir, natsURL, appendfsync, logLevel, pprof string
 	natsListen, feedPrefix                           string
-	port, databases, maxclients, timeout             int
+	port, databases, maxclients, timeout, cacheMB    int
 }
 
 // parse fills config from args, then from SEDIMENT_* variables for every
@@ -64,6 +64,7 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.appendfsync, "appendfsync", "everysec", "fsync policy: always, everysec or no")
 	fs.IntVar(&c.databases, "databases", 16, "number of databases (SELECT 0..N-1)")
 	fs.IntVar(&c.maxclients, "maxclients", 10000, "most client connections served at once; more are told \"ERR max number of clients reached\"")
+	fs.IntVar(&c.cacheMB, "cache-size", 64, "Pebble's block cache in MiB (large values are read through it)")
 	fs.IntVar(&c.timeout, "timeout", 0, "close a client idle for this many seconds; 0: never (Redis's timeout)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.pprof, "pprof", "", "serve Go's net/http/pprof profiles on this address (e.g. 127.0.0.1:6060); empty: off")
@@ -130,6 +131,7 @@ func run(args []string, getenv func(string) string) error {
 		Databases:   c.databases,
 		MaxClients:  c.maxclients,
 		Timeout:     time.Duration(c.timeout) * time.Second,
+		CacheSize:   int64(c.cacheMB) << 20,
 		NATSListen:  natsListen,
 		FeedPrefix:  c.feedPrefix,
 		Logger:      log,
