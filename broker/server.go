@@ -302,52 +302,50 @@ func (s *Server) Close() error {
 	return err
 }
 
-// closeIdle closes, every tick, the connections idle for longer than
-// Options.Timeout (Redis's clientsCronHandleTimeout).
+// closeIdle closes the connections idle for longer than Options.Timeout
+// (Redis's clientsCronHandleTimeout), checked Timeout/4 apart (10 ms to 1 s).
 func (s *Server) closeIdle() {
-	defer s.wg.Done()
-	every := min(max(s.opts.Timeout/4, 10*time.Millisecond), time.Second)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-t.C:
-		}
+	s.every(min(max(s.opts.Timeout/4, 10*time.Millisecond), time.Second), func() {
 		idleSince := s.opts.Now().Add(-s.opts.Timeout).UnixNano()
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		for c := range s.conns {
 			if c.idleSince(idleSince) {
 				s.opts.Logger.Debug("closing an idle client", "client", c.id)
 				c.nc.Close() // its read fails: serve returns
 			}
 		}
-		s.mu.Unlock()
-	}
+	})
 }
 
-// activeExpiry deletes keys whose TTL passed, ten times a second, as Redis's
-// active expire cycle does (hz 10).
-func (s *Server) activeExpiry() {
+// every calls fn every d until the server closes, then marks s.wg done.
+func (s *Server) every(d time.Duration, fn func()) {
 	defer s.wg.Done()
-	t := time.NewTicker(100 * time.Millisecond)
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
-			keys, err := s.store.ExpireCycle(200)
-			if err != nil {
-				if !errors.Is(err, materialize.ErrClosed) {
-					s.opts.Logger.Warn("active expiry failed", "err", err)
-				}
-				continue
-			}
-			for _, k := range keys {
-				s.wake.publishKey(s.store.LogicalDB(k.DB), k.Key)
-			}
+			fn()
 		}
 	}
+}
+
+// activeExpiry deletes keys whose TTL passed, ten times a second, as Redis's
+// active expire cycle does (hz 10).
+func (s *Server) activeExpiry() {
+	s.every(100*time.Millisecond, func() {
+		keys, err := s.store.ExpireCycle(200)
+		if err != nil {
+			if !errors.Is(err, materialize.ErrClosed) {
+				s.opts.Logger.Warn("active expiry failed", "err", err)
+			}
+			return
+		}
+		for _, k := range keys {
+			s.wake.publishKey(s.store.LogicalDB(k.DB), k.Key)
+		}
+	})
 }

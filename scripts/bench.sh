@@ -573,6 +573,22 @@ until_served() {
   die "XLEN bench:mem did not reply $want on port $port within 300 s"
 }
 
+# time_restart sediment|redis want: starts the (stopped) server again on
+# its port and data, and waits until XLEN bench:mem replies want; sets
+# SED_PID or RED_PID, and RESTART_MS to the milliseconds that took.
+time_restart() {
+  local t0
+  t0=$(now_ms)
+  if [[ $1 == sediment ]]; then
+    launch_sediment
+    until_served "$SED_PID" "$SED_PORT" "$2"
+  else
+    launch_redis
+    until_served "$RED_PID" "$RED_PORT" "$2"
+  fi
+  RESTART_MS=$(($(now_ms) - t0))
+}
+
 # fill_memory port: adds MEMORY_ENTRIES entries of 64 bytes to bench:mem.
 fill_memory() {
   local payload
@@ -606,25 +622,19 @@ memory_part() {
 
   log "memory: restarting sediment after SIGTERM"
   stop_server "$SED_PID"
-  t0=$(now_ms)
-  launch_sediment
-  until_served "$SED_PID" "$SED_PORT" "$MEMORY_ENTRIES"
-  sed_term=$(($(now_ms) - t0))
+  time_restart sediment "$MEMORY_ENTRIES"
+  sed_term=$RESTART_MS
   log "memory: restarting sediment after SIGKILL (10,000 more entries first)"
   redis-benchmark -h "$HOST" -p "$SED_PORT" -c 8 -P 100 -n 10000 -q XADD bench:mem '*' d x >/dev/null 2>&1 ||
     die "adding entries before the SIGKILL failed"
   kill -KILL "$SED_PID"
   wait "$SED_PID" 2>/dev/null || true
-  t0=$(now_ms)
-  launch_sediment
-  until_served "$SED_PID" "$SED_PORT" $((MEMORY_ENTRIES + 10000))
-  sed_kill=$(($(now_ms) - t0))
+  time_restart sediment $((MEMORY_ENTRIES + 10000))
+  sed_kill=$RESTART_MS
   log "memory: restarting redis-server after SIGTERM (it loads its AOF)"
   stop_server "$RED_PID"
-  t0=$(now_ms)
-  launch_redis
-  until_served "$RED_PID" "$RED_PORT" "$MEMORY_ENTRIES"
-  red_term=$(($(now_ms) - t0))
+  time_restart redis "$MEMORY_ENTRIES"
+  red_term=$RESTART_MS
 
   echo
   echo "memory: $MEMORY_ENTRIES stream entries of 64 bytes in one stream (XADD * d <64 bytes>, -c 8 -P 100)"
