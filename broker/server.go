@@ -137,6 +137,7 @@ type stats struct {
 	blocked       atomic.Int64
 	readRetries   atomic.Int64 // commands run again after materialize.ErrStateMoved
 	rejectedConns atomic.Int64 // connections refused beyond maxclients
+	memPeak       atomic.Int64 // the largest used_memory INFO has reported
 }
 
 // New opens the store, connects to (or starts) NATS and returns a Server

@@ -206,7 +206,7 @@ func runConfig(x *exec) error {
 	return nil
 }
 
-// INFO [section ...]: server, clients, persistence, stats, keyspace
+// INFO [section ...]: server, clients, memory, persistence, stats, keyspace
 // ("default", "all" and "everything" select them all).
 func runInfo(x *exec) error {
 	want := map[string]bool{}
@@ -248,6 +248,34 @@ func runInfo(x *exec) error {
 		kv("blocked_clients", s.stats.blocked.Load())
 		kv("maxclients", s.opts.MaxClients)
 	})
+	section("memory", func() {
+		// used_memory is what Sediment holds in memory: the Go heap in use
+		// and Pebble's block cache and memtables (outside the Go heap).
+		// The data itself lives on disk (maxmemory does not apply).
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		cache, memtables := s.store.MemoryUsage()
+		used := int64(ms.HeapAlloc) + cache + memtables
+		peak := s.stats.memPeak.Load()
+		for used > peak && !s.stats.memPeak.CompareAndSwap(peak, used) {
+			peak = s.stats.memPeak.Load()
+		}
+		peak = max(peak, used)
+		rss := residentBytes()
+		kv("used_memory", used)
+		kv("used_memory_human", humanBytes(used))
+		kv("used_memory_rss", rss)
+		kv("used_memory_rss_human", humanBytes(rss))
+		kv("used_memory_peak", peak)
+		kv("used_memory_peak_human", humanBytes(peak))
+		kv("maxmemory", 0)
+		kv("maxmemory_human", "0B")
+		kv("maxmemory_policy", "noeviction")
+		kv("mem_allocator", "go")
+		kv("sediment_go_heap", ms.HeapAlloc)
+		kv("sediment_pebble_block_cache", cache)
+		kv("sediment_pebble_memtables", memtables)
+	})
 	section("persistence", func() {
 		kv("loading", 0)
 		kv("aof_enabled", 1)
@@ -283,6 +311,42 @@ func runInfo(x *exec) error {
 	})
 	x.reply().BulkString(b.String())
 	return nil
+}
+
+// residentBytes returns the process's resident set size (Linux:
+// /proc/self/statm), or 0 where it cannot be read.
+func residentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * int64(os.Getpagesize())
+}
+
+// humanBytes renders n as Redis's *_human fields do (bytesToHuman:
+// "1.50M", "812B").
+func humanBytes(n int64) string {
+	const k = 1024.0
+	f := float64(n)
+	switch {
+	case f < k:
+		return strconv.FormatInt(n, 10) + "B"
+	case f < k*k:
+		return strconv.FormatFloat(f/k, 'f', 2, 64) + "K"
+	case f < k*k*k:
+		return strconv.FormatFloat(f/(k*k), 'f', 2, 64) + "M"
+	case f < k*k*k*k:
+		return strconv.FormatFloat(f/(k*k*k), 'f', 2, 64) + "G"
+	}
+	return strconv.FormatFloat(f/(k*k*k*k), 'f', 2, 64) + "T"
 }
 
 func portOf(s *Server) string {

@@ -845,3 +845,11 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 	panic(fmt.Sprintf(format, args...))
 }
+
+// MemoryUsage returns the bytes Pebble holds in memory outside the Go heap:
+// its block cache's contents and its memtables (mutable and queued for
+// flushing). Safe for concurrent use.
+func (s *Store) MemoryUsage() (cache, memtables int64) {
+	m := s.db.Metrics()
+	return m.BlockCache.Size, int64(m.MemTable.Size)
+}

@@ -1,0 +1,75 @@
+package broker
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// infoFields parses an INFO reply into field -> value.
+func infoFields(info string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(info, "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && !strings.HasPrefix(line, "#") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// TestInfoMemory: INFO memory has the fields redis-cli --stat and
+// monitoring tools read (used_memory with its human form, the RSS, the
+// peak, maxmemory), and used_memory is the Go heap plus Pebble's cache and
+// memtables, which grow with what the server holds in memory.
+func TestInfoMemory(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.client(t)
+	ctx := context.Background()
+	read := func() map[string]string {
+		info, err := c.Info(ctx, "memory").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(info, "# Memory\r\n") {
+			t.Fatalf("INFO memory = %q", info)
+		}
+		return infoFields(info)
+	}
+	num := func(m map[string]string, k string) int64 {
+		n, err := strconv.ParseInt(m[k], 10, 64)
+		if err != nil {
+			t.Fatalf("%s = %q: %v", k, m[k], err)
+		}
+		return n
+	}
+	before := read()
+	for _, k := range []string{"used_memory_human", "used_memory_rss_human", "used_memory_peak_human", "maxmemory_policy", "mem_allocator"} {
+		if before[k] == "" {
+			t.Errorf("INFO memory has no %s", k)
+		}
+	}
+	used := num(before, "used_memory")
+	if parts := num(before, "sediment_go_heap") + num(before, "sediment_pebble_block_cache") + num(before, "sediment_pebble_memtables"); parts != used || used <= 0 {
+		t.Fatalf("used_memory %d, its parts add up to %d", used, parts)
+	}
+	if num(before, "used_memory_rss") <= 0 || num(before, "used_memory_peak") < used || num(before, "maxmemory") != 0 {
+		t.Fatalf("INFO memory = %v", before)
+	}
+	val := strings.Repeat("v", 1<<20)
+	for i := 0; i < 8; i++ {
+		if err := c.Set(ctx, "k"+strconv.Itoa(i), val, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := read()
+	if got := num(after, "sediment_pebble_memtables"); got <= num(before, "sediment_pebble_memtables") {
+		t.Errorf("memtables %d after 8 MiB of SETs, %d before", got, num(before, "sediment_pebble_memtables"))
+	}
+	if num(after, "used_memory_peak") < num(before, "used_memory_peak") {
+		t.Errorf("used_memory_peak went down: %v -> %v", before["used_memory_peak"], after["used_memory_peak"])
+	}
+	if all, err := c.Info(ctx).Result(); err != nil || !strings.Contains(all, "# Memory\r\n") {
+		t.Fatalf("INFO (default) has no memory section: %v", err)
+	}
+}
