@@ -42,6 +42,14 @@ type changeLog struct {
 	dir string
 
 	mu sync.Mutex // guards segs and f (the writer swaps them; readers and sync take them)
+	// syncMu orders file syncs with the writer's closing of a file: sync
+	// holds it while it syncs l.f, and the writer holds it while it
+	// replaces l.f and syncs and closes the old file (rotate) or closes a
+	// failed one. So a sync never uses a closed file, and a sync that
+	// begins after a rotation returns only once the old segment is synced
+	// too: what WaitDurable promises for every record before it. Lock
+	// order: syncMu before mu.
+	syncMu sync.Mutex
 	// readers is held shared by each read and exclusively by dropBefore,
 	// so that a read never loses a segment in its middle (a gap).
 	readers sync.RWMutex
@@ -254,12 +262,14 @@ func (l *changeLog) write() error {
 	l.size += int64(n)
 	l.buf = l.buf[:0]
 	if err != nil {
+		l.syncMu.Lock()
 		l.mu.Lock()
 		f := l.f
 		l.f = nil
 		seg := l.segs[len(l.segs)-1]
 		l.mu.Unlock()
 		f.Close()
+		l.syncMu.Unlock()
 		if n > 0 {
 			// Whole frames of the failed group may have reached the
 			// file: readers and the next Open would take them for
@@ -303,6 +313,8 @@ func (l *changeLog) rotate(first uint64) error {
 		f.Close()
 		return err
 	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	old := l.f
 	l.f = f
@@ -330,18 +342,18 @@ func (l *changeLog) syncDir() error {
 }
 
 // sync makes every written record durable. Safe from any goroutine: a
-// segment closed meanwhile was synced by the rotation that closed it.
+// segment closed before it was synced by the rotation that closed it
+// (syncMu).
 func (l *changeLog) sync() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	f := l.f
 	l.mu.Unlock()
 	if f == nil {
 		return nil
 	}
-	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
-		return err
-	}
-	return nil
+	return f.Sync()
 }
 
 // read calls fn for each record with from <= seq <= upTo, in order, until
@@ -467,6 +479,8 @@ func (l *changeLog) firstSeq() uint64 {
 }
 
 func (l *changeLog) close() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	f := l.f
 	l.f = nil
