@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -89,13 +90,66 @@ func ttlEntries(tb testing.TB, v *materialize.View) int {
 	return countRange(tb, v, []byte{byte(codec.TagTTL)}, []byte{byte(codec.TagTTL) + 1})
 }
 
+// has reports whether k exists, and checks that HasKey agrees with Has.
 func has(tb testing.TB, v *materialize.View, k []byte) bool {
 	tb.Helper()
 	ok, err := v.Has(k)
 	if err != nil {
 		tb.Fatalf("Has: %v", err)
 	}
+	if ok2, err := v.HasKey(k); err != nil || ok2 != ok {
+		tb.Fatalf("HasKey(%q) = %v, %v; Has = %v", k, ok2, err, ok)
+	}
 	return ok
+}
+
+// TestHasKey: HasKey finds exactly k (not a key k prefixes, nor k with a
+// byte more), sees a write group's own sets and deletions, and finds a key
+// whose value lives in a blob file, as Has does.
+func TestHasKey(t *testing.T) {
+	dir := t.TempDir()
+	c := newClock(t0)
+	s, err := materialize.Open(materialize.Options{Dir: dir, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte("v"), 64<<10)
+	field := func(f string) []byte { return codec.ElementKey(codec.TagHash, 0, []byte("h"), []byte(f)) }
+	hset := func(fv ...[]byte) codec.Event { return codec.ElementsEvent(codec.OpHSet, 0, []byte("h"), fv) }
+	if _, err := s.Write(func(v *materialize.View) ([]codec.Event, error) {
+		return []codec.Event{hset([]byte("ab"), big, []byte("abc"), []byte("x"), []byte("b\x00"), []byte("y"))}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil { // flushes: the 64 KiB value goes to a blob file
+		t.Fatal(err)
+	}
+	if s, err = materialize.Open(materialize.Options{Dir: dir, Now: c.Now}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if blobs, _ := filepath.Glob(filepath.Join(dir, "*.blob")); len(blobs) == 0 {
+		t.Fatal("no blob file: the large value is not where the test means it to be")
+	}
+	v := s.View()
+	for k, want := range map[string]bool{"ab": true, "abc": true, "a": false, "abcd": false, "b": false, "b\x00": true, "c": false} {
+		if got := has(t, v, field(k)); got != want {
+			t.Errorf("field %q exists: %v, want %v", k, got, want)
+		}
+	}
+	if _, err := s.Write(func(v *materialize.View) ([]codec.Event, error) {
+		return []codec.Event{hset([]byte("new"), []byte("1")), codec.ElementsEvent(codec.OpHDel, 0, []byte("h"), [][]byte{[]byte("ab")})}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write(func(v *materialize.View) ([]codec.Event, error) {
+		if !has(t, v, field("new")) || has(t, v, field("ab")) {
+			t.Error("a write does not see the earlier write's field set and field deleted")
+		}
+		return nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // records returns every retained change-log record from seq from, deep-copied.

@@ -112,7 +112,7 @@ func Set(v *materialize.View, db uint8, key []byte, pairs [][]byte, nx bool) (in
 			seen[string(f)] = true
 			exists := false
 			if ok {
-				if exists, err = v.Has(codec.ElementKey(codec.TagHash, db, key, f)); err != nil {
+				if exists, err = fieldExists(v, codec.ElementKey(codec.TagHash, db, key, f), len(pairs[i+1])); err != nil {
 					return 0, nil, err
 				}
 			}
@@ -261,4 +261,19 @@ func Scan(v *materialize.View, db uint8, key []byte, cursor uint64, count int, m
 		return elements.Page{}, err
 	}
 	return elements.Scan(v, codec.KeyPrefix(codec.TagHash, db, key), m.Count, cursor, count, match)
+}
+
+// largeField is the value size from which HSET checks whether a field
+// exists without reading its old value (View.HasKey): Pebble keeps values
+// of 4 KiB or more in blob files, and a field overwritten with a large
+// value most likely held one. Below it a Get (View.Has) is cheaper.
+const largeField = 4 << 10
+
+// fieldExists reports whether the field at k exists, by the cheaper check
+// for a field about to be set to a value of size bytes.
+func fieldExists(v *materialize.View, k []byte, size int) (bool, error) {
+	if size >= largeField {
+		return v.HasKey(k)
+	}
+	return v.Has(k)
 }
