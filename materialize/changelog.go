@@ -50,6 +50,12 @@ type changeLog struct {
 	// too: what WaitDurable promises for every record before it. Lock
 	// order: syncMu before mu.
 	syncMu sync.Mutex
+	// syncErr, when set (under syncMu), is what sync returns: the segment
+	// of record unsynced, closed after a failed write, could not be synced,
+	// so the durability of its earlier records cannot be confirmed. Each
+	// sync tries that segment again and clears syncErr once it syncs.
+	syncErr  error
+	unsynced uint64
 	// readers is held shared by each read and exclusively by dropBefore,
 	// so that a read never loses a segment in its middle (a gap).
 	readers sync.RWMutex
@@ -262,23 +268,34 @@ func (l *changeLog) write() error {
 	l.size += int64(n)
 	l.buf = l.buf[:0]
 	if err != nil {
+		// syncMu is held until the segment's earlier records are synced:
+		// their writes' WaitDurable may come after this, and a sync finds
+		// no file to sync from here on.
 		l.syncMu.Lock()
+		defer l.syncMu.Unlock()
 		l.mu.Lock()
 		f := l.f
 		l.f = nil
 		seg := l.segs[len(l.segs)-1]
 		l.mu.Unlock()
+		var serr error
+		if n == 0 {
+			serr = f.Sync()
+		}
 		f.Close()
-		l.syncMu.Unlock()
 		if n > 0 {
 			// Whole frames of the failed group may have reached the
 			// file: readers and the next Open would take them for
 			// records (whose sequence numbers the next group reuses, in
 			// a new segment). Zero the first frame's header: the segment
-			// ends there for every reader (a torn tail).
+			// ends there for every reader (a torn tail). Its fsync
+			// syncs the earlier records too.
 			if perr := l.poison(seg, before); perr != nil {
+				l.syncErr, l.unsynced = fmt.Errorf("materialize: change log: a failed segment could not be invalidated and synced: %w", perr), seg
 				return errors.Join(err, fmt.Errorf("%w: %v", errLogPoisonFailed, perr))
 			}
+		} else if serr != nil {
+			l.syncErr, l.unsynced = fmt.Errorf("materialize: change log: a failed segment could not be synced: %w", serr), seg
 		}
 	}
 	return err
@@ -347,6 +364,12 @@ func (l *changeLog) syncDir() error {
 func (l *changeLog) sync() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
+	if l.syncErr != nil {
+		if err := l.syncSegment(l.unsynced); err != nil {
+			return l.syncErr
+		}
+		l.syncErr = nil
+	}
 	l.mu.Lock()
 	f := l.f
 	l.mu.Unlock()
@@ -354,6 +377,15 @@ func (l *changeLog) sync() error {
 		return nil
 	}
 	return f.Sync()
+}
+
+// syncSegment opens the segment of record first and syncs it.
+func (l *changeLog) syncSegment(first uint64) error {
+	f, err := l.fs.OpenReadWrite(l.fs.PathJoin(l.dir, segmentName(first)), vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Sync(), f.Close())
 }
 
 // read calls fn for each record with from <= seq <= upTo, in order, until

@@ -99,3 +99,79 @@ func TestFailedLogWriteLeavesNoRecords(t *testing.T) {
 	defer s.Close()
 	check(s, "after reopen")
 }
+
+// deadLogFS fails change-log writes outright (nothing written) and syncs,
+// when fail is set: a device that went away.
+type deadLogFS struct {
+	vfs.FS
+	fail *atomic.Bool
+}
+
+func (fs deadLogFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, c)
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return deadLogFile{f, fs.fail}, nil
+}
+
+func (fs deadLogFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := fs.FS.OpenReadWrite(name, c, opts...)
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return deadLogFile{f, fs.fail}, nil
+}
+
+type deadLogFile struct {
+	vfs.File
+	fail *atomic.Bool
+}
+
+func (f deadLogFile) Write(p []byte) (int, error) {
+	if f.fail.Load() {
+		return 0, errors.New("injected: input/output error")
+	}
+	return f.File.Write(p)
+}
+
+func (f deadLogFile) Sync() error {
+	if f.fail.Load() {
+		return errors.New("injected: input/output error")
+	}
+	return f.File.Sync()
+}
+
+// TestFailedLogSyncIsReported: when a change-log write fails and the
+// segment then cannot be synced, a write committed before the failure
+// must not be confirmed durable (WaitDurable): its record is in that
+// segment, unsynced. Before, the failed segment was closed without a sync
+// and WaitDurable, finding no open segment, confirmed it. Once the device
+// answers again, the next sync syncs that segment and confirms it.
+func TestFailedLogSyncIsReported(t *testing.T) {
+	var fail atomic.Bool
+	fs := deadLogFS{vfs.NewMem(), &fail}
+	c := newClock(t0)
+	s, err := materialize.Open(materialize.Options{FS: fs, Dir: "db", Sync: materialize.SyncAlways, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	seq := setString(t, s, 0, "a", "1", 0, 0) // committed, not yet synced
+	fail.Store(true)
+	if _, err := s.Write(func(*materialize.View) ([]codec.Event, error) {
+		return []codec.Event{codec.SetMetaEvent(0, []byte("b"), strMeta("2", 0), 0)}, nil
+	}); err == nil {
+		t.Fatal("a write whose log write failed succeeded")
+	}
+	if err := s.WaitDurable(seq); err == nil {
+		t.Fatal("WaitDurable confirmed a record whose segment could not be synced")
+	}
+	fail.Store(false)
+	if err := s.WaitDurable(seq); err != nil {
+		t.Fatalf("WaitDurable once the device answers again: %v", err)
+	}
+	if seq2 := setString(t, s, 0, "c", "3", 0, 0); s.WaitDurable(seq2) != nil {
+		t.Fatal("writes after the recovery are not confirmed")
+	}
+}
