@@ -436,39 +436,30 @@ func (l *changeLog) read(from, upTo uint64, fn func(seq uint64, rec []byte) bool
 }
 
 // readLast calls fn with the last record (seq l.last), if there is one.
-// The last record found at open is read with one read of its frame; any
-// other is found by read's scan.
+// The last record found at open is scanned from its own frame (the offset
+// open's scan found it at); any other is found by read's scan.
 func (l *changeLog) readLast(fn func(seq uint64, rec []byte)) error {
 	last := l.last
 	if last == 0 {
 		return nil
 	}
-	if last == l.openLast && len(l.segs) > 0 {
-		first := l.segs[len(l.segs)-1]
-		f, err := l.fs.Open(l.fs.PathJoin(l.dir, segmentName(first)))
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		var hdr [frameHeader]byte
-		if _, err := f.ReadAt(hdr[:], l.openLastAt); err != nil {
-			return err
-		}
-		payload := make([]byte, binary.BigEndian.Uint32(hdr[:4]))
-		if _, err := f.ReadAt(payload, l.openLastAt+frameHeader); err != nil {
-			return err
-		}
-		if len(payload) < 8 || crc32.Checksum(payload, castagnoli) != binary.BigEndian.Uint32(hdr[4:]) ||
-			binary.BigEndian.Uint64(payload) != last {
-			return fmt.Errorf("materialize: change log: record %d is not where open found it: %w", last, codec.ErrCorrupt)
-		}
-		fn(last, payload[8:])
-		return nil
-	}
-	return l.read(last, last, func(seq uint64, rec []byte) bool {
+	stop := func(seq uint64, rec []byte) bool {
 		fn(seq, rec)
 		return false
-	})
+	}
+	if last != l.openLast || len(l.segs) == 0 {
+		return l.read(last, last, stop)
+	}
+	f, err := l.fs.Open(l.fs.PathJoin(l.dir, segmentName(l.segs[len(l.segs)-1])))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, got, _, err := scanSegment(io.NewSectionReader(f, l.openLastAt, 1<<62), last, stop)
+	if err == nil && got != last {
+		err = fmt.Errorf("materialize: change log: record %d is not where open found it: %w", last, codec.ErrCorrupt)
+	}
+	return err
 }
 
 // dropBefore removes the segments whose records all come before seq.

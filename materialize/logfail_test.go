@@ -12,21 +12,31 @@ import (
 	"github.com/sediment-dev/sediment/materialize"
 )
 
-// halfWriteFS fails change-log writes, when fail is set, after writing half
-// of the bytes: a disk that fills up in the middle of a group's write.
-type halfWriteFS struct {
+// logFaultFS wraps the change log's files (".log") with wrap, so that
+// tests can inject faults into its writes and syncs.
+type logFaultFS struct {
 	vfs.FS
-	fail *atomic.Bool
+	wrap func(vfs.File) vfs.File
 }
 
-func (fs halfWriteFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+func (fs logFaultFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.Create(name, c)
 	if err != nil || !strings.HasSuffix(name, ".log") {
 		return f, err
 	}
-	return halfWriteFile{f, fs.fail}, nil
+	return fs.wrap(f), nil
 }
 
+func (fs logFaultFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := fs.FS.OpenReadWrite(name, c, opts...)
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return fs.wrap(f), nil
+}
+
+// halfWriteFile fails writes, when fail is set, after writing half of the
+// bytes: a disk that fills up in the middle of a group's write.
 type halfWriteFile struct {
 	vfs.File
 	fail *atomic.Bool
@@ -47,7 +57,7 @@ func (f halfWriteFile) Write(p []byte) (int, error) {
 func TestFailedLogWriteLeavesNoRecords(t *testing.T) {
 	mem := vfs.NewMem()
 	var fail atomic.Bool
-	fs := halfWriteFS{mem, &fail}
+	fs := logFaultFS{mem, func(f vfs.File) vfs.File { return halfWriteFile{f, &fail} }}
 	c := newClock(t0)
 	s, err := materialize.Open(materialize.Options{FS: fs, Dir: "db", Now: c.Now})
 	if err != nil {
@@ -100,29 +110,8 @@ func TestFailedLogWriteLeavesNoRecords(t *testing.T) {
 	check(s, "after reopen")
 }
 
-// deadLogFS fails change-log writes outright (nothing written) and syncs,
-// when fail is set: a device that went away.
-type deadLogFS struct {
-	vfs.FS
-	fail *atomic.Bool
-}
-
-func (fs deadLogFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := fs.FS.Create(name, c)
-	if err != nil || !strings.HasSuffix(name, ".log") {
-		return f, err
-	}
-	return deadLogFile{f, fs.fail}, nil
-}
-
-func (fs deadLogFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
-	f, err := fs.FS.OpenReadWrite(name, c, opts...)
-	if err != nil || !strings.HasSuffix(name, ".log") {
-		return f, err
-	}
-	return deadLogFile{f, fs.fail}, nil
-}
-
+// deadLogFile fails writes outright (nothing written) and syncs, when fail
+// is set: a device that went away.
 type deadLogFile struct {
 	vfs.File
 	fail *atomic.Bool
@@ -150,7 +139,7 @@ func (f deadLogFile) Sync() error {
 // answers again, the next sync syncs that segment and confirms it.
 func TestFailedLogSyncIsReported(t *testing.T) {
 	var fail atomic.Bool
-	fs := deadLogFS{vfs.NewMem(), &fail}
+	fs := logFaultFS{vfs.NewMem(), func(f vfs.File) vfs.File { return deadLogFile{f, &fail} }}
 	c := newClock(t0)
 	s, err := materialize.Open(materialize.Options{FS: fs, Dir: "db", Sync: materialize.SyncAlways, Now: c.Now})
 	if err != nil {
