@@ -37,7 +37,21 @@ const (
 	confNullBulk                  // $-1
 	confArray                     // *2 ...
 	confNullArray                 // *-1
+	// RESP3 kinds (after HELLO 3).
+	confMap      // %n: arr holds 2n elements, keys and values alternating
+	confSet      // ~n
+	confNull     // _
+	confDouble   // ,1.5 (str holds the text)
+	confBool     // #t / #f (n is 1 or 0)
+	confVerbatim // =n fmt:text (str holds "fmt:text")
+	confBigNum   // (123 (str holds the digits)
+	confPush     // >n
 )
+
+// agg reports whether k holds elements in arr.
+func (k confKind) agg() bool {
+	return k == confArray || k == confMap || k == confSet || k == confPush
+}
 
 // confReply is one parsed RESP2 reply.
 type confReply struct {
@@ -80,10 +94,23 @@ func (r confReply) format(b *strings.Builder, indent string) {
 		b.WriteString("(nil bulk)")
 	case confNullArray:
 		b.WriteString("(nil array)")
-	case confArray:
+	case confNull:
+		b.WriteString("(null)")
+	case confDouble:
+		fmt.Fprintf(b, "(double) %s", r.str)
+	case confBool:
+		fmt.Fprintf(b, "(boolean) %v", r.n == 1)
+	case confVerbatim:
+		fmt.Fprintf(b, "(verbatim) %s", strconv.Quote(r.str))
+	case confBigNum:
+		fmt.Fprintf(b, "(big number) %s", r.str)
+	case confArray, confMap, confSet, confPush:
 		if len(r.arr) == 0 {
-			b.WriteString("(empty array)")
+			b.WriteString(map[confKind]string{confArray: "(empty array)", confMap: "(empty map)", confSet: "(empty set)", confPush: "(empty push)"}[r.kind])
 			return
+		}
+		if r.kind != confArray {
+			b.WriteString(map[confKind]string{confMap: "(map) ", confSet: "(set) ", confPush: "(push) "}[r.kind])
 		}
 		for i, e := range r.arr {
 			if i > 0 {
@@ -206,15 +233,64 @@ func (c *confConn) read() (confReply, error) {
 		if n == -1 {
 			return confReply{kind: confNullArray}, nil
 		}
-		r := confReply{kind: confArray, arr: make([]confReply, n)}
-		for i := range r.arr {
-			if r.arr[i], err = c.read(); err != nil {
-				return confReply{}, err
-			}
+		return c.readAgg(confArray, n)
+	case '%', '~', '>':
+		n, err := strconv.Atoi(body)
+		if err != nil || n < 0 {
+			return confReply{}, fmt.Errorf("bad aggregate length %q", l)
 		}
-		return r, nil
+		kind := map[byte]confKind{'%': confMap, '~': confSet, '>': confPush}[l[0]]
+		if kind == confMap {
+			n *= 2
+		}
+		return c.readAgg(kind, n)
+	case '_':
+		if body != "" {
+			return confReply{}, fmt.Errorf("bad null %q", l)
+		}
+		return confReply{kind: confNull}, nil
+	case ',':
+		if _, err := strconv.ParseFloat(body, 64); err != nil {
+			return confReply{}, fmt.Errorf("bad double %q", l)
+		}
+		return confReply{kind: confDouble, str: body}, nil
+	case '#':
+		switch body {
+		case "t":
+			return confReply{kind: confBool, n: 1}, nil
+		case "f":
+			return confReply{kind: confBool}, nil
+		}
+		return confReply{}, fmt.Errorf("bad boolean %q", l)
+	case '(':
+		return confReply{kind: confBigNum, str: body}, nil
+	case '=':
+		n, err := strconv.Atoi(body)
+		if err != nil || n < 4 {
+			return confReply{}, fmt.Errorf("bad verbatim length %q", l)
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(c.rd, buf); err != nil {
+			return confReply{}, err
+		}
+		if string(buf[n:]) != "\r\n" || buf[3] != ':' {
+			return confReply{}, fmt.Errorf("bad verbatim string %q", buf)
+		}
+		return confReply{kind: confVerbatim, str: string(buf[:n])}, nil
 	}
 	return confReply{}, fmt.Errorf("unknown reply type %q", l)
+}
+
+// readAgg reads the n elements of an aggregate of kind.
+func (c *confConn) readAgg(kind confKind, n int) (confReply, error) {
+	r := confReply{kind: kind, arr: make([]confReply, n)}
+	for i := range r.arr {
+		var err error
+		if r.arr[i], err = c.read(); err != nil {
+			return confReply{}, err
+		}
+	}
+	return r, nil
 }
 
 // ---- a real redis-server -----------------------------------------------------
@@ -304,10 +380,19 @@ func (nz *confNormalizer) walk(r confReply) confReply {
 	switch r.kind {
 	case confSimple, confBulk:
 		r.str = nz.id(r.str)
-	case confArray:
+	case confArray, confMap, confSet, confPush:
 		arr := make([]confReply, len(r.arr))
 		for i, e := range r.arr {
 			arr[i] = nz.walk(e)
+		}
+		if len(arr) == 14 && arr[0].str == "server" && arr[1].str == "redis" {
+			// HELLO's reply (alone or inside EXEC's): the connection's
+			// id and the Redis version differ by design.
+			for i := 0; i+1 < len(arr); i += 2 {
+				if k := arr[i].str; k == "id" || k == "version" {
+					arr[i+1] = confReply{kind: confSimple, str: "<" + k + ">"}
+				}
+			}
 		}
 		r.arr = arr
 	}
@@ -319,16 +404,16 @@ func (nz *confNormalizer) walk(r confReply) confReply {
 func (nz *confNormalizer) normalize(s confStep, r confReply) confReply {
 	r = nz.walk(r)
 	name := strings.ToUpper(s.args[0])
-	if name == "XPENDING" && len(s.args) > 3 && r.kind == confArray {
+	if name == "XPENDING" && len(s.args) > 3 && r.kind.agg() {
 		// Extended form: [[id, consumer, idle, deliveries], ...].
 		for i, e := range r.arr {
-			if e.kind == confArray && len(e.arr) == 4 && e.arr[2].kind == confInt {
+			if e.kind.agg() && len(e.arr) == 4 && e.arr[2].kind == confInt {
 				e.arr[2] = confReply{kind: confSimple, str: "<idle>"}
 				r.arr[i] = e
 			}
 		}
 	}
-	if name == "XINFO" && len(s.args) > 1 && r.kind == confArray {
+	if name == "XINFO" && len(s.args) > 1 && r.kind.agg() {
 		switch strings.ToUpper(s.args[1]) {
 		case "STREAM":
 			// Sediment has no radix tree: its radix-tree-keys and
@@ -338,7 +423,7 @@ func (nz *confNormalizer) normalize(s confStep, r confReply) confReply {
 				if k := r.arr[i].str; (k == "radix-tree-keys" || k == "radix-tree-nodes") && r.arr[i+1].kind == confInt {
 					r.arr[i+1] = confReply{kind: confSimple, str: "<radix>"}
 				}
-				if r.arr[i].str == "groups" && r.arr[i+1].kind == confArray {
+				if r.arr[i].str == "groups" && r.arr[i+1].kind.agg() {
 					confFullGroupTimes(r.arr[i+1].arr) // FULL
 				}
 			}
@@ -352,7 +437,7 @@ func (nz *confNormalizer) normalize(s confStep, r confReply) confReply {
 			}
 		}
 	}
-	if s.sorted && r.kind == confArray {
+	if s.sorted && r.kind.agg() {
 		list := &r
 		if strings.HasSuffix(name, "SCAN") && len(r.arr) == 2 {
 			list = &r.arr[1]
@@ -362,7 +447,9 @@ func (nz *confNormalizer) normalize(s confStep, r confReply) confReply {
 		for _, a := range s.args {
 			pairs = pairs || strings.EqualFold(a, "WITHVALUES") || strings.EqualFold(a, "NOVALUES")
 		}
-		if pairs && len(list.arr)%2 == 0 && !slices.ContainsFunc(s.args, func(a string) bool { return strings.EqualFold(a, "NOVALUES") }) {
+		// In RESP3, WITHVALUES pairs arrive nested: sorted as elements.
+		nested := len(list.arr) > 0 && list.arr[0].kind.agg()
+		if pairs && !nested && len(list.arr)%2 == 0 && !slices.ContainsFunc(s.args, func(a string) bool { return strings.EqualFold(a, "NOVALUES") }) {
 			ps := make([][2]confReply, len(list.arr)/2)
 			for i := range ps {
 				ps[i] = [2]confReply{list.arr[2*i], list.arr[2*i+1]}
@@ -1919,10 +2006,35 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestConformanceRESP3 runs every conformance case again with both
+// connections in RESP3 (HELLO 3): the same commands must give the same
+// RESP3 replies, type for type (maps, sets, doubles, nulls, booleans,
+// verbatim strings), as Redis 7.0 renders them.
+func TestConformanceRESP3(t *testing.T) {
+	redisAddr := confStartRedis(t)
+	ts := newTestServer(t)
+	for _, tc := range conformanceCases {
+		t.Run(tc.name, func(t *testing.T) {
+			runConformanceCaseProto(t, tc, redisAddr, ts.addr, 3)
+		})
+	}
+}
+
 func runConformanceCase(t *testing.T, tc confCase, redisAddr, sedimentAddr string) {
+	runConformanceCaseProto(t, tc, redisAddr, sedimentAddr, 2)
+}
+
+// runConformanceCaseProto runs tc with both connections in protocol proto
+// (HELLO proto first when 3).
+func runConformanceCaseProto(t *testing.T, tc confCase, redisAddr, sedimentAddr string, proto int) {
 	rc := confDial(t, redisAddr)
 	sc := confDial(t, sedimentAddr)
 	for _, c := range []*confConn{rc, sc} {
+		if proto == 3 {
+			if r, err := c.do("HELLO", "3"); err != nil || r.kind != confMap {
+				t.Fatalf("HELLO 3: %v %v", r, err)
+			}
+		}
 		if r, err := c.do("FLUSHALL"); err != nil || r.kind != confSimple {
 			t.Fatalf("FLUSHALL: %v %v", r, err)
 		}
@@ -2021,7 +2133,7 @@ func confFullGroupTimes(gs []confReply) {
 	t := confReply{kind: confSimple, str: "<time>"}
 	pel := func(r confReply, at int) {
 		for _, e := range r.arr {
-			if e.kind == confArray && len(e.arr) > at && e.arr[at].kind == confInt {
+			if e.kind.agg() && len(e.arr) > at && e.arr[at].kind == confInt {
 				e.arr[at] = t
 			}
 		}

@@ -43,6 +43,7 @@ type conn struct {
 	// Connection state (touched only by the connection goroutine, except db,
 	// which is written under mu so that CLIENT LIST may read it).
 	db         uint8
+	proto      int             // reply protocol, reply.RESP2 or reply.RESP3 (HELLO); written under mu
 	pendingSeq uint64          // highest change-log seq whose reply is not yet flushed
 	closeAfter bool            // QUIT or protocol error: flush, then close
 	pending    []*pendingReply // submitted writes (and errors behind them), in request order
@@ -65,7 +66,7 @@ type conn struct {
 	// (countingSink; outside EXEC), against flushAt.
 	buffered int
 
-	mu      sync.Mutex // guards name, closing and read deadlines; db for readers other than the connection goroutine
+	mu      sync.Mutex // guards name, closing and read deadlines; db and proto for readers other than the connection goroutine
 	name    string
 	closing bool // shutdown was requested: the read deadline stays in the past
 	// unblock ends the connection's blocking wait (CLIENT UNBLOCK); nil
@@ -75,12 +76,13 @@ type conn struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{
-		s:    s,
-		nc:   nc,
-		id:   s.nextClientID.Add(1),
-		w:    redcon.NewWriter(nc),
-		rd:   NewReader(nc, s.opts.Limits),
-		born: s.opts.Now(),
+		s:     s,
+		nc:    nc,
+		id:    s.nextClientID.Add(1),
+		w:     redcon.NewWriter(nc),
+		rd:    NewReader(nc, s.opts.Limits),
+		born:  s.opts.Now(),
+		proto: reply.RESP2,
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	return c
@@ -287,9 +289,9 @@ func (x *exec) w() *redcon.Writer {
 // rendering into w().
 func (x *exec) reply() reply.Writer {
 	if x.tx != nil {
-		return reply.NewScratch(x.w(), &x.c.replyScratch)
+		return reply.NewScratch(x.w(), &x.c.replyScratch, x.c.proto)
 	}
-	return reply.NewScratch(countingSink{x}, &x.c.replyScratch)
+	return reply.NewScratch(countingSink{x}, &x.c.replyScratch, x.c.proto)
 }
 
 // db returns the connection's selected database (logical: SELECT's number).

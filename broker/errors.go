@@ -31,7 +31,16 @@ const (
 	errDiscardNoMulti wireError = "ERR DISCARD without MULTI"
 	errWatchInMulti   wireError = "ERR WATCH inside MULTI is not allowed"
 	errExecAbort      wireError = "EXECABORT Transaction discarded because of previous errors."
+	errProtoVersion   wireError = "ERR Protocol version is not an integer or out of range"
+	errNoProto        wireError = "NOPROTO unsupported protocol version"
+	errWrongPass      wireError = "WRONGPASS invalid username-password pair or user is disabled."
 )
+
+// errHelloOption is HELLO's reply to an unknown option (or one missing its
+// arguments); like Redis's C formatting, opt ends at its first NUL byte.
+func errHelloOption(opt []byte) wireError {
+	return wireError(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", command.CString(opt)))
+}
 
 // Protocol errors of the request reader (reader.go), replied before the
 // connection is closed.

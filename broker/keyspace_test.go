@@ -563,7 +563,7 @@ func TestServerInfoAndCommand(t *testing.T) {
 		t.Errorf("COMMAND INFO GET = %#v", infos[2])
 	}
 
-	mustErr(t, c, "ERR unknown command 'HELLO', with args beginning with: '3' ", "HELLO", "3")
+	mustErr(t, c, "NOPROTO unsupported protocol version", "HELLO", "4")
 	mustErr(t, c, "ERR unknown command 'FOO', with args beginning with: 'a' 'b' ", "FOO", "a", "b")
 	if got := mustDo(t, c, "CONFIG", "GET", "appendfsync").([]any); len(got) != 2 || got[0] != "appendfsync" || got[1] != "everysec" {
 		t.Errorf("CONFIG GET appendfsync = %#v", got)

@@ -165,6 +165,11 @@ var limitCases = map[string][]limitCase{
 		{cmd: "SCAN 0 COUNT #", cursor: true},
 		{cmd: "SCAN 0 MATCH * COUNT # TYPE string", cursor: true},
 	},
+	"hello": {
+		// With a bad option after it, so that the protocol never changes:
+		// the protover is parsed (and refused) before the options.
+		{cmd: "HELLO # NOSUCHOPTION"},
+	},
 	"select": {
 		{cmd: "SELECT #", extra: []string{"15", "16", "255", "256", "2147483647", "2147483648", "-2147483648", "-2147483649"}},
 	},
@@ -304,7 +309,7 @@ var limitNoNumbers = []string{
 	"get", "del", "unlink", "exists", "type", "keys", "dbsize", "flushdb", "flushall",
 	"ttl", "pttl", "expiretime", "pexpiretime", "persist",
 	"xlen", "xdel", "xack",
-	"ping", "echo", "quit", "client", "command", "info", "time", "config",
+	"ping", "echo", "quit", "client", "command", "info", "time", "config", "reset",
 	"multi", "exec", "discard", "watch", "unwatch",
 	"mget", "mset", "msetnx", "strlen", "getset", "getdel", "setnx", "incr", "decr", "append",
 	"incrbyfloat", "hincrbyfloat", // their number is a float: the differential cases cover it

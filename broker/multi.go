@@ -132,7 +132,7 @@ func runExec(x *exec) error {
 		return errExecAbort
 	}
 	if c.dirty.Load() {
-		writeNullArray(x.w())
+		x.reply().NullArray()
 		return nil
 	}
 	replies := redcon.NewWriter(nil) // buffered only: copied to the connection after the commit
@@ -163,7 +163,7 @@ func runExec(x *exec) error {
 		return err
 	}
 	if aborted {
-		writeNullArray(x.w())
+		x.reply().NullArray()
 		return nil
 	}
 	if seq != 0 {

@@ -96,10 +96,8 @@ func runClient(x *exec) error {
 			x.reply().BulkString(name)
 		}
 	case equalFold(sub, "SETNAME") && n == 3:
-		for _, ch := range x.args[2] {
-			if ch < '!' || ch > '~' {
-				return errBadClientName
-			}
+		if !validClientName(x.args[2]) {
+			return errBadClientName
 		}
 		c.mu.Lock()
 		c.name = string(x.args[2])
@@ -108,7 +106,7 @@ func runClient(x *exec) error {
 	case equalFold(sub, "SETINFO") && n == 4:
 		x.reply().Simple("OK")
 	case equalFold(sub, "INFO") && n == 2:
-		x.reply().BulkString(c.info() + "\n")
+		x.reply().Verbatim("txt", []byte(c.info()+"\n"))
 	case equalFold(sub, "LIST") && n == 2:
 		var b strings.Builder
 		c.s.mu.Lock()
@@ -122,7 +120,7 @@ func runClient(x *exec) error {
 			b.WriteString(o.info())
 			b.WriteByte('\n')
 		}
-		x.reply().BulkString(b.String())
+		x.reply().Verbatim("txt", []byte(b.String()))
 	case equalFold(sub, "UNBLOCK") && (n == 3 || n == 4):
 		id, ok := parseInt(x.args[2])
 		if !ok {
@@ -138,7 +136,7 @@ func runClient(x *exec) error {
 				return errUnblockReason
 			}
 		}
-		x.reply().Bool(c.s.unblockClient(id, cause))
+		x.reply().IntBool(c.s.unblockClient(id, cause))
 	case equalFold(sub, "ID"), equalFold(sub, "GETNAME"), equalFold(sub, "SETNAME"), equalFold(sub, "SETINFO"),
 		equalFold(sub, "INFO"), equalFold(sub, "LIST"), equalFold(sub, "UNBLOCK"):
 		return errWrongArgsSub("client", sub)
@@ -151,10 +149,10 @@ func runClient(x *exec) error {
 // info is the connection's CLIENT LIST line (the fields Sediment tracks).
 func (c *conn) info() string {
 	c.mu.Lock()
-	name, db := c.name, c.db
+	name, db, proto := c.name, c.db, c.proto
 	c.mu.Unlock()
 	age := int64(c.s.opts.Now().Sub(c.born) / time.Second)
-	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d db=%d", c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, age, db)
+	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d db=%d resp=%d", c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, age, db, proto)
 }
 
 // TIME. Reply: [unix seconds, microseconds] as bulk strings.
@@ -309,7 +307,7 @@ func runInfo(x *exec) error {
 			}
 		}
 	})
-	x.reply().BulkString(b.String())
+	x.reply().Verbatim("txt", []byte(b.String()))
 	return nil
 }
 

@@ -73,7 +73,7 @@ func runHExists(x *command.Ctx) error {
 	if err != nil {
 		return err
 	}
-	x.Reply.Bool(ok)
+	x.Reply.IntBool(ok)
 	return nil
 }
 
@@ -115,7 +115,7 @@ func runHAll(x *command.Ctx) error {
 // HRANDFIELD key [count [WITHVALUES]]: one random field (or nil); with a
 // count, that many distinct fields (at most all), or with a negative count
 // that many picks that may repeat; WITHVALUES adds each value (RESP2:
-// field, value, ... flat).
+// field, value, ... flat; RESP3: [field, value] pairs, reply.Pairs).
 // https://redis.io/docs/latest/commands/hrandfield/
 func runHRandField(x *command.Ctx) error {
 	if len(x.Args) == 2 {
@@ -158,11 +158,14 @@ func runHRandField(x *command.Ctx) error {
 			case n == 0:
 				x.Reply.Array(0)
 			case withValues:
-				x.Reply.Map(int(-count))
+				x.Reply.Pairs(int(-count))
 			default:
 				x.Reply.Array(int(-count))
 			}
 		}, func(f, v []byte) {
+			if withValues {
+				x.Reply.Pair()
+			}
 			x.Reply.Bulk(f)
 			if withValues {
 				x.Reply.Bulk(v)
@@ -174,11 +177,14 @@ func runHRandField(x *command.Ctx) error {
 		return err
 	}
 	if withValues {
-		x.Reply.Map(len(fs))
+		x.Reply.Pairs(len(fs))
 	} else {
 		x.Reply.Array(len(fs))
 	}
 	for i := range fs {
+		if withValues {
+			x.Reply.Pair()
+		}
 		x.Reply.Bulk(fs[i])
 		if withValues {
 			x.Reply.Bulk(vs[i])

@@ -144,7 +144,7 @@ func makeExpire(name string, unitMs int64, absolute bool) func(x *command.Ctx) e
 				err = command.ErrInvalidExpire(name)
 			}
 			return events, err
-		}, func() { x.Reply.Bool(done) })
+		}, func() { x.Reply.IntBool(done) })
 	}
 }
 
@@ -187,7 +187,7 @@ func runPersist(x *command.Ctx) error {
 		var err error
 		done, events, err = keyspace.Persist(v, x.DB, x.Args[1])
 		return events, err
-	}, func() { x.Reply.Bool(done) })
+	}, func() { x.Reply.IntBool(done) })
 }
 
 // DBSIZE: the db's keys, from the key counters (O(1)). As in Redis, a key

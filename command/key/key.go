@@ -55,7 +55,7 @@ func runRename(x *command.Ctx) error {
 		return events, wire(err)
 	}, func() {
 		if nx {
-			x.Reply.Bool(done)
+			x.Reply.IntBool(done)
 		} else {
 			x.Reply.OK()
 		}
@@ -105,7 +105,7 @@ func runCopy(x *command.Ctx) error {
 		var err error
 		done, events, err = keyspace.Copy(v, x.DB, x.Args[1], v.StorageDB(dst), x.Args[2], replace)
 		return events, wire(err)
-	}, func() { x.Reply.Bool(done) })
+	}, func() { x.Reply.IntBool(done) })
 }
 
 // MOVE key db: 1 when moved, 0 when missing or already in db.
@@ -121,7 +121,7 @@ func runMove(x *command.Ctx) error {
 		var err error
 		done, events, err = keyspace.Move(v, x.DB, x.Args[1], v.StorageDB(dst))
 		return events, wire(err)
-	}, func() { x.Reply.Bool(done) })
+	}, func() { x.Reply.IntBool(done) })
 }
 
 // TOUCH key [key ...]: how many exist (a key named twice counts twice).

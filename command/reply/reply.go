@@ -1,10 +1,24 @@
 // Package reply renders command replies. A command builds its reply with
 // protocol-neutral calls (Array, Map, Bulk, Int, Double, Null, ...) and the
-// Writer renders them for the connection's protocol. Only RESP2 exists
-// today, rendered exactly as Redis 7.0 renders each kind for a RESP2
-// client: maps flatten to arrays of 2n elements, sets to arrays, doubles to
-// bulk strings, booleans to integers; the null bulk string and the null
-// array are separate calls because Redis chooses per command.
+// Writer renders them for the connection's protocol, RESP2 or RESP3,
+// exactly as Redis 7.0 renders each kind:
+//
+//	call          RESP2                      RESP3
+//	Map(n)        *2n (flattened)            %n
+//	Set(n)        *n                         ~n
+//	Double(f)     $len %.17g                 ,%.17g
+//	Bool(v)       :1 / :0                    #t / #f
+//	NullBulk()    $-1                        _
+//	NullArray()   *-1                        _
+//	Verbatim      $len text                  =len fmt:text
+//	BigNumber     $len digits                (digits
+//	Pairs(n)      *2n, Pair() writes nothing *n, Pair() writes *2
+//	ArrayMap(n)   *n, Entry() writes *2      %n, Entry() writes nothing
+//	Push(n)       *n                         >n
+//
+// Pairs is the shape of ZRANGE WITHSCORES and HRANDFIELD WITHVALUES
+// (flat in RESP2, an array of pairs in RESP3); ArrayMap the shape of
+// XREAD (an array of [key, value] pairs in RESP2, a map in RESP3).
 //
 // https://redis.io/docs/latest/develop/reference/protocol-spec/
 package reply
@@ -25,17 +39,31 @@ type Sink interface {
 // one with New. Copies of a Writer share its scratch buffer: use them from
 // one goroutine.
 type Writer struct {
-	sink Sink
-	buf  *[]byte // scratch: each call renders here, then appends it to sink
+	sink  Sink
+	buf   *[]byte // scratch: each call renders here, then appends it to sink
+	resp3 bool
 }
+
+// Protocol versions, as HELLO names them.
+const (
+	RESP2 = 2
+	RESP3 = 3
+)
 
 // New returns a Writer rendering RESP2 into sink.
 func New(sink Sink) Writer { return Writer{sink: sink, buf: new([]byte)} }
 
-// NewScratch is New with the caller's scratch buffer, reused across
-// Writers (a connection's commands run one at a time) so that a reply costs
-// no allocation once the buffer has grown.
-func NewScratch(sink Sink, scratch *[]byte) Writer { return Writer{sink: sink, buf: scratch} }
+// NewScratch returns a Writer rendering protocol proto (RESP2 or RESP3)
+// into sink with the caller's scratch buffer, reused across Writers (a
+// connection's commands run one at a time) so that a reply costs no
+// allocation once the buffer has grown.
+func NewScratch(sink Sink, scratch *[]byte, proto int) Writer {
+	return Writer{sink: sink, buf: scratch, resp3: proto == RESP3}
+}
+
+// RESP3 reports whether w renders RESP3, for the few replies whose
+// contents (not only their types) differ by protocol.
+func (w Writer) RESP3() bool { return w.resp3 }
 
 // put renders one element with f and appends it to the sink: O(element),
 // whatever the sink already holds.
@@ -55,10 +83,68 @@ func appendHeader(b []byte, c byte, n int) []byte {
 func (w Writer) Array(n int) { w.put(func(b []byte) []byte { return appendHeader(b, '*', n) }) }
 
 // Map starts a map of n key/value pairs (RESP2: an array of 2n elements).
-func (w Writer) Map(n int) { w.Array(2 * n) }
+func (w Writer) Map(n int) {
+	if w.resp3 {
+		w.put(func(b []byte) []byte { return appendHeader(b, '%', n) })
+		return
+	}
+	w.Array(2 * n)
+}
 
 // Set starts a set of n members (RESP2: an array).
-func (w Writer) Set(n int) { w.Array(n) }
+func (w Writer) Set(n int) {
+	if w.resp3 {
+		w.put(func(b []byte) []byte { return appendHeader(b, '~', n) })
+		return
+	}
+	w.Array(n)
+}
+
+// Push starts a push frame of n elements (pub/sub messages, invalidations;
+// RESP2: an array).
+func (w Writer) Push(n int) {
+	if w.resp3 {
+		w.put(func(b []byte) []byte { return appendHeader(b, '>', n) })
+		return
+	}
+	w.Array(n)
+}
+
+// Pairs starts an array of n pairs, each begun with Pair: RESP2 flattens
+// them into one array of 2n elements, RESP3 sends n arrays of two (Redis's
+// ZRANGE WITHSCORES, ZPOPMIN with a count, HRANDFIELD WITHVALUES).
+func (w Writer) Pairs(n int) {
+	if w.resp3 {
+		w.Array(n)
+		return
+	}
+	w.Array(2 * n)
+}
+
+// Pair begins one pair of a Pairs reply.
+func (w Writer) Pair() {
+	if w.resp3 {
+		w.Array(2)
+	}
+}
+
+// ArrayMap starts a map of n entries, each begun with Entry, that RESP2
+// renders as an array of n [key, value] arrays (Redis's XREAD and
+// XREADGROUP replies).
+func (w Writer) ArrayMap(n int) {
+	if w.resp3 {
+		w.Map(n)
+		return
+	}
+	w.Array(n)
+}
+
+// Entry begins one key/value entry of an ArrayMap reply.
+func (w Writer) Entry() {
+	if !w.resp3 {
+		w.Array(2)
+	}
+}
 
 // largeBulk is the size from which Bulk hands a value to the sink as it
 // is, after its header, instead of rendering it into the scratch buffer
@@ -122,8 +208,29 @@ func (w Writer) Uint(n uint64) {
 	})
 }
 
-// Bool writes a boolean (RESP2: the integer 1 or 0).
+// IntBool writes v as the integer 1 or 0 in both protocols: the reply of
+// SETNX, EXPIRE, SISMEMBER, HEXISTS and the other yes/no commands, which
+// Redis 7.0 sends as integers even in RESP3.
+func (w Writer) IntBool(v bool) {
+	if v {
+		w.Int(1)
+	} else {
+		w.Int(0)
+	}
+}
+
+// Bool writes a boolean (RESP2: the integer 1 or 0). Redis 7.0's commands
+// reply integers where RESP3 could have a boolean: use IntBool for them.
 func (w Writer) Bool(v bool) {
+	if w.resp3 {
+		w.put(func(b []byte) []byte {
+			if v {
+				return append(b, "#t\r\n"...)
+			}
+			return append(b, "#f\r\n"...)
+		})
+		return
+	}
 	if v {
 		w.Int(1)
 	} else {
@@ -134,6 +241,14 @@ func (w Writer) Bool(v bool) {
 // Double writes a double (RESP2: a bulk string in Redis's %.17g form, with
 // inf and -inf spelled so; Redis never replies NaN).
 func (w Writer) Double(f float64) {
+	if w.resp3 {
+		w.put(func(b []byte) []byte {
+			b = append(b, ',')
+			b = AppendDouble(b, f)
+			return append(b, '\r', '\n')
+		})
+		return
+	}
 	var buf [32]byte
 	w.Bulk(AppendDouble(buf[:0], f))
 }
@@ -151,12 +266,24 @@ func AppendDouble(b []byte, f float64) []byte {
 	return strconv.AppendFloat(b, f, 'g', 17, 64)
 }
 
-// NullBulk writes the null bulk string ($-1, Redis's usual nil).
-func (w Writer) NullBulk() { w.put(func(b []byte) []byte { return append(b, "$-1\r\n"...) }) }
+// NullBulk writes the null bulk string ($-1, Redis's usual nil; RESP3: _).
+func (w Writer) NullBulk() {
+	if w.resp3 {
+		w.put(func(b []byte) []byte { return append(b, "_\r\n"...) })
+		return
+	}
+	w.put(func(b []byte) []byte { return append(b, "$-1\r\n"...) })
+}
 
 // NullArray writes the null array (*-1), the nil of some commands (XREAD's
-// timeout, EXEC aborted by WATCH).
-func (w Writer) NullArray() { w.put(func(b []byte) []byte { return append(b, "*-1\r\n"...) }) }
+// timeout, EXEC aborted by WATCH; RESP3: _).
+func (w Writer) NullArray() {
+	if w.resp3 {
+		w.put(func(b []byte) []byte { return append(b, "_\r\n"...) })
+		return
+	}
+	w.put(func(b []byte) []byte { return append(b, "*-1\r\n"...) })
+}
 
 // Error writes an error reply; msg is the text after '-' ("ERR ...",
 // "WRONGTYPE ..."). CR and LF in msg become spaces, as Redis does.
@@ -174,9 +301,31 @@ func (w Writer) Error(msg string) {
 	})
 }
 
-// Verbatim writes a verbatim string of format f ("txt", "mkd"; RESP2: a
-// bulk string).
-func (w Writer) Verbatim(f string, s []byte) { w.Bulk(s) }
+// Verbatim writes a verbatim string of format f, three bytes ("txt",
+// "mkd"; RESP2: a bulk string of s alone).
+func (w Writer) Verbatim(f string, s []byte) {
+	if !w.resp3 {
+		w.Bulk(s)
+		return
+	}
+	w.put(func(b []byte) []byte {
+		b = appendHeader(b, '=', len(f)+1+len(s))
+		b = append(b, f...)
+		b = append(b, ':')
+		b = append(b, s...)
+		return append(b, '\r', '\n')
+	})
+}
 
 // BigNumber writes a big number given in decimal (RESP2: a bulk string).
-func (w Writer) BigNumber(s string) { w.BulkString(s) }
+func (w Writer) BigNumber(s string) {
+	if !w.resp3 {
+		w.BulkString(s)
+		return
+	}
+	w.put(func(b []byte) []byte {
+		b = append(b, '(')
+		b = append(b, s...)
+		return append(b, '\r', '\n')
+	})
+}

@@ -33,9 +33,56 @@ func TestRESP2(t *testing.T) {
 		{"double", func(w Writer) { w.Double(1.5); w.Double(3); w.Double(math.Inf(-1)) }, "$3\r\n1.5\r\n$1\r\n3\r\n$4\r\n-inf\r\n"},
 		{"double 17 digits", func(w Writer) { w.Double(0.1) }, "$19\r\n0.10000000000000001\r\n"},
 		{"verbatim and big number", func(w Writer) { w.Verbatim("txt", []byte("hi")); w.BigNumber("123") }, "$2\r\nhi\r\n$3\r\n123\r\n"},
+		{"pairs", func(w Writer) { w.Pairs(1); w.Pair(); w.BulkString("m"); w.Double(2) }, "*2\r\n$1\r\nm\r\n$1\r\n2\r\n"},
+		{"array map", func(w Writer) { w.ArrayMap(1); w.Entry(); w.BulkString("k"); w.Array(0) }, "*1\r\n*2\r\n$1\r\nk\r\n*0\r\n"},
+		{"push", func(w Writer) { w.Push(1); w.Int(1) }, "*1\r\n:1\r\n"},
 	} {
 		s := &buf{b: []byte("pre")}
 		tc.f(New(s))
+		if got := string(s.b); got != "pre"+tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, "pre"+tc.want)
+		}
+	}
+}
+
+// TestRESP3 pins each kind's RESP3 bytes (Redis 7.0's rendering after
+// HELLO 3, read off redis-server 7.0.15).
+func TestRESP3(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    func(w Writer)
+		want string
+	}{
+		{"array", func(w Writer) { w.Array(2); w.Int(1); w.Int(-2) }, "*2\r\n:1\r\n:-2\r\n"},
+		{"map", func(w Writer) { w.Map(1); w.BulkString("len"); w.Int(3) }, "%1\r\n$3\r\nlen\r\n:3\r\n"},
+		{"set", func(w Writer) { w.Set(1); w.Bulk([]byte("a\x00b")) }, "~1\r\n$3\r\na\x00b\r\n"},
+		{"push", func(w Writer) { w.Push(1); w.Int(1) }, ">1\r\n:1\r\n"},
+		{"bool", func(w Writer) { w.Bool(true); w.Bool(false) }, "#t\r\n#f\r\n"},
+		{"nulls", func(w Writer) { w.NullBulk(); w.NullArray() }, "_\r\n_\r\n"},
+		{"double", func(w Writer) { w.Double(1.5); w.Double(3); w.Double(math.Inf(-1)); w.Double(math.Inf(1)) }, ",1.5\r\n,3\r\n,-inf\r\n,inf\r\n"},
+		{"double 17 digits", func(w Writer) { w.Double(0.1) }, ",0.10000000000000001\r\n"},
+		{"verbatim", func(w Writer) { w.Verbatim("txt", []byte("a\nb")) }, "=7\r\ntxt:a\nb\r\n"},
+		{"big number", func(w Writer) { w.BigNumber("-123") }, "(-123\r\n"},
+		{"pairs", func(w Writer) {
+			w.Pairs(2)
+			w.Pair()
+			w.BulkString("m")
+			w.Double(2)
+			w.Pair()
+			w.BulkString("n")
+			w.Double(3)
+		},
+			"*2\r\n*2\r\n$1\r\nm\r\n,2\r\n*2\r\n$1\r\nn\r\n,3\r\n"},
+		{"array map", func(w Writer) { w.ArrayMap(1); w.Entry(); w.BulkString("k"); w.Array(0) }, "%1\r\n$1\r\nk\r\n*0\r\n"},
+		{"unchanged kinds", func(w Writer) { w.OK(); w.Int(7); w.Bulk([]byte("x")); w.Error("ERR e") }, "+OK\r\n:7\r\n$1\r\nx\r\n-ERR e\r\n"},
+	} {
+		s := &buf{b: []byte("pre")}
+		var scratch []byte
+		w := NewScratch(s, &scratch, RESP3)
+		if !w.RESP3() {
+			t.Fatal("NewScratch(RESP3).RESP3() = false")
+		}
+		tc.f(w)
 		if got := string(s.b); got != "pre"+tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, "pre"+tc.want)
 		}

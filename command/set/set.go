@@ -91,12 +91,12 @@ func runSIsMember(x *command.Ctx) error {
 		return err
 	}
 	if command.EqualFold(x.Args[0], "SISMEMBER") {
-		x.Reply.Bool(in[0])
+		x.Reply.IntBool(in[0])
 		return nil
 	}
 	x.Reply.Array(len(in))
 	for _, b := range in {
-		x.Reply.Bool(b)
+		x.Reply.IntBool(b)
 	}
 	return nil
 }
@@ -215,7 +215,7 @@ func runSMove(x *command.Ctx) error {
 		var err error
 		moved, events, err = rset.Move(v, x.DB, x.Args[1], x.Args[2], x.Args[3])
 		return events, err
-	}, func() { x.Reply.Bool(moved) })
+	}, func() { x.Reply.IntBool(moved) })
 }
 
 func opOf(name []byte) rset.Op {

@@ -133,7 +133,7 @@ func runSetNX(x *command.Ctx) error {
 		var err error
 		r, events, err = rstring.Set(v, x.DB, x.Args[1], x.Args[2], rstring.SetArgs{NX: true})
 		return events, err
-	}, func() { x.Reply.Bool(r.Done) })
+	}, func() { x.Reply.IntBool(r.Done) })
 }
 
 // SETEX key seconds value, PSETEX key milliseconds value. Reply: OK.
@@ -188,7 +188,7 @@ func runMSet(x *command.Ctx) error {
 		return events, err
 	}, func() {
 		if nx {
-			x.Reply.Bool(done)
+			x.Reply.IntBool(done)
 		} else {
 			x.Reply.OK()
 		}

@@ -169,16 +169,16 @@ type streamReply struct {
 	entries []streams.Entry
 }
 
-// writeStreamReplies writes [[key, entries], ...], or the null array when
-// there are none.
+// writeStreamReplies writes [[key, entries], ...] (RESP3: a map of key to
+// entries), or the null array when there are none.
 func writeStreamReplies(x *command.Ctx, rs []streamReply) {
 	if len(rs) == 0 {
 		x.Reply.NullArray()
 		return
 	}
-	x.Reply.Array(len(rs))
+	x.Reply.ArrayMap(len(rs))
 	for _, r := range rs {
-		x.Reply.Array(2)
+		x.Reply.Entry()
 		x.Reply.Bulk(r.key)
 		WriteEntries(x.Reply, r.entries)
 	}

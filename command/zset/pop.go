@@ -15,7 +15,8 @@ import (
 
 // ZPOPMIN|ZPOPMAX key [count]: up to count members (default 1) with the
 // lowest (highest) scores, removed: [member, score, ...]; count 0 is an
-// empty array (WRONGTYPE still checked).
+// empty array (WRONGTYPE still checked). With a count, RESP3 nests the
+// pairs (members); without one the reply stays flat, as Redis 7.0's.
 // https://redis.io/docs/latest/commands/zpopmin/
 func runZPop(x *command.Ctx) error {
 	if len(x.Args) > 3 {
@@ -42,7 +43,13 @@ func runZPop(x *command.Ctx) error {
 		var err error
 		got, _, events, err = rzset.Pop(v, x.DB, x.Args[1], max, count)
 		return events, err
-	}, func() { members(x, got, true) })
+	}, func() {
+		if len(x.Args) == 3 {
+			members(x, got, true)
+		} else {
+			flatMembers(x, got, false)
+		}
+	})
 }
 
 func minMax(b []byte) (max bool, err error) {
@@ -246,11 +253,14 @@ func runZRandMember(x *command.Ctx) error {
 			case n == 0:
 				x.Reply.Array(0)
 			case withScores:
-				x.Reply.Array(int(-2 * count))
+				x.Reply.Pairs(int(-count))
 			default:
 				x.Reply.Array(int(-count))
 			}
 		}, func(m rzset.Member) {
+			if withScores {
+				x.Reply.Pair()
+			}
 			x.Reply.Bulk(m.Member)
 			if withScores {
 				x.Reply.Double(m.Score)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/command"
+	"github.com/sediment-dev/sediment/command/reply"
 	"github.com/sediment-dev/sediment/internal/num"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/types/rzset"
@@ -326,16 +327,36 @@ func lexBound(b []byte) (rzset.LexBound, bool) {
 }
 
 // members replies the members, with their scores after each when
-// withScores (RESP2: one flat array).
+// withScores: RESP2 one flat array, RESP3 an array of [member, score]
+// pairs with the scores as doubles (reply.Pairs), as Redis's
+// ZRANGE WITHSCORES.
 func members(x *command.Ctx, ms []rzset.Member, withScores bool) {
-	if withScores {
-		x.Reply.Array(2 * len(ms))
-	} else {
+	if !withScores {
 		x.Reply.Array(len(ms))
+		for _, m := range ms {
+			x.Reply.Bulk(m.Member)
+		}
+		return
 	}
+	x.Reply.Pairs(len(ms))
+	for _, m := range ms {
+		x.Reply.Pair()
+		x.Reply.Bulk(m.Member)
+		x.Reply.Double(m.Score)
+	}
+}
+
+// flatMembers replies [member, score, ...] in one flat array in both
+// protocols, the scores as bulk strings (ZSCAN) or as doubles (ZPOPMIN
+// without a count).
+func flatMembers(x *command.Ctx, ms []rzset.Member, bulkScores bool) {
+	x.Reply.Array(2 * len(ms))
+	var buf [32]byte
 	for _, m := range ms {
 		x.Reply.Bulk(m.Member)
-		if withScores {
+		if bulkScores {
+			x.Reply.Bulk(reply.AppendDouble(buf[:0], m.Score))
+		} else {
 			x.Reply.Double(m.Score)
 		}
 	}
@@ -366,6 +387,6 @@ func runZScan(x *command.Ctx) error {
 	x.Reply.Array(2)
 	var buf [20]byte
 	x.Reply.Bulk(strconv.AppendUint(buf[:0], cur, 10))
-	members(x, ms, true)
+	flatMembers(x, ms, true)
 	return nil
 }
