@@ -48,6 +48,7 @@ type conn struct {
 	closeAfter bool            // QUIT or protocol error: flush, then close
 	pending    []*pendingReply // submitted writes (and errors behind them), in request order
 	multi      *multiState     // open transaction (MULTI), or nil
+	ps         *connPubSub     // subscriptions and pending pushes (pubsub.go), nil before the first
 	watched    []*watchedKey   // WATCHed keys (watches); changed under watches.mu
 	dirty      atomic.Bool     // a watched key was touched: EXEC aborts (set by the writer)
 	// replyScratch is the reply writers' scratch buffer (reply.NewScratch):
@@ -112,6 +113,7 @@ func (c *conn) serve() {
 	defer c.nc.Close()
 	defer c.cancel()
 	defer c.s.watch.clear(c)
+	defer c.s.pubsub.drop(c)
 	timeout := c.s.opts.Timeout > 0
 	if timeout {
 		c.active.Store(c.s.opts.Now().UnixNano())
@@ -211,12 +213,31 @@ func (c *conn) flush() error {
 		c.pendingSeq = 0
 	}
 	c.buffered = 0
+	if c.ps != nil {
+		// Pushes that arrived while the replies were made go after them;
+		// the pusher writes the later ones once this flush is done.
+		c.ps.sockMu.Lock()
+		defer c.ps.sockMu.Unlock()
+		c.takePushes(true)
+	}
 	return c.w.Flush()
 }
 
 // execute runs one request and buffers its reply.
 func (c *conn) execute(args [][]byte) {
 	cmd := lookup(args[0])
+	if c.ps != nil {
+		if len(c.pending) > 0 && c.ps.pending() {
+			c.drain() // the replies of the writes before the messages come first
+		}
+		c.takePushes(false) // messages that came before this request reply first
+		if cmd != nil && cmd.arityOK(len(args)) && c.proto == reply.RESP2 && !subscribedOK(cmd) && c.subscribed() {
+			c.drain()
+			c.s.stats.rejected.Add(1)
+			c.w.WriteError(string(errSubscribedContext(cmd, args)))
+			return
+		}
+	}
 	if c.multi != nil && (cmd == nil || !notQueued(cmd)) {
 		c.drain()
 		c.queue(cmd, args)

@@ -36,6 +36,18 @@ const (
 	errWrongPass      wireError = "WRONGPASS invalid username-password pair or user is disabled."
 )
 
+// errPubSubUnavailable is the reply to a subscription when the process
+// cannot subscribe to NATS (not a Redis message: Redis has no such fault).
+func errPubSubUnavailable(err error) wireError {
+	return wireError("ERR pub/sub unavailable: cannot subscribe to NATS: " + err.Error())
+}
+
+// errPublishTooLarge is the reply to a PUBLISH whose message does not fit
+// in one NATS message (not a Redis message: docs/pubsub.md).
+func errPublishTooLarge(max int64) wireError {
+	return wireError(fmt.Sprintf("ERR message too large to publish: the NATS max_payload is %d bytes", max))
+}
+
 // errHelloOption is HELLO's reply to an unknown option (or one missing its
 // arguments); like Redis's C formatting, opt ends at its first NUL byte.
 func errHelloOption(opt []byte) wireError {

@@ -105,6 +105,7 @@ func runReset(x *exec) error {
 	c := x.c
 	c.multi = nil
 	c.s.watch.clear(c)
+	c.s.pubsub.drop(c)
 	c.mu.Lock()
 	c.db = 0
 	c.proto = reply.RESP2

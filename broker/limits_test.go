@@ -310,6 +310,7 @@ var limitNoNumbers = []string{
 	"ttl", "pttl", "expiretime", "pexpiretime", "persist",
 	"xlen", "xdel", "xack",
 	"ping", "echo", "quit", "client", "command", "info", "time", "config", "reset",
+	"subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe", "publish", "spublish", "pubsub",
 	"multi", "exec", "discard", "watch", "unwatch",
 	"mget", "mset", "msetnx", "strlen", "getset", "getdel", "setnx", "incr", "decr", "append",
 	"incrbyfloat", "hincrbyfloat", // their number is a float: the differential cases cover it

@@ -61,6 +61,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Limits bounds each client's requests; zero fields take Redis's defaults.
 	Limits Limits
+	// PubSubLimit disconnects a subscriber that does not take its messages
+	// (Redis's client-output-buffer-limit pubsub); zero fields take
+	// DefaultPubSubLimit's.
+	PubSubLimit PubSubLimit
 	// Now is the clock; the default is time.Now. Tests inject one.
 	Now func() time.Time
 }
@@ -85,6 +89,15 @@ func (o Options) withDefaults() Options {
 		o.Now = time.Now
 	}
 	o.Limits = o.Limits.withDefaults()
+	if o.PubSubLimit.Hard == 0 {
+		o.PubSubLimit.Hard = DefaultPubSubLimit.Hard
+	}
+	if o.PubSubLimit.Soft == 0 {
+		o.PubSubLimit.Soft = DefaultPubSubLimit.Soft
+	}
+	if o.PubSubLimit.SoftFor == 0 {
+		o.PubSubLimit.SoftFor = DefaultPubSubLimit.SoftFor
+	}
 	return o
 }
 
@@ -108,14 +121,15 @@ func (o Options) Validate() error {
 // Server is a Sediment server. Create it with New, run it with Serve or
 // ListenAndServe, stop it with Close.
 type Server struct {
-	opts  Options
-	store *materialize.Store
-	wake  *waker
-	feed  *feed.Publisher      // the change feed (docs/change-feed.md)
-	cons  *consumers           // blocked XREADGROUP clients, served by the writer
-	watch *watches             // WATCHed keys
-	scans keyspace.ScanCursors // SCAN positions inside hash slots
-	start time.Time
+	opts   Options
+	store  *materialize.Store
+	wake   *waker
+	pubsub *pubsub              // SUBSCRIBE/PUBLISH through NATS (pubsub.go)
+	feed   *feed.Publisher      // the change feed (docs/change-feed.md)
+	cons   *consumers           // blocked XREADGROUP clients, served by the writer
+	watch  *watches             // WATCHed keys
+	scans  keyspace.ScanCursors // SCAN positions inside hash slots
+	start  time.Time
 
 	ctx    context.Context // cancelled by Close: ends blocking waits
 	cancel context.CancelFunc
@@ -138,6 +152,7 @@ type stats struct {
 	readRetries   atomic.Int64 // commands run again after materialize.ErrStateMoved
 	rejectedConns atomic.Int64 // connections refused beyond maxclients
 	memPeak       atomic.Int64 // the largest used_memory INFO has reported
+	pubsubKilled  atomic.Int64 // subscribers disconnected at PubSubLimit
 }
 
 // New opens the store, connects to (or starts) NATS and returns a Server
@@ -174,6 +189,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.wake.logicalDB = store.LogicalDB
+	s.pubsub = newPubSub(s, s.wake.nc)
 	s.wg.Add(1)
 	go s.activeExpiry()
 	if o.Timeout > 0 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sediment-dev/sediment/command"
+	"github.com/sediment-dev/sediment/command/reply"
 	"github.com/sediment-dev/sediment/internal/glob"
 )
 
@@ -37,6 +38,21 @@ func init() {
 
 // PING [message]. Reply: PONG, or the message as a bulk string.
 func runPing(x *exec) error {
+	if x.c.proto == reply.RESP2 && x.c.subscribed() {
+		// Redis's subscribed-state PING: ["pong", message or ""].
+		if len(x.args) > 2 {
+			return errWrongArgs("ping")
+		}
+		w := x.reply()
+		w.Array(2)
+		w.BulkString("pong")
+		if len(x.args) == 2 {
+			w.Bulk(x.args[1])
+		} else {
+			w.BulkString("")
+		}
+		return nil
+	}
 	switch len(x.args) {
 	case 1:
 		x.reply().Simple("PONG")
@@ -151,8 +167,10 @@ func (c *conn) info() string {
 	c.mu.Lock()
 	name, db, proto := c.name, c.db, c.proto
 	c.mu.Unlock()
+	sub, psub, ssub := c.s.pubsub.subCounts(c)
 	age := int64(c.s.opts.Now().Sub(c.born) / time.Second)
-	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d db=%d resp=%d", c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, age, db, proto)
+	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d db=%d sub=%d psub=%d ssub=%d resp=%d",
+		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, age, db, sub, psub, ssub, proto)
 }
 
 // TIME. Reply: [unix seconds, microseconds] as bulk strings.
@@ -186,6 +204,8 @@ func runConfig(x *exec) error {
 		{"dir", s.opts.Dir},
 		{"proto-max-bulk-len", strconv.FormatInt(s.opts.Limits.MaxBulkLen, 10)},
 		{"client-query-buffer-limit", strconv.FormatInt(s.opts.Limits.MaxQueryBuffer, 10)},
+		{"client-output-buffer-limit", fmt.Sprintf("normal 0 0 0 slave 268435456 67108864 60 pubsub %d %d %d",
+			s.opts.PubSubLimit.Hard, s.opts.PubSubLimit.Soft, int64(s.opts.PubSubLimit.SoftFor/time.Second))},
 	}
 	var out []string
 	for _, p := range params {
@@ -285,6 +305,12 @@ func runInfo(x *exec) error {
 		kv("rejected_connections", s.stats.rejectedConns.Load())
 		kv("total_commands_processed", s.stats.commands.Load())
 		kv("rejected_calls", s.stats.rejected.Load())
+		// This process's subscriptions (docs/pubsub.md).
+		ch, pat, shard := s.pubsub.sizes()
+		kv("pubsub_channels", ch)
+		kv("pubsub_patterns", pat)
+		kv("pubsub_shardchannels", shard)
+		kv("client_output_buffer_limit_disconnections", s.stats.pubsubKilled.Load())
 		// Where metadata lookups were answered (materialize.IterStats):
 		// the metadata cache, the key filter (absent keys), or Pebble.
 		st := s.store.IterStats()
