@@ -6,7 +6,7 @@ FUZZ     ?= FuzzDecodeKey
 FUZZTIME ?= 30s
 FUZZPKG  ?= ./codec
 
-.PHONY: all help run build churnbench zrankbench test test-short fuzz bench bench-rb bench-always bench-memory bench-large bench-churn bench-blocked bench-groups bench-zset lint clean
+.PHONY: all help run build churnbench zrankbench test test-short fuzz bench bench-rb bench-always bench-memory bench-large bench-churn bench-blocked bench-groups bench-zset bench-pubsub pubsubbench lint clean
 
 all: help
 
@@ -15,7 +15,7 @@ help:
 	@echo "make test        run every test with -race (differential tests need redis-server on PATH)"
 	@echo "make test-short  skip the slow tests"
 	@echo "make fuzz        FUZZ=FuzzID FUZZPKG=./codec FUZZTIME=30s"
-	@echo "make bench       bench-rb, bench-always, bench-large, bench-churn, bench-blocked, bench-groups, then bench-zset (long: see docs/perf.md)"
+	@echo "make bench       bench-rb, bench-always, bench-large, bench-churn, bench-blocked, bench-groups, bench-zset, then bench-pubsub (long: see docs/perf.md)"
 	@echo "make bench-rb    redis-benchmark against Sediment and redis-server, side by side"
 	@echo "make bench-always   SET and XADD with appendfsync always on both servers"
 	@echo "make bench-memory   10M 64-byte stream entries: memory, data size, restart time (minutes; not in make bench)"
@@ -29,9 +29,12 @@ help:
 	@echo "                 GROUPS_N=200000 GROUPS_RATE=20000 GROUPS_DURATION=10 GROUPS_PRODUCERS=4 GROUPS_CONSUMERS=4 (the defaults)"
 	@echo "make bench-zset  sorted-set reads (ZRANK, ZRANGE by rank, ZCOUNT, ZSCORE) on one large set, against both"
 	@echo "                 ZSET_SIZES=\"10000 1000000\" ZSET_CALLS=2000 (the defaults)"
+	@echo "make bench-pubsub   PUBLISH rate and latency with 1 and 100 subscribers, against both"
+	@echo "                 PUBSUB_SUBS=\"1 100\" PUBSUB_N=20000 (the defaults)"
 	@echo "make build       build bin/sediment"
 	@echo "make churnbench  build bin/churnbench, the churn load generator"
 	@echo "make zrankbench  build bin/zrankbench, the sorted-set read benchmark"
+	@echo "make pubsubbench build bin/pubsubbench, the pub/sub benchmark"
 	@echo "make lint        go vet + gofmt check"
 
 run:
@@ -64,8 +67,12 @@ zrankbench:
 	@echo "> building bin/zrankbench"
 	$(GO) build -trimpath -o bin/zrankbench ./cmd/zrankbench
 
-bench: build churnbench zrankbench
-	@echo "> benchmarking against redis-server (redis-benchmark, appendfsync always, large values, churn, blocked, groups, then sorted sets)"
+pubsubbench:
+	@echo "> building bin/pubsubbench"
+	$(GO) build -trimpath -o bin/pubsubbench ./cmd/pubsubbench
+
+bench: build churnbench zrankbench pubsubbench
+	@echo "> benchmarking against redis-server (redis-benchmark, appendfsync always, large values, churn, blocked, groups, sorted sets, then pub/sub)"
 	./scripts/bench.sh all
 
 bench-rb: build
@@ -99,6 +106,10 @@ bench-groups: build churnbench
 bench-zset: build zrankbench
 	@echo "> benchmarking against redis-server (sorted-set reads by rank)"
 	./scripts/bench.sh zset
+
+bench-pubsub: build pubsubbench
+	@echo "> benchmarking against redis-server (pub/sub)"
+	./scripts/bench.sh pubsub
 
 lint:
 	$(GO) vet ./...

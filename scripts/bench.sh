@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/bench.sh — Sediment against redis-server, side by side.
 #
-#   scripts/bench.sh [all|redis-benchmark|always|large|churn|blocked|groups|zset|memory]   (default: all)
+#   scripts/bench.sh [all|redis-benchmark|always|large|churn|blocked|groups|zset|pubsub|memory]   (default: all)
 #
 # `make bench` builds bin/sediment, bin/churnbench and bin/zrankbench and
 # runs every part (all); `make bench-rb` runs only the redis-benchmark
@@ -88,6 +88,14 @@
 # p99 round trip and CPU µs per call, and the ratios sediment / redis of
 # the mean and of the CPU. Every reply is checked.
 #
+# pubsub: runs bin/pubsubbench (cmd/pubsubbench) against both servers:
+# for each count in PUBSUB_SUBS, that many connections SUBSCRIBE to one
+# channel and one connection sends PUBSUB_N PUBLISH commands of 64 bytes,
+# one at a time. It prints each server's PUBLISH rate, the latency from
+# PUBLISH to arrival at each subscriber (p50, p99, max) and CPU µs per
+# PUBLISH, and the ratios sediment / redis. Every subscriber must receive
+# every message in order.
+#
 # Environment:
 #   BENCH_N          requests per redis-benchmark run (default 100000)
 #   ROUNDS           rounds; the median per server is reported (default 3)
@@ -113,10 +121,13 @@
 #   GROUPS_CONSUMERS consumer connections of the groups part (default 4)
 #   ZSET_SIZES       sorted-set sizes, one zset run each (default "10000 1000000")
 #   ZSET_CALLS       timed calls per command and server in the zset part (default 2000)
+#   PUBSUB_SUBS      subscriber counts, one pubsub run each (default "1 100")
+#   PUBSUB_N         timed PUBLISH commands per pubsub run (default 20000)
 #   MEMORY_ENTRIES   stream entries of the memory part (default 10000000)
 #   SEDIMENT_BIN     the Sediment binary (default bin/sediment)
 #   CHURNBENCH_BIN   the churn load generator (default bin/churnbench)
 #   ZRANKBENCH_BIN   the sorted-set read benchmark (default bin/zrankbench)
+#   PUBSUBBENCH_BIN  the pub/sub benchmark (default bin/pubsubbench)
 #
 # Only loopback addresses are used. Both servers are stopped on exit.
 set -euo pipefail
@@ -145,6 +156,9 @@ CHURNBENCH_BIN=${CHURNBENCH_BIN:-bin/churnbench}
 ZRANKBENCH_BIN=${ZRANKBENCH_BIN:-bin/zrankbench}
 ZSET_SIZES=${ZSET_SIZES:-10000 1000000}
 ZSET_CALLS=${ZSET_CALLS:-2000}
+PUBSUBBENCH_BIN=${PUBSUBBENCH_BIN:-bin/pubsubbench}
+PUBSUB_SUBS=${PUBSUB_SUBS:-1 100}
+PUBSUB_N=${PUBSUB_N:-20000}
 LARGE_BYTES=${LARGE_BYTES:-300000000}
 LARGE_SIZES=${LARGE_SIZES:-1000 10000 100000}
 MEMORY_ENTRIES=${MEMORY_ENTRIES:-10000000}
@@ -156,11 +170,11 @@ die() { echo "bench: $*" >&2; exit 1; }
 log() { echo "bench: $*" >&2; }
 
 MODE=${1:-all}
-USAGE="usage: $0 [all|redis-benchmark|always|large|churn|blocked|groups|zset|memory]"
+USAGE="usage: $0 [all|redis-benchmark|always|large|churn|blocked|groups|zset|pubsub|memory]"
 (($# <= 1)) || die "$USAGE"
 case $MODE in
-  all) PARTS=(redis-benchmark always large churn blocked groups zset) ;;
-  redis-benchmark | always | large | churn | blocked | groups | zset | memory) PARTS=("$MODE") ;;
+  all) PARTS=(redis-benchmark always large churn blocked groups zset pubsub) ;;
+  redis-benchmark | always | large | churn | blocked | groups | zset | pubsub | memory) PARTS=("$MODE") ;;
   *) die "unknown part '$MODE' ($USAGE)" ;;
 esac
 has_part() { [[ " ${PARTS[*]} " == *" $1 "* ]]; }
@@ -236,6 +250,15 @@ if has_part zset; then
     if ! [[ $n =~ ^[1-9][0-9]*$ ]] || ((n < 10)); then
       die "ZSET_SIZES: '$n' is not an integer of at least 10"
     fi
+  done
+fi
+if has_part pubsub; then
+  [[ -x $PUBSUBBENCH_BIN ]] || die "$PUBSUBBENCH_BIN not found: run 'make pubsubbench' (or 'make bench-pubsub')"
+  [[ $PUBSUB_N =~ ^[1-9][0-9]*$ ]] || die "PUBSUB_N must be a positive integer, got '$PUBSUB_N'"
+  read -ra PUBSUB_SS <<<"$PUBSUB_SUBS"
+  ((${#PUBSUB_SS[@]} > 0)) || die "PUBSUB_SUBS is empty"
+  for n in "${PUBSUB_SS[@]}"; do
+    [[ $n =~ ^[1-9][0-9]*$ ]] || die "PUBSUB_SUBS: '$n' is not a positive integer"
   done
 fi
 if has_part groups; then
@@ -1122,6 +1145,30 @@ zset_part() {
   done
 }
 
+# ---------------------------------------------------------------- pubsub
+
+# pubsub_part runs bin/pubsubbench for PUBSUB_SUBS against both servers
+# (server by server for each count) and prints its table.
+pubsub_part() {
+  local LOAD_BEFORE LOAD_AFTER START ELAPSED
+  log "pubsub: subscribers=${PUBSUB_SS[*]} n=$PUBSUB_N"
+  LOAD_BEFORE=$(loadavg)
+  START=$SECONDS
+  if ! timeout 600 "$PUBSUBBENCH_BIN" -addr "$HOST:$SED_PORT,$HOST:$RED_PORT" -name sediment,redis \
+    -pid "$SED_PID,$RED_PID" -subs "$(tr ' ' , <<<"${PUBSUB_SS[*]}")" -n "$PUBSUB_N" >"$WORK/pubsub.out"; then
+    cat "$WORK/pubsub.out" >&2
+    die "pubsubbench failed or timed out"
+  fi
+  ELAPSED=$((SECONDS - START))
+  LOAD_AFTER=$(loadavg)
+
+  echo
+  echo "pubsub: one publisher, PUBLISH to S subscribers of one channel (cmd/pubsubbench)"
+  echo "sediment ${SED_VERSION:-?} (embedded NATS) vs redis-server ${RED_VERSION:-?}"
+  echo "$(nproc 2>/dev/null || echo '?') CPUs; load average before: $LOAD_BEFORE, after: $LOAD_AFTER; runs took ${ELAPSED}s"
+  cat "$WORK/pubsub.out"
+}
+
 # ---------------------------------------------------------------- main
 
 for part in "${PARTS[@]}"; do
@@ -1134,5 +1181,6 @@ for part in "${PARTS[@]}"; do
     blocked) blocked_part ;;
     groups) groups_part ;;
     zset) zset_part ;;
+    pubsub) pubsub_part ;;
   esac
 done

@@ -47,7 +47,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +55,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sediment-dev/sediment/internal/proccpu"
 )
 
 func main() {
@@ -255,7 +256,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			if err != nil || pid <= 0 {
 				return fmt.Errorf("-pid: bad process ID %q", c.pids[i])
 			}
-			if s.cpu, s.src, err = cpuReader(pid); err != nil {
+			if s.cpu, s.src, err = proccpu.Reader(pid); err != nil {
 				return err
 			}
 		}
@@ -429,65 +430,6 @@ func readCPU(s *server) (time.Duration, error) {
 		return 0, nil
 	}
 	return s.cpu()
-}
-
-// cpuReader returns a reader of pid's CPU time: the sum of its threads'
-// run time (the first field of /proc/PID/task/TID/schedstat, in
-// nanoseconds; a thread that exits takes its time with it), or user +
-// system time from /proc/PID/stat (10 ms ticks) where there is no
-// schedstat.
-func cpuReader(pid int) (func() (time.Duration, error), string, error) {
-	dir := fmt.Sprintf("/proc/%d/task", pid)
-	sched := func() (time.Duration, error) {
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			return 0, err
-		}
-		var sum time.Duration
-		for _, e := range ents {
-			data, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat"))
-			if err != nil {
-				if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
-					continue // the thread exited
-				}
-				return 0, err
-			}
-			f := strings.Fields(string(data))
-			if len(f) == 0 {
-				return 0, fmt.Errorf("%s/%s/schedstat: empty", dir, e.Name())
-			}
-			ns, err := strconv.ParseInt(f[0], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("%s/%s/schedstat: %w", dir, e.Name(), err)
-			}
-			sum += time.Duration(ns)
-		}
-		return sum, nil
-	}
-	if _, err := sched(); err == nil {
-		return sched, "/proc/PID/task/*/schedstat", nil
-	}
-	stat := func() (time.Duration, error) {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return 0, err
-		}
-		// The command name (field 2) may hold spaces; fields count from its ")".
-		f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-		if len(f) < 13 {
-			return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
-		}
-		utime, err1 := strconv.ParseInt(f[11], 10, 64)
-		stime, err2 := strconv.ParseInt(f[12], 10, 64)
-		if err := errors.Join(err1, err2); err != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-		}
-		return time.Duration(utime+stime) * 10 * time.Millisecond, nil
-	}
-	if _, err := stat(); err != nil {
-		return nil, "", err
-	}
-	return stat, "/proc/PID/stat, 10 ms ticks", nil
 }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Microsecond)) }
