@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/sediment-dev/sediment/codec"
 )
 
 // Blocking reads that consume nothing (XREAD BLOCK) wait in a registry of waiters
@@ -45,8 +47,9 @@ type waiter struct {
 // waitResult ends a wait: the change-log seq of the write that served it
 // (0 for reads), or the error to reply instead.
 type waitResult struct {
-	seq uint64
-	err error
+	seq    uint64
+	events []codec.Event // a served client's committed events
+	err    error
 }
 
 type keySub struct {

@@ -48,9 +48,15 @@ type conn struct {
 	closeAfter bool            // QUIT or protocol error: flush, then close
 	pending    []*pendingReply // submitted writes (and errors behind them), in request order
 	multi      *multiState     // open transaction (MULTI), or nil
-	ps         *connPubSub     // subscriptions and pending pushes (pubsub.go), nil before the first
-	watched    []*watchedKey   // WATCHed keys (watches); changed under watches.mu
-	dirty      atomic.Bool     // a watched key was touched: EXEC aborts (set by the writer)
+	// ps is the connection's subscriptions and pending pushes (pubsub.go),
+	// nil before its first subscription or CLIENT TRACKING: set once, under
+	// pubsub.mu, by the connection or (for a tracking redirection target)
+	// another goroutine.
+	ps atomic.Pointer[connPubSub]
+	// trk is the connection's CLIENT TRACKING state (tracking.go).
+	trk     connTracking
+	watched []*watchedKey // WATCHed keys (watches); changed under watches.mu
+	dirty   atomic.Bool   // a watched key was touched: EXEC aborts (set by the writer)
 	// replyScratch is the reply writers' scratch buffer (reply.NewScratch):
 	// used by one command at a time, on this goroutine or, inside EXEC, on
 	// the writer while this goroutine waits.
@@ -114,6 +120,7 @@ func (c *conn) serve() {
 	defer c.cancel()
 	defer c.s.watch.clear(c)
 	defer c.s.pubsub.drop(c)
+	defer c.s.track.disable(c)
 	timeout := c.s.opts.Timeout > 0
 	if timeout {
 		c.active.Store(c.s.opts.Now().UnixNano())
@@ -182,6 +189,7 @@ func (c *conn) drain() {
 		if seq != 0 {
 			c.pendingSeq = seq
 			c.s.wake.publishEvents(it.events)
+			c.s.track.invalidate(c, it.events)
 		}
 		it.reply()
 	}
@@ -213,11 +221,11 @@ func (c *conn) flush() error {
 		c.pendingSeq = 0
 	}
 	c.buffered = 0
-	if c.ps != nil {
+	if p := c.ps.Load(); p != nil {
 		// Pushes that arrived while the replies were made go after them;
 		// the pusher writes the later ones once this flush is done.
-		c.ps.sockMu.Lock()
-		defer c.ps.sockMu.Unlock()
+		p.sockMu.Lock()
+		defer p.sockMu.Unlock()
 		c.takePushes(true)
 	}
 	return c.w.Flush()
@@ -226,8 +234,8 @@ func (c *conn) flush() error {
 // execute runs one request and buffers its reply.
 func (c *conn) execute(args [][]byte) {
 	cmd := lookup(args[0])
-	if c.ps != nil {
-		if len(c.pending) > 0 && c.ps.pending() {
+	if p := c.ps.Load(); p != nil {
+		if len(c.pending) > 0 && p.pending() {
 			c.drain() // the replies of the writes before the messages come first
 		}
 		c.takePushes(false) // messages that came before this request reply first
@@ -259,8 +267,14 @@ func (c *conn) execute(args [][]byte) {
 		c.w.WriteError(string(errWrongArgs(cmd.name)))
 		return
 	}
+	if c.trk.on {
+		c.s.track.remember(c, cmd, args) // before the read: a change after it invalidates
+	}
 	x := &exec{c: c, cmd: cmd, args: args}
 	err := x.run()
+	if cmd.name != "client" && c.multi == nil {
+		c.trk.caching = false // CLIENT CACHING holds for one command (or one EXEC)
+	}
 	x.releaseViews(0)
 	x.rvMu.Lock()
 	x.ended = true
@@ -509,6 +523,7 @@ func (x *exec) write(decide func(v *materialize.View) ([]codec.Event, error)) er
 	if seq != 0 {
 		x.c.pendingSeq = seq
 		x.c.s.wake.publishEvents(events)
+		x.c.s.track.invalidate(x.c, events)
 	}
 	return nil
 }

@@ -36,6 +36,30 @@ const (
 	errWrongPass      wireError = "WRONGPASS invalid username-password pair or user is disabled."
 )
 
+// CLIENT TRACKING and CLIENT CACHING errors (Redis 7.0 networking.c).
+const (
+	errTrackingPrefixNeedsBcast wireError = "ERR PREFIX option requires BCAST mode to be enabled"
+	errTrackingSwitchBcast      wireError = "ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode."
+	errTrackingBcastOpt         wireError = "ERR OPTIN and OPTOUT are not compatible with BCAST"
+	errTrackingOptInOut         wireError = "ERR You can't specify both OPTIN mode and OPTOUT mode"
+	errTrackingSwitchOpt        wireError = "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode."
+	errTrackingNoRedirect       wireError = "ERR The client ID you want redirect to does not exist"
+	errTrackingOneRedirect      wireError = "ERR A client can only redirect to a single other client"
+	errTrackingCachingOff       wireError = "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled"
+	errTrackingCachingYes       wireError = "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode."
+	errTrackingCachingNo        wireError = "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode."
+)
+
+// errTrackingPrefixExisting and errTrackingPrefixOther refuse overlapping
+// BCAST prefixes.
+func errTrackingPrefixExisting(p, q string) wireError {
+	return wireError(fmt.Sprintf("ERR Prefix '%s' overlaps with an existing prefix '%s'. Prefixes for a single client must not overlap.", p, q))
+}
+
+func errTrackingPrefixOther(p, q string) wireError {
+	return wireError(fmt.Sprintf("ERR Prefix '%s' overlaps with another provided prefix '%s'. Prefixes for a single client must not overlap.", p, q))
+}
+
 // errPubSubUnavailable is the reply to a subscription when the process
 // cannot subscribe to NATS (not a Redis message: Redis has no such fault).
 func errPubSubUnavailable(err error) wireError {

@@ -106,6 +106,7 @@ func runReset(x *exec) error {
 	c.multi = nil
 	c.s.watch.clear(c)
 	c.s.pubsub.drop(c)
+	c.s.track.disable(c)
 	c.mu.Lock()
 	c.db = 0
 	c.proto = reply.RESP2

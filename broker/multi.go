@@ -152,6 +152,9 @@ func runExec(x *exec) error {
 		for _, q := range m.queue {
 			qx := &exec{c: c, cmd: q.cmd, args: q.args, tx: &txnCtx{tx: tx, w: replies}}
 			c.s.stats.commands.Add(1)
+			if c.trk.on {
+				c.s.track.remember(c, q.cmd, q.args)
+			}
 			if err := q.cmd.run(qx); err != nil {
 				c.writeErrTo(replies, q.cmd.name, err)
 			}
@@ -169,6 +172,7 @@ func runExec(x *exec) error {
 	if seq != 0 {
 		c.pendingSeq = seq
 		c.s.wake.publishEvents(events)
+		c.s.track.invalidate(c, events)
 	}
 	x.w().WriteRaw(replies.Buffer())
 	return nil

@@ -169,12 +169,12 @@ func (ps *pubsub) receive(m *nats.Msg) {
 	var f frames
 	if kind == kindShard {
 		for c := range ps.shards[string(channel)] {
-			c.ps.push(c, f.get(c, "smessage", nil, channel, message))
+			c.ps.Load().push(c, f.get(c, "smessage", nil, channel, message))
 		}
 		return
 	}
 	for c := range ps.channels[string(channel)] {
-		c.ps.push(c, f.get(c, "message", nil, channel, message))
+		c.ps.Load().push(c, f.get(c, "message", nil, channel, message))
 	}
 	for p, cs := range ps.patterns {
 		if len(cs) == 0 || !glob.Match([]byte(p), channel) {
@@ -182,7 +182,7 @@ func (ps *pubsub) receive(m *nats.Msg) {
 		}
 		var pf frames
 		for c := range cs {
-			c.ps.push(c, pf.get(c, "pmessage", []byte(p), channel, message))
+			c.ps.Load().push(c, pf.get(c, "pmessage", []byte(p), channel, message))
 		}
 	}
 }
@@ -266,7 +266,7 @@ func (ps *pubsub) subscribe(c *conn, k subKind, name string) bool {
 // unsubscribe removes c's subscription to name in space k; false if there
 // was none.
 func (ps *pubsub) unsubscribe(c *conn, k subKind, name string) bool {
-	p := c.ps
+	p := c.ps.Load()
 	if p == nil {
 		return false
 	}
@@ -287,13 +287,14 @@ func (ps *pubsub) unsubscribe(c *conn, k subKind, name string) bool {
 
 // names returns c's subscriptions in space k, sorted.
 func (ps *pubsub) names(c *conn, k subKind) []string {
-	if c.ps == nil {
+	p := c.ps.Load()
+	if p == nil {
 		return nil
 	}
 	ps.mu.RLock()
 	defer ps.mu.RUnlock()
-	out := make([]string, 0, len(c.ps.set(k)))
-	for n := range c.ps.set(k) {
+	out := make([]string, 0, len(p.set(k)))
+	for n := range p.set(k) {
 		out = append(out, n)
 	}
 	slices.Sort(out)
@@ -302,7 +303,7 @@ func (ps *pubsub) names(c *conn, k subKind) []string {
 
 // drop removes every subscription of c (disconnect, RESET).
 func (ps *pubsub) drop(c *conn) {
-	if c.ps == nil {
+	if c.ps.Load() == nil {
 		return
 	}
 	for _, k := range []subKind{subChannel, subPattern, subShard} {
@@ -315,12 +316,13 @@ func (ps *pubsub) drop(c *conn) {
 // counts returns c's number of channel and pattern subscriptions (the
 // count SUBSCRIBE and PSUBSCRIBE reply) and of shard channels.
 func (ps *pubsub) counts(c *conn) (chanPat, shard int) {
-	if c.ps == nil {
+	p := c.ps.Load()
+	if p == nil {
 		return 0, 0
 	}
 	ps.mu.RLock()
 	defer ps.mu.RUnlock()
-	return len(c.ps.channels) + len(c.ps.patterns), len(c.ps.shards)
+	return len(p.channels) + len(p.patterns), len(p.shards)
 }
 
 // subCounts returns c's numbers of channels, patterns and shard channels
@@ -365,21 +367,20 @@ func (p *connPubSub) set(k subKind) map[string]struct{} {
 	return p.channels
 }
 
-// connState returns c.ps for a goroutine other than c's. ps.mu must be
-// held: c.ps is set under it.
-func (ps *pubsub) connState(c *conn) *connPubSub { return c.ps }
+// connState returns c's pub/sub state (nil before its first subscription).
+func (ps *pubsub) connState(c *conn) *connPubSub { return c.ps.Load() }
 
 // pubSubLocked returns c's pub/sub state, made (with its pusher goroutine)
 // at the first subscription. c.s.pubsub.mu must be held.
 func (c *conn) pubSubLocked() *connPubSub {
-	if c.ps != nil {
-		return c.ps
+	if p := c.ps.Load(); p != nil {
+		return p
 	}
 	p := &connPubSub{
 		channels: map[string]struct{}{}, patterns: map[string]struct{}{}, shards: map[string]struct{}{},
 		limit: c.s.opts.PubSubLimit, signal: make(chan struct{}, 1),
 	}
-	c.ps = p
+	c.ps.Store(p)
 	go p.pusher(c)
 	return p
 }
@@ -472,7 +473,7 @@ func (p *connPubSub) pending() bool {
 // false) or idle. Run on the connection's goroutine: before each command
 // (busy), and by flush with sockMu held (idle).
 func (c *conn) takePushes(idle bool) {
-	p := c.ps
+	p := c.ps.Load()
 	p.mu.Lock()
 	if len(p.buf) > 0 {
 		c.w.WriteRaw(p.buf)

@@ -225,7 +225,7 @@ func (ps *pubsub) numPat() int64 {
 // subscribed reports whether c is in Redis's subscribed state: at least
 // one channel, pattern or shard channel.
 func (c *conn) subscribed() bool {
-	if c.ps == nil {
+	if c.ps.Load() == nil {
 		return false
 	}
 	a, b := c.s.pubsub.counts(c)

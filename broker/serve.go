@@ -257,7 +257,7 @@ func (c *consumers) serveLocked(v *materialize.View, k waitKey, q waitQueue, rec
 				w.res <- waitResult{err: errInternal}
 				return
 			}
-			w.res <- waitResult{seq: seq}
+			w.res <- waitResult{seq: seq, events: events}
 		}})
 	}
 }

@@ -125,6 +125,7 @@ type Server struct {
 	store  *materialize.Store
 	wake   *waker
 	pubsub *pubsub              // SUBSCRIBE/PUBLISH through NATS (pubsub.go)
+	track  *tracker             // CLIENT TRACKING (tracking.go)
 	feed   *feed.Publisher      // the change feed (docs/change-feed.md)
 	cons   *consumers           // blocked XREADGROUP clients, served by the writer
 	watch  *watches             // WATCHed keys
@@ -190,6 +191,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.wake.logicalDB = store.LogicalDB
 	s.pubsub = newPubSub(s, s.wake.nc)
+	s.track = newTracker(s)
 	s.wg.Add(1)
 	go s.activeExpiry()
 	if o.Timeout > 0 {
@@ -361,8 +363,11 @@ func (s *Server) activeExpiry() {
 			}
 			return
 		}
+		names := make([]string, 0, len(keys))
 		for _, k := range keys {
 			s.wake.publishKey(s.store.LogicalDB(k.DB), k.Key)
+			names = append(names, string(k.Key))
 		}
+		s.track.invalidateKeys(names)
 	})
 }

@@ -99,6 +99,9 @@ func runSelect(x *exec) error {
 func runClient(x *exec) error {
 	sub, n := x.args[1], len(x.args)
 	c := x.c
+	if ok, err := clientTracking(x, sub); ok {
+		return err
+	}
 	switch {
 	case equalFold(sub, "ID") && n == 2:
 		x.reply().Int(c.id)

@@ -119,6 +119,7 @@ func (x *exec) waitConsumer(w *consumerWaiter, timeout time.Duration) (bool, err
 	if res.seq > x.c.pendingSeq {
 		x.c.pendingSeq = res.seq
 	}
+	x.c.s.track.invalidate(x.c, res.events)
 	return true, nil
 }
 
