@@ -165,6 +165,7 @@ func (c *conn) idleSince(t int64) bool {
 // reply in its place in the request order.
 type pendingReply struct {
 	cmd    string
+	notes  []note // keyspace notifications of its events (notify.go)
 	p      *materialize.Pending
 	events []codec.Event // the write's events, set by its decision
 	reply  func()
@@ -190,6 +191,7 @@ func (c *conn) drain() {
 			c.pendingSeq = seq
 			c.s.wake.publishEvents(it.events)
 			c.s.track.invalidate(c, it.events)
+			c.s.publishNotes(it.notes)
 		}
 		it.reply()
 	}
@@ -487,20 +489,36 @@ func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error
 		x.markWrote()
 	}
 	if x.tx != nil {
-		if err := x.tx.write(decide); err != nil {
+		if err := x.txWrite(decide); err != nil {
 			return err
 		}
 		reply()
 		return nil
 	}
 	it := &pendingReply{cmd: x.cmd.name, reply: reply}
+	db := x.db()
 	it.p = x.c.s.store.Submit(func(v *materialize.View) ([]codec.Event, error) {
 		evs, err := decide(v)
 		it.events = evs
+		if err == nil {
+			it.notes = x.c.s.notesOf(x.cmd.name, x.args, db, evs, v)
+		}
 		return evs, err
 	})
 	x.c.pending = append(x.c.pending, it)
 	return nil
+}
+
+// txWrite runs decide inside EXEC, keeping its keyspace notifications
+// for after the commit.
+func (x *exec) txWrite(decide func(v *materialize.View) ([]codec.Event, error)) error {
+	return x.tx.write(func(v *materialize.View) ([]codec.Event, error) {
+		evs, err := decide(v)
+		if err == nil && len(evs) > 0 {
+			*x.tx.notes = append(*x.tx.notes, x.c.s.notesOf(x.cmd.name, x.args, x.db(), evs, v)...)
+		}
+		return evs, err
+	})
 }
 
 // write runs decide on the write path (see materialize.Store.Write), marks
@@ -508,13 +526,18 @@ func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error
 // wake-ups for the keys its events may unblock.
 func (x *exec) write(decide func(v *materialize.View) ([]codec.Event, error)) error {
 	if x.tx != nil {
-		return x.tx.write(decide)
+		return x.txWrite(decide)
 	}
 	x.markWrote()
 	var events []codec.Event
+	var notes []note
+	db := x.db()
 	seq, err := x.c.s.store.Write(func(v *materialize.View) ([]codec.Event, error) {
 		evs, err := decide(v)
 		events = evs
+		if err == nil {
+			notes = x.c.s.notesOf(x.cmd.name, x.args, db, evs, v)
+		}
 		return evs, err
 	})
 	if err != nil {
@@ -524,6 +547,7 @@ func (x *exec) write(decide func(v *materialize.View) ([]codec.Event, error)) er
 		x.c.pendingSeq = seq
 		x.c.s.wake.publishEvents(events)
 		x.c.s.track.invalidate(x.c, events)
+		x.c.s.publishNotes(notes)
 	}
 	return nil
 }

@@ -72,6 +72,16 @@ func errPublishTooLarge(max int64) wireError {
 	return wireError(fmt.Sprintf("ERR message too large to publish: the NATS max_payload is %d bytes", max))
 }
 
+// errConfigSetUnknown is CONFIG SET's reply to a parameter it cannot set.
+func errConfigSetUnknown(name []byte) wireError {
+	return wireError(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", command.CString(name)))
+}
+
+// errConfigSetFailed is CONFIG SET's reply to a bad value.
+func errConfigSetFailed(name, why string) wireError {
+	return wireError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %s", name, why))
+}
+
 // errHelloOption is HELLO's reply to an unknown option (or one missing its
 // arguments); like Redis's C formatting, opt ends at its first NUL byte.
 func errHelloOption(opt []byte) wireError {

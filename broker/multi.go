@@ -138,6 +138,7 @@ func runExec(x *exec) error {
 	replies := redcon.NewWriter(nil) // buffered only: copied to the connection after the commit
 	aborted := false
 	var events []codec.Event
+	var notes []note
 	seq, err := c.s.store.WriteTxn(func(tx *materialize.Txn) error {
 		if c.dirty.Load() { // touched by a write decided since the check above
 			aborted = true
@@ -150,7 +151,7 @@ func runExec(x *exec) error {
 		}
 		replies.WriteArray(len(m.queue))
 		for _, q := range m.queue {
-			qx := &exec{c: c, cmd: q.cmd, args: q.args, tx: &txnCtx{tx: tx, w: replies}}
+			qx := &exec{c: c, cmd: q.cmd, args: q.args, tx: &txnCtx{tx: tx, w: replies, notes: &notes}}
 			c.s.stats.commands.Add(1)
 			if c.trk.on {
 				c.s.track.remember(c, q.cmd, q.args)
@@ -173,6 +174,7 @@ func runExec(x *exec) error {
 		c.pendingSeq = seq
 		c.s.wake.publishEvents(events)
 		c.s.track.invalidate(c, events)
+		c.s.publishNotes(notes)
 	}
 	x.w().WriteRaw(replies.Buffer())
 	return nil
@@ -181,8 +183,9 @@ func runExec(x *exec) error {
 // txnCtx is the EXEC a command runs inside: its writes emit into tx and its
 // reply goes to w, EXEC's reply buffer.
 type txnCtx struct {
-	tx *materialize.Txn
-	w  *redcon.Writer
+	tx    *materialize.Txn
+	w     *redcon.Writer
+	notes *[]note // the EXEC's keyspace notifications, published after its commit
 }
 
 // inTxn runs decide inside EXEC: an error is the command's, with nothing

@@ -21,7 +21,14 @@ type psStep struct {
 	args   []string // nil: read pushes only
 	n      int      // replies (or pushes) to read; 0 means 1
 	sorted bool     // the n replies come in an unspecified order
+	// all: read every push Redis sent so far (counted up to the reply of
+	// a PING sent after them), and as many from Sediment.
+	all bool
 }
+
+// recvAll reads every push waiting on conn (pushes of unknown number:
+// keyspace notifications).
+func recvAll(conn int) psStep { return psStep{conn: conn, all: true} }
 
 // on sends args on conn and reads its replies: one, or one per name for
 // the (un)subscribe commands.
@@ -242,6 +249,24 @@ func runPubSubCase(t *testing.T, tc psCase, redisAddr, sedimentAddr string, prot
 		var got [2][]confReply
 		for j, sd := range sides {
 			c := sd.conns[s.conn]
+			if s.all && j == 0 {
+				// Redis sends them before the reply to the command that
+				// made them: a PING's reply comes after all of them.
+				fmt.Fprint(c.nc, "*1\r\n$4\r\nPING\r\n")
+				n = 0
+				for {
+					r, err := psRead(c)
+					if err != nil {
+						t.Fatalf("%q step %d: redis: read: %v", tc.name, i+1, err)
+					}
+					if r.kind == confSimple && r.str == "PONG" || r.kind.agg() && len(r.arr) == 2 && r.arr[0].str == "pong" {
+						break
+					}
+					got[0] = append(got[0], nz[0].walk(r))
+					n++
+				}
+				continue
+			}
 			if s.args != nil {
 				var b strings.Builder
 				fmt.Fprintf(&b, "*%d\r\n", len(s.args))

@@ -126,6 +126,7 @@ type Server struct {
 	wake   *waker
 	pubsub *pubsub              // SUBSCRIBE/PUBLISH through NATS (pubsub.go)
 	track  *tracker             // CLIENT TRACKING (tracking.go)
+	notify atomic.Uint32        // notify-keyspace-events flags (notify.go)
 	feed   *feed.Publisher      // the change feed (docs/change-feed.md)
 	cons   *consumers           // blocked XREADGROUP clients, served by the writer
 	watch  *watches             // WATCHed keys
@@ -369,5 +370,12 @@ func (s *Server) activeExpiry() {
 			names = append(names, string(k.Key))
 		}
 		s.track.invalidateKeys(names)
+		if s.notify.Load() != 0 {
+			notes := make([]note, len(keys))
+			for i, k := range keys {
+				notes[i] = note{class: notifyExpired, event: "expired", db: s.store.LogicalDB(k.DB), key: k.Key}
+			}
+			s.publishNotes(notes)
+		}
 	})
 }

@@ -190,6 +190,9 @@ func runTime(x *exec) error {
 // supported.
 func runConfig(x *exec) error {
 	sub := x.args[1]
+	if equalFold(sub, "SET") {
+		return runConfigSet(x)
+	}
 	if !equalFold(sub, "GET") {
 		return errUnknownSubcommand(sub, "config")
 	}
@@ -207,6 +210,7 @@ func runConfig(x *exec) error {
 		{"dir", s.opts.Dir},
 		{"proto-max-bulk-len", strconv.FormatInt(s.opts.Limits.MaxBulkLen, 10)},
 		{"client-query-buffer-limit", strconv.FormatInt(s.opts.Limits.MaxQueryBuffer, 10)},
+		{"notify-keyspace-events", formatNotifyFlags(s.notify.Load())},
 		{"client-output-buffer-limit", fmt.Sprintf("normal 0 0 0 slave 268435456 67108864 60 pubsub %d %d %d",
 			s.opts.PubSubLimit.Hard, s.opts.PubSubLimit.Soft, int64(s.opts.PubSubLimit.SoftFor/time.Second))},
 	}
@@ -224,6 +228,32 @@ func runConfig(x *exec) error {
 	for _, o := range out {
 		w.BulkString(o)
 	}
+	return nil
+}
+
+// CONFIG SET parameter value [parameter value ...]: notify-keyspace-events
+// only, so far. Every pair is checked before any is applied, as Redis 7.0
+// does; an unknown parameter gets Redis's error.
+func runConfigSet(x *exec) error {
+	if len(x.args) < 4 || len(x.args)%2 != 0 {
+		return errWrongArgsSub("config", x.args[1])
+	}
+	var notify uint32
+	for i := 2; i < len(x.args); i += 2 {
+		name := command.Lower(x.args[i])
+		switch name {
+		case "notify-keyspace-events":
+			f, ok := parseNotifyFlags(x.args[i+1])
+			if !ok {
+				return errConfigSetFailed(name, "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
+			}
+			notify = f
+		default:
+			return errConfigSetUnknown(x.args[i])
+		}
+	}
+	x.c.s.notify.Store(notify)
+	x.reply().OK()
 	return nil
 }
 

@@ -120,6 +120,7 @@ func (x *exec) waitConsumer(w *consumerWaiter, timeout time.Duration) (bool, err
 		x.c.pendingSeq = res.seq
 	}
 	x.c.s.track.invalidate(x.c, res.events)
+	x.c.s.publishNotes(x.c.s.notesOf(x.cmd.name, x.args, x.db(), res.events, nil))
 	return true, nil
 }
 
