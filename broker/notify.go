@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/groups"
 	"github.com/sediment-dev/sediment/materialize"
 )
 
@@ -402,7 +403,36 @@ func (s *Server) notesOf(cmd string, args [][]byte, db uint8, events []codec.Eve
 	if flags&notifyNew != 0 && v != nil {
 		created = createdKeys(v, events)
 	}
-	return notesFor(cmd, args, db, events, created)
+	notes := notesFor(cmd, args, db, events, created)
+	switch cmd {
+	case "xreadgroup", "xclaim", "xautoclaim":
+		if v != nil {
+			notes = append(notes, createdConsumers(v, db, events)...)
+		}
+	}
+	return notes
+}
+
+// createdConsumers returns an xgroup-createconsumer notification for each
+// consumer events create (XREADGROUP, XCLAIM and XAUTOCLAIM create the
+// consumer they name, as Redis's streamCreateConsumer notifies).
+func createdConsumers(v *materialize.View, db uint8, events []codec.Event) []note {
+	var out []note
+	seen := map[string]bool{}
+	for _, e := range events {
+		if e.Op != codec.OpConsumerSet || len(e.Args) < 2 {
+			continue
+		}
+		id := string(e.Key) + "\x00" + string(e.Args[0]) + "\x00" + string(e.Args[1])
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if ok, err := groups.ConsumerExists(v, e.DB, e.Key, e.Args[0], e.Args[1]); err == nil && !ok {
+			out = append(out, note{class: notifyStream, event: "xgroup-createconsumer", db: db, key: e.Key})
+		}
+	}
+	return out
 }
 
 // createdKeys returns the keys that events write and that do not exist

@@ -111,6 +111,11 @@ func CreateConsumer(v *materialize.View, db uint8, key, group, consumer []byte) 
 	return true, []codec.Event{codec.ConsumerSetEvent(db, key, group, consumer, c)}, nil
 }
 
+// ConsumerExists reports whether group of the stream key has consumer.
+func ConsumerExists(v *materialize.View, db uint8, key, group, consumer []byte) (bool, error) {
+	return v.Has(codec.ConsumerKey(db, key, group, consumer))
+}
+
 // DelConsumer removes consumer and its pending entries from group (XGROUP
 // DELCONSUMER) and returns how many entries it had pending (0 when it did
 // not exist). Errors: ErrNoGroup, materialize.ErrWrongType.
