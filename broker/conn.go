@@ -274,6 +274,9 @@ func (c *conn) execute(args [][]byte) {
 	}
 	x := &exec{c: c, cmd: cmd, args: args}
 	err := x.run()
+	if cmd.flags&flagReadonly != 0 && c.s.notify.Load() != 0 {
+		c.s.publishNotes(c.s.missNotes(cmd, args, x.db(), x.storageDB(), c.s.store.View()))
+	}
 	if cmd.name != "client" && c.multi == nil {
 		c.trk.caching = false // CLIENT CACHING holds for one command (or one EXEC)
 	}

@@ -159,6 +159,9 @@ func runExec(x *exec) error {
 			if err := q.cmd.run(qx); err != nil {
 				c.writeErrTo(replies, q.cmd.name, err)
 			}
+			if q.cmd.flags&flagReadonly != 0 {
+				notes = append(notes, c.s.missNotes(q.cmd, q.args, qx.db(), qx.storageDB(), tx.View())...)
+			}
 		}
 		events = tx.Events()
 		return nil
@@ -174,8 +177,8 @@ func runExec(x *exec) error {
 		c.pendingSeq = seq
 		c.s.wake.publishEvents(events)
 		c.s.track.invalidate(c, events)
-		c.s.publishNotes(notes)
 	}
+	c.s.publishNotes(notes) // a read-only EXEC may have key misses
 	x.w().WriteRaw(replies.Buffer())
 	return nil
 }

@@ -10,20 +10,28 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TestExternalNATS runs Sediment against an external NATS server
-// (--nats-url): a blocked XREADGROUP is woken by an XADD from another client,
-// and the wake is visible to any other NATS subscriber, which is how several
-// Sediment processes on one NATS cluster wake each other's clients.
-func TestExternalNATS(t *testing.T) {
+// startNATS runs an external NATS server on a random loopback port until
+// the test ends.
+func startNATS(t testing.TB) *natsserver.Server {
+	t.Helper()
 	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ns.Start()
-	defer ns.Shutdown()
+	t.Cleanup(ns.Shutdown)
 	if !ns.ReadyForConnections(10 * time.Second) {
 		t.Fatal("NATS server not ready")
 	}
+	return ns
+}
+
+// TestExternalNATS runs Sediment against an external NATS server
+// (--nats-url): a blocked XREADGROUP is woken by an XADD from another client,
+// and the wake is visible to any other NATS subscriber, which is how several
+// Sediment processes on one NATS cluster wake each other's clients.
+func TestExternalNATS(t *testing.T) {
+	ns := startNATS(t)
 
 	observer, err := nats.Connect(ns.ClientURL())
 	if err != nil {

@@ -190,6 +190,21 @@ func commandNotes(cmd string, args [][]byte, db uint8, events []codec.Event) []n
 			del(key)
 		}
 	}
+	// each emits event for every key the command changed (the blocking
+	// pops' keys); store for a *STORE command's destination ("del" when
+	// the result emptied it).
+	each := func(class uint32, event string) {
+		for _, k := range touched {
+			one(class, event, k)
+		}
+	}
+	store := func(class uint32) {
+		if emptied[string(args[1])] {
+			add(notifyGeneric, "del", args[1])
+		} else {
+			one(class, cmd, args[1])
+		}
+	}
 	hasOpt := func(from int, opts ...string) bool {
 		for _, a := range args[min(from, len(args)):] {
 			for _, o := range opts {
@@ -249,11 +264,7 @@ func commandNotes(cmd string, args [][]byte, db uint8, events []codec.Event) []n
 		one(notifySet, "srem", args[1])
 		one(notifySet, "sadd", args[2])
 	case "sinterstore", "sunionstore", "sdiffstore":
-		if emptied[string(args[1])] {
-			add(notifyGeneric, "del", args[1])
-		} else {
-			one(notifySet, cmd, args[1])
-		}
+		store(notifySet)
 	case "lpush", "lpushx":
 		one(notifyList, "lpush", args[1])
 	case "rpush", "rpushx":
@@ -261,17 +272,9 @@ func commandNotes(cmd string, args [][]byte, db uint8, events []codec.Event) []n
 	case "lpop", "rpop", "linsert", "lset", "lrem", "ltrim":
 		one(notifyList, cmd, args[1])
 	case "blpop", "brpop":
-		for _, k := range touched {
-			one(notifyList, cmd[1:], k)
-		}
+		each(notifyList, cmd[1:])
 	case "lmpop", "blmpop":
-		ev := "lpop"
-		if hasOpt(2, "RIGHT") {
-			ev = "rpop"
-		}
-		for _, k := range touched {
-			one(notifyList, ev, k)
-		}
+		each(notifyList, map[bool]string{false: "lpop", true: "rpop"}[hasOpt(2, "RIGHT")])
 	case "rpoplpush", "brpoplpush", "lmove", "blmove":
 		from, to := "rpop", "lpush"
 		if strings.HasSuffix(cmd, "lmove") && len(args) > 4 {
@@ -282,33 +285,17 @@ func commandNotes(cmd string, args [][]byte, db uint8, events []codec.Event) []n
 		one(notifyList, to, args[2])
 		one(notifyList, from, args[1])
 	case "zadd":
-		if hasOpt(2, "INCR") {
-			one(notifyZset, "zincr", args[1])
-		} else {
-			one(notifyZset, "zadd", args[1])
-		}
+		one(notifyZset, map[bool]string{false: "zadd", true: "zincr"}[hasOpt(2, "INCR")], args[1])
 	case "zincrby":
 		one(notifyZset, "zincr", args[1])
 	case "zrem", "zremrangebyscore", "zremrangebyrank", "zremrangebylex", "zpopmin", "zpopmax":
 		one(notifyZset, cmd, args[1])
 	case "bzpopmin", "bzpopmax":
-		for _, k := range touched {
-			one(notifyZset, cmd[1:], k)
-		}
+		each(notifyZset, cmd[1:])
 	case "zmpop", "bzmpop":
-		ev := "zpopmin"
-		if hasOpt(2, "MAX") {
-			ev = "zpopmax"
-		}
-		for _, k := range touched {
-			one(notifyZset, ev, k)
-		}
+		each(notifyZset, map[bool]string{false: "zpopmin", true: "zpopmax"}[hasOpt(2, "MAX")])
 	case "zunionstore", "zinterstore", "zdiffstore", "zrangestore":
-		if emptied[string(args[1])] {
-			add(notifyGeneric, "del", args[1])
-		} else {
-			one(notifyZset, cmd, args[1])
-		}
+		store(notifyZset)
 	case "xadd":
 		if has(args[1]) {
 			add(notifyStream, "xadd", args[1])
@@ -431,6 +418,28 @@ func createdConsumers(v *materialize.View, db uint8, events []codec.Event) []not
 		if ok, err := groups.ConsumerExists(v, e.DB, e.Key, e.Args[0], e.Args[1]); err == nil && !ok {
 			out = append(out, note{class: notifyStream, event: "xgroup-createconsumer", db: db, key: e.Key})
 		}
+	}
+	return out
+}
+
+// missNotes returns the keymiss notifications (class m) of a read-only
+// command: one per key argument that v does not hold, as Redis's read
+// lookups send them (XREAD looks each stream up twice; OBJECT sends none).
+// Nil unless m and K or E are on. Write commands' reads of their source
+// keys (SINTERSTORE, COPY, ...) send none yet.
+func (s *Server) missNotes(cmd *cmdSpec, args [][]byte, db, storage uint8, v *materialize.View) []note {
+	flags := s.notify.Load()
+	if flags&notifyKeyMiss == 0 || flags&(notifyKeyspace|notifyKeyevent) == 0 || cmd.flags&flagReadonly == 0 || cmd.name == "object" {
+		return nil
+	}
+	var out []note
+	for _, k := range commandKeys(cmd, args) {
+		if _, ok, err := v.Meta(storage, k); err == nil && !ok {
+			out = append(out, note{class: notifyKeyMiss, event: "keymiss", db: db, key: k})
+		}
+	}
+	if cmd.name == "xread" {
+		out = append(out, out...) // a pass to resolve the IDs, one to read
 	}
 	return out
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -89,15 +88,7 @@ func TestGoRedisPubSub(t *testing.T) {
 // in order. PUBLISH counts the publishing process's subscribers only
 // (docs/pubsub.md).
 func TestPubSubAcrossProcesses(t *testing.T) {
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	defer ns.Shutdown()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS server not ready")
-	}
+	ns := startNATS(t)
 	url := func(o *Options) { o.NATSURL = ns.ClientURL() }
 	a, b := newTestServer(t, url), newTestServer(t, url)
 	ctx := context.Background()
