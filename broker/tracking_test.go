@@ -322,3 +322,53 @@ func TestTrackingNoStaleCacheDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestTrackingTableBound: past the table's bound, keys are forgotten with
+// an invalidation to the clients that read them (Redis's
+// tracking-table-max-keys), so no cached value outlives its tracking.
+func TestTrackingTableBound(t *testing.T) {
+	ts := newTestServer(t)
+	ts.track.mu.Lock()
+	ts.track.max = 10
+	ts.track.mu.Unlock()
+	c := confDial(t, ts.addr)
+	for _, args := range [][]string{{"HELLO", "3"}, {"CLIENT", "TRACKING", "ON"}} {
+		if r, err := c.do(args...); err != nil || r.kind == confError {
+			t.Fatalf("%v: %v %v", args, r, err)
+		}
+	}
+	evicted := map[string]bool{}
+	for i := range 25 {
+		k := fmt.Sprint("k", i)
+		fmt.Fprintf(c.nc, "*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n", len(k), k)
+	}
+	// The pushes come before the PING's reply, among the GETs' nulls.
+	fmt.Fprint(c.nc, "*1\r\n$4\r\nPING\r\n")
+	nulls := 0
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		r, err := c.read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.kind == confSimple && r.str == "PONG" {
+			break
+		}
+		if r.kind == confNull {
+			nulls++
+			continue
+		}
+		if r.kind != confPush || r.arr[0].str != "invalidate" {
+			t.Fatalf("unexpected reply %v", r)
+		}
+		for _, k := range r.arr[1].arr {
+			evicted[k.str] = true
+		}
+	}
+	ts.track.mu.Lock()
+	n := len(ts.track.table)
+	ts.track.mu.Unlock()
+	if nulls != 25 || n != 10 || len(evicted) != 15 {
+		t.Fatalf("%d GET replies; table holds %d keys and %d were invalidated, want 25, 10 and 15", nulls, n, len(evicted))
+	}
+}
