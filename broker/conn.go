@@ -53,6 +53,9 @@ type conn struct {
 	// pubsub.mu, by the connection or (for a tracking redirection target)
 	// another goroutine.
 	ps atomic.Pointer[connPubSub]
+	// authed: the connection may run commands (auth.go); false until AUTH
+	// when a password was set at its opening. Connection goroutine only.
+	authed bool
 	// trk is the connection's CLIENT TRACKING state (tracking.go).
 	trk     connTracking
 	watched []*watchedKey // WATCHed keys (watches); changed under watches.mu
@@ -91,6 +94,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		born:  s.opts.Now(),
 		proto: reply.RESP2,
 	}
+	c.authed = s.password() == ""
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	return c
 }
@@ -236,6 +240,12 @@ func (c *conn) flush() error {
 // execute runs one request and buffers its reply.
 func (c *conn) execute(args [][]byte) {
 	cmd := lookup(args[0])
+	if !c.authed && cmd != nil && cmd.arityOK(len(args)) && !noAuthOK(cmd) {
+		c.drain()
+		c.s.stats.rejected.Add(1)
+		c.w.WriteError(string(errNoAuth))
+		return
+	}
 	if p := c.ps.Load(); p != nil {
 		if len(c.pending) > 0 && p.pending() {
 			c.drain() // the replies of the writes before the messages come first

@@ -34,7 +34,14 @@ const (
 	errProtoVersion   wireError = "ERR Protocol version is not an integer or out of range"
 	errNoProto        wireError = "NOPROTO unsupported protocol version"
 	errWrongPass      wireError = "WRONGPASS invalid username-password pair or user is disabled."
+	errNoAuth         wireError = "NOAUTH Authentication required."
+	errHelloNoAuth    wireError = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	errAuthNoPassword wireError = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
 )
+
+// errProtectedMode is Redis 7.0's reply to a connection that protected
+// mode refuses, before it closes the connection.
+const errProtectedMode = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n"
 
 // CLIENT TRACKING and CLIENT CACHING errors (Redis 7.0 networking.c).
 const (

@@ -22,9 +22,8 @@ func init() {
 // without its arguments, "ERR Syntax error in HELLO option '<opt>'". Every
 // check runs before anything changes.
 //
-// AUTH: Sediment has no users or passwords yet, which is Redis's default
-// user with nopass: AUTH default <any password> succeeds, any other user
-// gets WRONGPASS, as Redis does.
+// AUTH authenticates as AUTH username password does (auth.go); without it
+// an unauthenticated connection gets Redis's NOAUTH error for HELLO.
 //
 // https://redis.io/docs/latest/commands/hello/
 func runHello(x *exec) error {
@@ -41,14 +40,14 @@ func runHello(x *exec) error {
 		proto = int(v)
 		next = 2
 	}
-	var user []byte
+	var user, pass []byte
 	var name []byte
 	setName := false
 	for i := next; i < len(x.args); i++ {
 		more := len(x.args) - 1 - i
 		switch opt := x.args[i]; {
 		case equalFold(opt, "AUTH") && more >= 2:
-			user = x.args[i+1]
+			user, pass = x.args[i+1], x.args[i+2]
 			i += 2
 		case equalFold(opt, "SETNAME") && more >= 1:
 			name, setName = x.args[i+1], true
@@ -57,8 +56,14 @@ func runHello(x *exec) error {
 			return errHelloOption(opt)
 		}
 	}
-	if user != nil && string(user) != "default" {
-		return errWrongPass
+	if user != nil {
+		if err := x.c.s.checkAuth(user, pass); err != nil {
+			return err
+		}
+		x.c.authed = true
+	}
+	if !x.c.authed {
+		return errHelloNoAuth
 	}
 	if setName {
 		if !validClientName(name) {
@@ -112,6 +117,7 @@ func runReset(x *exec) error {
 	c.proto = reply.RESP2
 	c.name = ""
 	c.mu.Unlock()
+	c.authed = c.s.password() == "" // back to the default user, unauthenticated if it has a password
 	x.reply().Simple("RESET")
 	return nil
 }

@@ -26,6 +26,17 @@ func newTestServer(t testing.TB, mods ...func(*Options)) *testServer {
 // startTestServer starts a server on dir (which may hold an earlier server's data).
 func startTestServer(t testing.TB, dir string, mods ...func(*Options)) *testServer {
 	t.Helper()
+	return startTestServerOn(t, dir, "127.0.0.1:0", mods...)
+}
+
+// newTestServerOn is newTestServer listening on listen.
+func newTestServerOn(t testing.TB, listen string, mods ...func(*Options)) *testServer {
+	t.Helper()
+	return startTestServerOn(t, t.TempDir(), listen, mods...)
+}
+
+func startTestServerOn(t testing.TB, dir, listen string, mods ...func(*Options)) *testServer {
+	t.Helper()
 	opts := Options{Dir: dir}
 	for _, m := range mods {
 		m(&opts)
@@ -34,7 +45,7 @@ func startTestServer(t testing.TB, dir string, mods ...func(*Options)) *testServ
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}

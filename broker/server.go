@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/feed"
@@ -28,6 +31,10 @@ type Options struct {
 	// NATSURL is the NATS server to use for wake-ups and the change feed.
 	// Empty starts an embedded NATS server.
 	NATSURL string
+	// NATSOptions are extra nats.go options for NATSURL's connection:
+	// credentials (nats.UserCredentials), TLS (nats.ClientCert,
+	// nats.RootCAs).
+	NATSOptions []nats.Option
 	// NATSListen is where the embedded NATS server listens for other
 	// processes (nats.go subscribers of the change feed), host:port; empty:
 	// in-process only. The command's default is 127.0.0.1:4222.
@@ -61,6 +68,23 @@ type Options struct {
 	Logger *slog.Logger
 	// Limits bounds each client's requests; zero fields take Redis's defaults.
 	Limits Limits
+	// TLSAddr, when set, is a second listen address that speaks TLS
+	// (Redis's tls-port), configured by TLS, which it requires.
+	TLSAddr string
+	// TLS configures the TLS listener: certificates, client
+	// authentication (Redis's tls-auth-clients), versions and ciphers.
+	TLS *tls.Config
+	// PlainOff serves TLS alone, with no plain listener (Redis's port 0);
+	// it needs TLSAddr.
+	PlainOff bool
+	// RequirePass is the default user's password (Redis's requirepass):
+	// when set, a connection must AUTH before any other command. Empty,
+	// the default, is nopass. CONFIG SET requirepass changes it.
+	RequirePass string
+	// ProtectedModeOff turns Redis's protected mode off. On (the zero
+	// value), while no password is set, connections from addresses other
+	// than loopback are refused with Redis's DENIED error.
+	ProtectedModeOff bool
 	// PubSubLimit disconnects a subscriber that does not take its messages
 	// (Redis's client-output-buffer-limit pubsub); zero fields take
 	// DefaultPubSubLimit's.
@@ -115,6 +139,12 @@ func (o Options) Validate() error {
 	if o.Timeout < 0 {
 		return fmt.Errorf("broker: timeout must not be negative, got %v", o.Timeout)
 	}
+	if (o.TLSAddr != "") != (o.TLS != nil) {
+		return fmt.Errorf("broker: a TLS listen address needs a TLS configuration, and one without the other is unused")
+	}
+	if o.PlainOff && o.TLSAddr == "" {
+		return fmt.Errorf("broker: with no plain listener there must be a TLS one")
+	}
 	return nil
 }
 
@@ -124,20 +154,24 @@ type Server struct {
 	opts   Options
 	store  *materialize.Store
 	wake   *waker
-	pubsub *pubsub              // SUBSCRIBE/PUBLISH through NATS (pubsub.go)
-	track  *tracker             // CLIENT TRACKING (tracking.go)
-	notify atomic.Uint32        // notify-keyspace-events flags (notify.go)
-	feed   *feed.Publisher      // the change feed (docs/change-feed.md)
-	cons   *consumers           // blocked XREADGROUP clients, served by the writer
-	watch  *watches             // WATCHed keys
-	scans  keyspace.ScanCursors // SCAN positions inside hash slots
-	start  time.Time
+	pubsub *pubsub       // SUBSCRIBE/PUBLISH through NATS (pubsub.go)
+	track  *tracker      // CLIENT TRACKING (tracking.go)
+	notify atomic.Uint32 // notify-keyspace-events flags (notify.go)
+	// requirepass is the default user's password (auth.go); nil or empty:
+	// nopass.
+	requirepass atomic.Pointer[string]
+	feed        *feed.Publisher      // the change feed (docs/change-feed.md)
+	cons        *consumers           // blocked XREADGROUP clients, served by the writer
+	watch       *watches             // WATCHed keys
+	scans       keyspace.ScanCursors // SCAN positions inside hash slots
+	start       time.Time
 
 	ctx    context.Context // cancelled by Close: ends blocking waits
 	cancel context.CancelFunc
 
 	mu    sync.Mutex
-	ln    net.Listener
+	ln    net.Listener // the plain listener (Serve)
+	tlsLn net.Listener // the TLS listener (ServeTLS)
 	conns map[*conn]struct{}
 	wg    sync.WaitGroup // connection goroutines and background loops
 
@@ -176,6 +210,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: o, store: store, conns: map[*conn]struct{}{}, start: o.Now()}
+	s.requirepass.Store(&o.RequirePass)
 	s.cons = newConsumers(o.Logger.Warn)
 	s.watch = newWatches()
 	store.SetReady(func(v *materialize.View, events []codec.Event, record func(materialize.Served)) {
@@ -186,7 +221,7 @@ func New(opts Options) (*Server, error) {
 		})
 	})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if s.wake, err = newWaker(o.NATSURL, o.NATSListen, o.Logger); err != nil {
+	if s.wake, err = newWaker(o.NATSURL, o.NATSListen, o.Logger, o.NATSOptions...); err != nil {
 		store.Close()
 		return nil, err
 	}
@@ -216,25 +251,65 @@ func New(opts Options) (*Server, error) {
 }
 
 // ListenAndServe listens on Options.Addr and serves until Close.
+// With Options.TLSAddr it also listens there for TLS (ServeTLS), and with
+// Options.PlainOff there only.
 func (s *Server) ListenAndServe() error {
+	var tlsLn net.Listener
+	if s.opts.TLSAddr != "" {
+		ln, err := net.Listen("tcp", s.opts.TLSAddr)
+		if err != nil {
+			return err
+		}
+		tlsLn = ln
+		if s.opts.PlainOff {
+			return s.ServeTLS(tlsLn)
+		}
+	}
 	ln, err := net.Listen("tcp", s.opts.Addr)
 	if err != nil {
+		if tlsLn != nil {
+			tlsLn.Close()
+		}
 		return err
+	}
+	if tlsLn != nil {
+		go func() {
+			if err := s.ServeTLS(tlsLn); err != nil {
+				s.opts.Logger.Error("TLS listener failed", "err", err)
+			}
+		}()
 	}
 	return s.Serve(ln)
 }
 
 // Serve accepts connections on ln until Close; it returns nil after Close.
-func (s *Server) Serve(ln net.Listener) error {
+func (s *Server) Serve(ln net.Listener) error { return s.serve(ln, false) }
+
+// ServeTLS accepts TLS connections on ln (Options.TLS) until Close; it
+// returns nil after Close. Handshakes happen in the connections' own
+// goroutines; one that fails closes its connection.
+func (s *Server) ServeTLS(ln net.Listener) error {
+	if s.opts.TLS == nil {
+		ln.Close()
+		return errors.New("broker: ServeTLS without Options.TLS")
+	}
+	return s.serve(tls.NewListener(ln, s.opts.TLS), true)
+}
+
+func (s *Server) serve(ln net.Listener, isTLS bool) error {
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()
 		ln.Close()
 		return nil
 	}
-	s.ln = ln
+	if isTLS {
+		s.tlsLn = ln
+	} else {
+		s.ln = ln
+	}
 	s.mu.Unlock()
-	s.opts.Logger.Info("listening", "addr", ln.Addr().String(), "appendfsync", s.store.Policy().String())
+	s.opts.Logger.Info("listening", "addr", ln.Addr().String(), "tls", isTLS, "appendfsync", s.store.Policy().String())
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -259,6 +334,13 @@ func (s *Server) Serve(ln net.Listener) error {
 			s.mu.Unlock()
 			s.stats.rejectedConns.Add(1)
 			go rejectConn(nc, errMaxClients)
+			continue
+		}
+		if s.protectedDenied(nc.RemoteAddr()) {
+			s.mu.Unlock()
+			s.stats.rejectedConns.Add(1)
+			s.opts.Logger.Warn("protected mode: refused a connection from outside loopback (no password is set)", "client", nc.RemoteAddr().String())
+			go rejectConn(nc, errProtectedMode)
 			continue
 		}
 		c := newConn(s, nc)
@@ -289,6 +371,16 @@ func rejectConn(nc net.Conn, msg string) {
 
 const rejectWriteTimeout = time.Second
 
+// TLSAddr returns the TLS listener's address, or nil before ServeTLS.
+func (s *Server) TLSAddr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tlsLn == nil {
+		return nil
+	}
+	return s.tlsLn.Addr()
+}
+
 // Addr returns the listener's address, or nil before Serve.
 func (s *Server) Addr() net.Addr {
 	s.mu.Lock()
@@ -309,6 +401,9 @@ func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.ln != nil {
 		s.ln.Close()
+	}
+	if s.tlsLn != nil {
+		s.tlsLn.Close()
 	}
 	for c := range s.conns {
 		c.shutdown()

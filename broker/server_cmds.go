@@ -211,6 +211,8 @@ func runConfig(x *exec) error {
 		{"proto-max-bulk-len", strconv.FormatInt(s.opts.Limits.MaxBulkLen, 10)},
 		{"client-query-buffer-limit", strconv.FormatInt(s.opts.Limits.MaxQueryBuffer, 10)},
 		{"notify-keyspace-events", formatNotifyFlags(s.notify.Load())},
+		{"requirepass", s.password()},
+		{"protected-mode", map[bool]string{false: "yes", true: "no"}[s.opts.ProtectedModeOff]},
 		{"client-output-buffer-limit", fmt.Sprintf("normal 0 0 0 slave 268435456 67108864 60 pubsub %d %d %d",
 			s.opts.PubSubLimit.Hard, s.opts.PubSubLimit.Soft, int64(s.opts.PubSubLimit.SoftFor/time.Second))},
 	}
@@ -232,16 +234,19 @@ func runConfig(x *exec) error {
 }
 
 // CONFIG SET parameter value [parameter value ...]: notify-keyspace-events
-// only, so far. Every pair is checked before any is applied, as Redis 7.0
+// and requirepass, so far. Every pair is checked before any is applied, as Redis 7.0
 // does; an unknown parameter gets Redis's error.
 func runConfigSet(x *exec) error {
 	if len(x.args) < 4 || len(x.args)%2 != 0 {
 		return errWrongArgsSub("config", x.args[1])
 	}
-	var notify uint32
+	notify := x.c.s.notify.Load()
+	pass := x.c.s.password()
 	for i := 2; i < len(x.args); i += 2 {
 		name := command.Lower(x.args[i])
 		switch name {
+		case "requirepass":
+			pass = string(x.args[i+1])
 		case "notify-keyspace-events":
 			f, ok := parseNotifyFlags(x.args[i+1])
 			if !ok {
@@ -253,6 +258,7 @@ func runConfigSet(x *exec) error {
 		}
 	}
 	x.c.s.notify.Store(notify)
+	x.c.s.requirepass.Store(&pass)
 	x.reply().OK()
 	return nil
 }

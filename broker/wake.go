@@ -62,10 +62,11 @@ type waker struct {
 // newWaker connects to url, or starts an embedded NATS server when url is
 // empty: listening on listen (host:port), or in-process only when listen
 // is empty.
-func newWaker(url, listen string, log *slog.Logger) (*waker, error) {
+func newWaker(url, listen string, log *slog.Logger, extra ...nats.Option) (*waker, error) {
 	w := &waker{log: log}
 	var opts []nats.Option
 	opts = append(opts, nats.Name("sediment"), nats.MaxReconnects(-1))
+	opts = append(opts, extra...)
 	if url == "" {
 		so := &natsserver.Options{DontListen: true, NoLog: true, NoSigs: true}
 		if listen != "" {

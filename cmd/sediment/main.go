@@ -6,6 +6,10 @@
 //	         [--nats-url URL] [--appendfsync always|everysec|no]
 //	         [--databases 16] [--maxclients 10000] [--timeout 0] [--cache-size 64] [--log-level info]
 //	         [--nats-listen 127.0.0.1:4222|off] [--feed-prefix sediment]
+//	         [--requirepass PASSWORD] [--protected-mode yes|no]
+//	         [--tls-port 0] [--tls-cert-file F] [--tls-key-file F] [--tls-ca-cert-file F]
+//	         [--tls-auth-clients yes|no|optional] [--tls-protocols "TLSv1.2 TLSv1.3"] [--tls-ciphers ...]
+//	         [--nats-creds F] [--nats-tls-cert-file F] [--nats-tls-key-file F] [--nats-tls-ca-cert-file F]
 //
 // Every flag can also be set by an environment variable SEDIMENT_<FLAG>, with
 // dashes as underscores (SEDIMENT_NATS_URL); a flag on the command line wins.
@@ -43,8 +47,9 @@ func main() {
 // config is the parsed command line.
 type config struct {
 	bind, dir, natsURL, appendfsync, logLevel, pprof string
-	natsListen, feedPrefix                           string
+	natsListen, feedPrefix, requirepass, protected   string
 	port, databases, maxclients, timeout, cacheMB    int
+	tls                                              tlsFlags
 }
 
 // parse fills config from args, then from SEDIMENT_* variables for every
@@ -67,6 +72,20 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.IntVar(&c.cacheMB, "cache-size", 64, "Pebble's block cache in MiB (large values are read through it)")
 	fs.IntVar(&c.timeout, "timeout", 0, "close a client idle for this many seconds; 0: never (Redis's timeout)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&c.requirepass, "requirepass", "", "the default user's password (Redis's requirepass): clients must AUTH; empty: none")
+	fs.StringVar(&c.protected, "protected-mode", "yes", "yes: without a password, refuse clients from outside loopback (Redis's protected-mode); no: serve them")
+	fs.IntVar(&c.tls.port, "tls-port", 0, "TCP port of a TLS listener beside the plain one (Redis's tls-port); 0: none. --port 0 with it: TLS only")
+	fs.StringVar(&c.tls.certFile, "tls-cert-file", "", "the TLS listener's certificate (PEM)")
+	fs.StringVar(&c.tls.keyFile, "tls-key-file", "", "the TLS listener's private key (PEM)")
+	fs.StringVar(&c.tls.caFile, "tls-ca-cert-file", "", "CA certificates (PEM) that client certificates must chain to")
+	fs.StringVar(&c.tls.authClients, "tls-auth-clients", "yes", "client certificates: yes (required), optional, or no")
+	fs.StringVar(&c.tls.protocols, "tls-protocols", "", "TLS versions, space-separated: TLSv1.2 TLSv1.3 (default: both)")
+	fs.StringVar(&c.tls.ciphers, "tls-ciphers", "", "TLS 1.2 cipher suites, colon-separated IANA names (default: Go's)")
+	fs.StringVar(&c.tls.ciphersuites, "tls-ciphersuites", "", "TLS 1.3 cipher suites: not configurable in Go; must stay empty")
+	fs.StringVar(&c.tls.natsCreds, "nats-creds", "", "NATS credentials file (--nats-url)")
+	fs.StringVar(&c.tls.natsCert, "nats-tls-cert-file", "", "client certificate (PEM) for the NATS connection")
+	fs.StringVar(&c.tls.natsKey, "nats-tls-key-file", "", "client private key (PEM) for the NATS connection")
+	fs.StringVar(&c.tls.natsCA, "nats-tls-ca-cert-file", "", "CA certificates (PEM) to verify the NATS server")
 	fs.StringVar(&c.pprof, "pprof", "", "serve Go's net/http/pprof profiles on this address (e.g. 127.0.0.1:6060); empty: off")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -122,6 +141,24 @@ func run(args []string, getenv func(string) string) error {
 		log.Info("pprof listening", "addr", ln.Addr().String())
 		go http.Serve(ln, nil) // net/http/pprof registers on the default mux
 	}
+	if c.protected != "yes" && c.protected != "no" {
+		return fmt.Errorf("--protected-mode: want yes or no, got %q", c.protected)
+	}
+	tlsCfg, err := serverTLS(c.tls)
+	if err != nil {
+		return err
+	}
+	natsOpts, err := natsOptions(c.tls)
+	if err != nil {
+		return err
+	}
+	if c.port == 0 && tlsCfg == nil {
+		return errors.New("--port 0 needs --tls-port: there would be no listener")
+	}
+	var tlsAddr string
+	if tlsCfg != nil {
+		tlsAddr = net.JoinHostPort(c.bind, strconv.Itoa(c.tls.port))
+	}
 	broker.SedimentVersion = version
 	srv, err := broker.New(broker.Options{
 		Addr:        net.JoinHostPort(c.bind, strconv.Itoa(c.port)),
@@ -134,7 +171,14 @@ func run(args []string, getenv func(string) string) error {
 		CacheSize:   int64(c.cacheMB) << 20,
 		NATSListen:  natsListen,
 		FeedPrefix:  c.feedPrefix,
+		RequirePass: c.requirepass,
+		TLSAddr:     tlsAddr,
+		TLS:         tlsCfg,
+		PlainOff:    c.port == 0,
+		NATSOptions: natsOpts,
 		Logger:      log,
+		// Protected mode as Redis's: off only when asked.
+		ProtectedModeOff: c.protected == "no",
 	})
 	if err != nil {
 		return err

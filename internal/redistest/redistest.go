@@ -10,6 +10,7 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -75,7 +76,8 @@ func try(t testing.TB, bin string, extra []string) (string, error) {
 	return "", fmt.Errorf("redis-server on %s did not answer PING: %s", addr, out.String())
 }
 
-// ping reports whether addr answers PING with +PONG.
+// ping reports whether addr answers PING: +PONG, or NOAUTH from a server
+// started with a password.
 func ping(addr string) bool {
 	nc, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
@@ -87,5 +89,5 @@ func ping(addr string) bool {
 		return false
 	}
 	line, err := bufio.NewReader(nc).ReadString('\n')
-	return err == nil && line == "+PONG\r\n"
+	return err == nil && (line == "+PONG\r\n" || strings.HasPrefix(line, "-NOAUTH"))
 }
