@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/sediment-dev/sediment/command/reply"
@@ -57,13 +58,44 @@ func runCommand(x *exec) error {
 			w.BulkString("group")
 			w.BulkString(c.group)
 		}
-	case equalFold(sub, "COUNT"), equalFold(sub, "LIST"):
+	case equalFold(sub, "GETKEYS") && len(x.args) >= 4:
+		return commandGetKeys(x, w)
+	case equalFold(sub, "COUNT"), equalFold(sub, "LIST"), equalFold(sub, "GETKEYS"):
 		return errWrongArgsSub("command", sub)
 	default:
 		return errUnknownSubcommand(sub, "command")
 	}
 	return nil
 }
+
+// COMMAND GETKEYS command [arg ...]: the keys of a request, as Redis 7.0
+// finds them (key positions, numkeys, STREAMS), with its errors.
+func commandGetKeys(x *exec, w reply.Writer) error {
+	args := x.args[2:]
+	cmd := lookup(args[0])
+	switch {
+	case cmd == nil:
+		return errGetKeysInvalidCommand
+	case cmd.first <= 0 && !slices.Contains(movableAllCommands, cmd.name):
+		return errGetKeysNoKeys
+	case !cmd.arityOK(len(args)):
+		return errGetKeysArity
+	}
+	keys, ok := getKeys(cmd, args)
+	if !ok {
+		return errGetKeysInvalid
+	}
+	w.Array(len(keys))
+	for _, k := range keys {
+		w.Bulk(k)
+	}
+	return nil
+}
+
+// movableAllCommands are the commands with keys and no key positions in
+// the table (getKeys finds them by rule).
+var movableAllCommands = []string{"sintercard", "zdiff", "zinter", "zintercard", "zunion", "lmpop", "zmpop",
+	"blmpop", "bzmpop", "xread", "xreadgroup", "object"}
 
 // namedCommands looks up names; with none it returns every command.
 func namedCommands(names [][]byte) []*cmdSpec {

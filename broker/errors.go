@@ -35,8 +35,13 @@ const (
 	errNoProto        wireError = "NOPROTO unsupported protocol version"
 	errWrongPass      wireError = "WRONGPASS invalid username-password pair or user is disabled."
 	errNoAuth         wireError = "NOAUTH Authentication required."
-	errHelloNoAuth    wireError = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
-	errAuthNoPassword wireError = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	// COMMAND GETKEYS (Redis 7.0 server.c getKeysSubcommandImpl).
+	errGetKeysInvalidCommand wireError = "ERR Invalid command specified"
+	errGetKeysNoKeys         wireError = "ERR The command has no key arguments"
+	errGetKeysArity          wireError = "ERR Invalid number of arguments specified for command"
+	errGetKeysInvalid        wireError = "ERR Invalid arguments specified for command"
+	errHelloNoAuth           wireError = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	errAuthNoPassword        wireError = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
 )
 
 // errProtectedMode is Redis 7.0's reply to a connection that protected

@@ -32,6 +32,7 @@ func init() {
 		&cmdSpec{name: "command", arity: -1, flags: 0, group: "server", since: "2.8.13", summary: "Returns detailed information about all commands.", run: runCommand},
 		&cmdSpec{name: "info", arity: -1, flags: 0, group: "server", since: "1.0.0", summary: "Returns information and statistics about the server.", run: runInfo},
 		&cmdSpec{name: "time", arity: 1, flags: flagFast, group: "server", since: "2.6.0", summary: "Returns the server time.", run: runTime},
+		&cmdSpec{name: "role", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast, group: "server", since: "2.8.12", summary: "Returns the replication role.", run: runRole},
 		&cmdSpec{name: "config", arity: -2, flags: flagAdmin, group: "server", since: "2.0.0", summary: "A container for server configuration commands.", run: runConfig},
 	)
 }
@@ -174,6 +175,18 @@ func (c *conn) info() string {
 	age := int64(c.s.opts.Now().Sub(c.born) / time.Second)
 	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d db=%d sub=%d psub=%d ssub=%d resp=%d",
 		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, age, db, sub, psub, ssub, proto)
+}
+
+// ROLE: ["master", replication offset, replicas]. Sediment has no
+// replication: always a master at offset 0 with no replicas.
+// https://redis.io/docs/latest/commands/role/
+func runRole(x *exec) error {
+	w := x.reply()
+	w.Array(3)
+	w.BulkString("master")
+	w.Int(0)
+	w.Array(0)
+	return nil
 }
 
 // TIME. Reply: [unix seconds, microseconds] as bulk strings.

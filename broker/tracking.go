@@ -366,44 +366,67 @@ func (t *tracker) push(c *conn, render func(w reply.Writer)) {
 }
 
 // commandKeys returns the keys of a request by the command table's key
-// positions, or by the command's own rule for the read-only commands whose
-// keys move (numkeys, STREAMS).
+// positions, or by the command's own rule for the commands whose keys move
+// (numkeys, STREAMS); nil when they cannot be found (getKeys says why).
 func commandKeys(cmd *cmdSpec, args [][]byte) [][]byte {
-	if cmd.first > 0 {
-		last := cmd.last
-		if last < 0 {
-			last = len(args) + last
+	keys, _ := getKeys(cmd, args)
+	return keys
+}
+
+// getKeys is commandKeys for COMMAND GETKEYS: ok is false when a movable
+// command's numkeys or STREAMS arguments do not hold (Redis's "Invalid
+// arguments specified for command").
+func getKeys(cmd *cmdSpec, args [][]byte) (keys [][]byte, ok bool) {
+	numkeys := func(at, first int, extra ...[]byte) ([][]byte, bool) {
+		if len(args) <= at {
+			return nil, false
 		}
-		var keys [][]byte
-		for i := cmd.first; i <= last && i < len(args); i += max(cmd.step, 1) {
-			keys = append(keys, args[i])
+		n, isInt := parseInt(args[at])
+		if !isInt || n < 1 || n > int64(len(args)-first) {
+			return nil, false
 		}
-		return keys
+		return append(extra, args[first:first+int(n)]...), true
 	}
 	switch cmd.name {
-	case "sintercard", "zdiff", "zinter", "zintercard", "zunion":
-		if len(args) < 2 {
-			return nil
-		}
-		n, ok := parseInt(args[1])
-		if !ok || n < 1 || n > int64(len(args)-2) {
-			return nil
-		}
-		return args[2 : 2+n]
-	case "xread":
+	case "sintercard", "zdiff", "zinter", "zintercard", "zunion", "lmpop", "zmpop":
+		return numkeys(1, 2)
+	case "blmpop", "bzmpop":
+		return numkeys(2, 3)
+	case "zunionstore", "zinterstore", "zdiffstore":
+		return numkeys(2, 3, args[1])
+	case "xread", "xreadgroup":
 		for i := 1; i < len(args); i++ {
 			if equalFold(args[i], "STREAMS") {
 				rest := args[i+1:]
-				return rest[:len(rest)/2]
+				if len(rest) == 0 || len(rest)%2 != 0 {
+					return nil, false
+				}
+				return rest[:len(rest)/2], true
 			}
 		}
+		return nil, false
+	case "object":
+		if len(args) > 2 {
+			return args[2:3], true
+		}
+		return nil, false
 	}
-	return nil
+	if cmd.first <= 0 {
+		return nil, true
+	}
+	last := cmd.last
+	if last < 0 {
+		last = len(args) + last
+	}
+	for i := cmd.first; i <= last && i < len(args); i += max(cmd.step, 1) {
+		keys = append(keys, args[i])
+	}
+	return keys, true
 }
 
-// movableKeyCommands are the read-only commands commandKeys knows by
-// name; TestTrackingKeys checks every other read-only command has key
-// positions or no keys.
+// movableKeyCommands are the read-only commands getKeys knows by name;
+// TestTrackingKeys checks every other read-only command has key positions
+// or no keys.
 var movableKeyCommands = []string{"sintercard", "zdiff", "zinter", "zintercard", "zunion", "xread"}
 
 // clientByID returns the connection with that CLIENT ID, or nil.
