@@ -1,5 +1,7 @@
 package broker
 
+import "strings"
+
 // Differential cases of the protocol commands (HELLO, RESET) and of the
 // replies whose RESP3 shape differs from RESP2's, appended to
 // conformanceCases: TestConformance runs them from RESP2, and
@@ -192,5 +194,39 @@ var resp3Cases = []confCase{
 		cc("COMMAND", "GETKEYS", "DEL", "a", "b", "c"),
 		cc("COMMAND", "GETKEYS", "EXPIRE", "a", "10"),
 		cc("command", "getkeys", "hset", "h", "f", "v"),
+	}},
+	{name: "slowlog", steps: []confStep{
+		cc("CONFIG", "SET", "slowlog-log-slower-than", "0"),
+		cc("SLOWLOG", "RESET"),
+		cc("SET", "k", "v"),
+		cc("AUTH", "foo", "bar"),
+		cc("CLIENT", "SETNAME", "me"),
+		cc("HELLO", "2", "AUTH", "default", "pw"),
+		cc("GET", "k"),
+		cc("SET", "big", strings.Repeat("x", 200)),
+		cc(append([]string{"MSET"}, strings.Split(strings.Repeat("a 1 ", 20), " ")[:40]...)...),
+		cc("MULTI"),
+		cc("INCR", "n"),
+		cc("GET", "n"),
+		cc("EXEC"),
+		cc("SLOWLOG", "LEN"),
+		cc("SLOWLOG", "GET", "2"),
+		cc("SLOWLOG", "GET", "-1"),
+		cc("SLOWLOG", "GET", "0"),
+		cc("SLOWLOG", "GET", "x"),
+		cc("SLOWLOG", "GET", "-2"),
+		cc("SLOWLOG", "LEN", "x"),
+		cc("SLOWLOG", "FOO"),
+		cc("SLOWLOG", "HELP"),
+		cc("CONFIG", "SET", "slowlog-max-len", "-1"),
+		cc("CONFIG", "SET", "slowlog-log-slower-than", "x"),
+		cc("CONFIG", "SET", "slowlog-max-len", "2"),
+		cc("GET", "k"),
+		cc("SLOWLOG", "LEN"),
+		cc("CONFIG", "SET", "slowlog-log-slower-than", "-1"),
+		cc("SLOWLOG", "RESET"),
+		cc("GET", "k"),
+		cc("SLOWLOG", "LEN"),
+		cc("CONFIG", "SET", "slowlog-log-slower-than", "10000", "slowlog-max-len", "128"),
 	}},
 }

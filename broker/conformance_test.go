@@ -413,6 +413,16 @@ func (nz *confNormalizer) normalize(s confStep, r confReply) confReply {
 			}
 		}
 	}
+	if name == "SLOWLOG" && r.kind.agg() {
+		// id, time, duration and client address differ by design.
+		for _, e := range r.arr {
+			if e.kind.agg() && len(e.arr) == 6 {
+				for _, i := range []int{0, 1, 2, 4} {
+					e.arr[i] = confReply{kind: confSimple, str: "<masked>"}
+				}
+			}
+		}
+	}
 	if name == "XINFO" && len(s.args) > 1 && r.kind.agg() {
 		switch strings.ToUpper(s.args[1]) {
 		case "STREAM":

@@ -169,7 +169,8 @@ func (c *conn) idleSince(t int64) bool {
 // reply in its place in the request order.
 type pendingReply struct {
 	cmd    string
-	notes  []note // keyspace notifications of its events (notify.go)
+	stat   *cmdStat // the command's counters, for a failure found at the commit
+	notes  []note   // keyspace notifications of its events (notify.go)
 	p      *materialize.Pending
 	events []codec.Event // the write's events, set by its decision
 	reply  func()
@@ -188,6 +189,7 @@ func (c *conn) drain() {
 		}
 		seq, err := it.p.Wait()
 		if err != nil {
+			it.stat.failed.Add(1)
 			c.writeErr(it.cmd, err)
 			continue
 		}
@@ -212,6 +214,7 @@ func (c *conn) writeErrTo(w *redcon.Writer, cmd string, err error) {
 	if !ok {
 		c.s.opts.Logger.Warn("internal error", "cmd", cmd, "client", c.id, "err", err)
 	}
+	c.s.cmdstats.errorReply(msg)
 	w.WriteError(msg)
 }
 
@@ -237,13 +240,23 @@ func (c *conn) flush() error {
 	return c.w.Flush()
 }
 
+// reject replies msg to a request refused before it ran, counting it for
+// INFO (rejected_calls; cmd nil for an unknown command).
+func (c *conn) reject(cmd *cmdSpec, args [][]byte, msg string) {
+	c.s.stats.rejected.Add(1)
+	if cmd != nil {
+		c.s.cmdstats.statFor(cmd, args).rejected.Add(1)
+	}
+	c.s.cmdstats.errorReply(msg)
+	c.w.WriteError(msg)
+}
+
 // execute runs one request and buffers its reply.
 func (c *conn) execute(args [][]byte) {
 	cmd := lookup(args[0])
 	if !c.authed && cmd != nil && cmd.arityOK(len(args)) && !noAuthOK(cmd) {
 		c.drain()
-		c.s.stats.rejected.Add(1)
-		c.w.WriteError(string(errNoAuth))
+		c.reject(cmd, args, string(errNoAuth))
 		return
 	}
 	if p := c.ps.Load(); p != nil {
@@ -253,8 +266,7 @@ func (c *conn) execute(args [][]byte) {
 		c.takePushes(false) // messages that came before this request reply first
 		if cmd != nil && cmd.arityOK(len(args)) && c.proto == reply.RESP2 && !subscribedOK(cmd) && c.subscribed() {
 			c.drain()
-			c.s.stats.rejected.Add(1)
-			c.w.WriteError(string(errSubscribedContext(cmd, args)))
+			c.reject(cmd, args, string(errSubscribedContext(cmd, args)))
 			return
 		}
 	}
@@ -270,20 +282,22 @@ func (c *conn) execute(args [][]byte) {
 		c.drain()
 	}
 	if cmd == nil {
-		c.s.stats.rejected.Add(1)
-		c.w.WriteError(string(errUnknownCommand(args)))
+		c.reject(nil, args, string(errUnknownCommand(args)))
 		return
 	}
 	if !cmd.arityOK(len(args)) {
-		c.s.stats.rejected.Add(1)
-		c.w.WriteError(string(errWrongArgs(cmd.name)))
+		c.reject(cmd, args, string(errWrongArgs(cmd.name)))
 		return
 	}
 	if c.trk.on {
 		c.s.track.remember(c, cmd, args) // before the read: a change after it invalidates
 	}
 	x := &exec{c: c, cmd: cmd, args: args}
+	start := monotonic()
 	err := x.run()
+	d := monotonic() - start - x.blocked
+	c.s.cmdstats.statFor(cmd, args).ran(d, err != nil)
+	c.s.slowlog.add(c, cmd, args, d)
 	if cmd.flags&flagReadonly != 0 && c.s.notify.Load() != 0 {
 		c.s.publishNotes(c.s.missNotes(cmd, args, x.db(), x.storageDB(), c.s.store.View()))
 	}
@@ -325,6 +339,7 @@ type exec struct {
 	ended   bool // views made after the command ended are the store's live View
 	bufUsed bool // the connection's view buffer holds one of the command's views
 	replied int
+	blocked time.Duration // time the command waited blocked, not counted as its run time
 }
 
 // w returns the reply writer.
@@ -508,7 +523,7 @@ func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error
 		reply()
 		return nil
 	}
-	it := &pendingReply{cmd: x.cmd.name, reply: reply}
+	it := &pendingReply{cmd: x.cmd.name, stat: x.c.s.cmdstats.statFor(x.cmd, x.args), reply: reply}
 	db := x.db()
 	it.p = x.c.s.store.Submit(func(v *materialize.View) ([]codec.Event, error) {
 		evs, err := decide(v)

@@ -36,6 +36,7 @@ const (
 	errWrongPass      wireError = "WRONGPASS invalid username-password pair or user is disabled."
 	errNoAuth         wireError = "NOAUTH Authentication required."
 	// COMMAND GETKEYS (Redis 7.0 server.c getKeysSubcommandImpl).
+	errSlowlogCount          wireError = "ERR count should be greater than or equal to -1"
 	errGetKeysInvalidCommand wireError = "ERR Invalid command specified"
 	errGetKeysNoKeys         wireError = "ERR The command has no key arguments"
 	errGetKeysArity          wireError = "ERR Invalid number of arguments specified for command"

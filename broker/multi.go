@@ -57,10 +57,10 @@ func (c *conn) queue(cmd *cmdSpec, args [][]byte) {
 	switch {
 	case cmd == nil:
 		c.multi.aborted = true
-		c.w.WriteError(string(errUnknownCommand(args)))
+		c.reject(nil, args, string(errUnknownCommand(args)))
 	case !cmd.arityOK(len(args)):
 		c.multi.aborted = true
-		c.w.WriteError(string(errWrongArgs(cmd.name)))
+		c.reject(cmd, args, string(errWrongArgs(cmd.name)))
 	default:
 		c.multi.queue = append(c.multi.queue, queued{cmd, args})
 		c.w.WriteString("QUEUED")
@@ -156,7 +156,12 @@ func runExec(x *exec) error {
 			if c.trk.on {
 				c.s.track.remember(c, q.cmd, q.args)
 			}
-			if err := q.cmd.run(qx); err != nil {
+			start := monotonic()
+			err := q.cmd.run(qx)
+			d := monotonic() - start
+			c.s.cmdstats.statFor(q.cmd, q.args).ran(d, err != nil)
+			c.s.slowlog.add(c, q.cmd, q.args, d)
+			if err != nil {
 				c.writeErrTo(replies, q.cmd.name, err)
 			}
 			if q.cmd.flags&flagReadonly != 0 {

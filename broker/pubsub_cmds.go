@@ -247,14 +247,14 @@ func subscribedOK(cmd *cmdSpec) bool {
 // subcommand ("client|info") in the subscribed-state error.
 var containerCmds = map[string]bool{
 	"client": true, "config": true, "command": true, "object": true, "pubsub": true,
-	"xgroup": true, "xinfo": true,
+	"xgroup": true, "xinfo": true, "slowlog": true,
 }
 
 // errSubscribedContext is Redis's reply to a command other than those of
 // subscribedOK on a subscribed RESP2 connection.
 func errSubscribedContext(cmd *cmdSpec, args [][]byte) wireError {
 	name := cmd.name
-	if containerCmds[name] && len(args) > 1 {
+	if cmd.container && len(args) > 1 {
 		name += "|" + command.Lower(args[1])
 	}
 	return wireError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")

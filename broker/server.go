@@ -160,6 +160,8 @@ type Server struct {
 	// requirepass is the default user's password (auth.go); nil or empty:
 	// nopass.
 	requirepass atomic.Pointer[string]
+	cmdstats    cmdStats             // INFO commandstats and errorstats (cmdstats.go)
+	slowlog     slowLog              // SLOWLOG
 	feed        *feed.Publisher      // the change feed (docs/change-feed.md)
 	cons        *consumers           // blocked XREADGROUP clients, served by the writer
 	watch       *watches             // WATCHed keys
@@ -211,6 +213,8 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: o, store: store, conns: map[*conn]struct{}{}, start: o.Now()}
 	s.requirepass.Store(&o.RequirePass)
+	s.slowlog.slower.Store(10000) // Redis's defaults: 10 ms, 128 entries
+	s.slowlog.maxLen.Store(128)
 	s.cons = newConsumers(o.Logger.Warn)
 	s.watch = newWatches()
 	store.SetReady(func(v *materialize.View, events []codec.Event, record func(materialize.Served)) {

@@ -206,6 +206,14 @@ func runConfig(x *exec) error {
 	if equalFold(sub, "SET") {
 		return runConfigSet(x)
 	}
+	if equalFold(sub, "RESETSTAT") {
+		if len(x.args) != 2 {
+			return errWrongArgsSub("config", sub)
+		}
+		x.c.s.cmdstats.reset()
+		x.reply().OK()
+		return nil
+	}
 	if !equalFold(sub, "GET") {
 		return errUnknownSubcommand(sub, "config")
 	}
@@ -225,6 +233,8 @@ func runConfig(x *exec) error {
 		{"client-query-buffer-limit", strconv.FormatInt(s.opts.Limits.MaxQueryBuffer, 10)},
 		{"notify-keyspace-events", formatNotifyFlags(s.notify.Load())},
 		{"requirepass", s.password()},
+		{"slowlog-log-slower-than", strconv.FormatInt(s.slowlog.slower.Load(), 10)},
+		{"slowlog-max-len", strconv.FormatInt(s.slowlog.maxLen.Load(), 10)},
 		{"protected-mode", map[bool]string{false: "yes", true: "no"}[s.opts.ProtectedModeOff]},
 		{"client-output-buffer-limit", fmt.Sprintf("normal 0 0 0 slave 268435456 67108864 60 pubsub %d %d %d",
 			s.opts.PubSubLimit.Hard, s.opts.PubSubLimit.Soft, int64(s.opts.PubSubLimit.SoftFor/time.Second))},
@@ -255,11 +265,24 @@ func runConfigSet(x *exec) error {
 	}
 	notify := x.c.s.notify.Load()
 	pass := x.c.s.password()
+	slower, maxLen := x.c.s.slowlog.slower.Load(), x.c.s.slowlog.maxLen.Load()
 	for i := 2; i < len(x.args); i += 2 {
 		name := command.Lower(x.args[i])
 		switch name {
 		case "requirepass":
 			pass = string(x.args[i+1])
+		case "slowlog-log-slower-than", "slowlog-max-len":
+			v, ok := parseInt(x.args[i+1])
+			switch {
+			case !ok:
+				return errConfigSetFailed(name, "argument couldn't be parsed into an integer")
+			case name == "slowlog-max-len" && v < 0:
+				return errConfigSetFailed(name, "argument must be between 0 and 9223372036854775807 inclusive")
+			case name == "slowlog-max-len":
+				maxLen = v
+			default:
+				slower = v
+			}
 		case "notify-keyspace-events":
 			f, ok := parseNotifyFlags(x.args[i+1])
 			if !ok {
@@ -272,12 +295,15 @@ func runConfigSet(x *exec) error {
 	}
 	x.c.s.notify.Store(notify)
 	x.c.s.requirepass.Store(&pass)
+	x.c.s.slowlog.slower.Store(slower)
+	x.c.s.slowlog.maxLen.Store(maxLen)
 	x.reply().OK()
 	return nil
 }
 
-// INFO [section ...]: server, clients, memory, persistence, stats, keyspace
-// ("default", "all" and "everything" select them all).
+// INFO [section ...]: server, clients, memory, persistence, stats,
+// errorstats, keyspace ("default", "all" and "everything" select them all),
+// and commandstats (with "all", "everything" or by name, as Redis).
 func runInfo(x *exec) error {
 	want := map[string]bool{}
 	for _, a := range x.args[1:] {
@@ -357,6 +383,7 @@ func runInfo(x *exec) error {
 		kv("rejected_connections", s.stats.rejectedConns.Load())
 		kv("total_commands_processed", s.stats.commands.Load())
 		kv("rejected_calls", s.stats.rejected.Load())
+		kv("total_error_replies", s.cmdstats.errTot.Load())
 		// This process's subscriptions (docs/pubsub.md).
 		ch, pat, shard := s.pubsub.sizes()
 		kv("pubsub_channels", ch)
@@ -377,6 +404,15 @@ func runInfo(x *exec) error {
 		// first (cached) read and their first Pebble read (ReadView).
 		kv("sediment_read_retries", s.stats.readRetries.Load())
 	})
+	// commandstats is not a default section, as in Redis.
+	if want["commandstats"] || want["all"] || want["everything"] {
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# Commandstats\r\n")
+		s.cmdstats.commandstats(kv)
+	}
+	section("errorstats", func() { s.cmdstats.errorstats(kv) })
 	section("keyspace", func() {
 		v := x.view()
 		for db := 0; db < s.opts.Databases; db++ {

@@ -36,6 +36,12 @@ type cmdSpec struct {
 	since             string
 	blockOption       string // see command.Spec.BlockOption
 	run               func(x *exec) error
+	// stat is the command's INFO commandstats counters (cmdstats.go); a
+	// container command's subcommands keep theirs in cmdStats.
+	stat *cmdStat
+	// container: Redis names the command with its subcommand
+	// ("client|info") in INFO, SLOWLOG and errors (containerCmds).
+	container bool
 }
 
 // commandTable is the table, keyed by lower-case name. It is filled by
@@ -52,6 +58,8 @@ func register(cmds ...*cmdSpec) {
 		if _, dup := commandTable[c.name]; dup {
 			panic(fmt.Sprintf("broker: multiple registrations for %q", c.name))
 		}
+		c.stat = new(cmdStat)
+		c.container = containerCmds[c.name]
 		commandTable[c.name] = c
 	}
 }

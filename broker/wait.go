@@ -48,10 +48,12 @@ func (r execRuntime) Block(keys [][]byte, timeout time.Duration, try func() bool
 	bw.arm()
 	stop := x.c.watchClose()
 	x.c.s.stats.blocked.Add(1)
+	t0 := time.Now()
 	res, ok := x.c.s.wake.reg.block(bw.ctx, x.waitKeys(keys), timeout, func() bool {
 		defer x.releaseViews(mark)
 		return try()
 	})
+	x.blocked += time.Since(t0)
 	x.c.s.stats.blocked.Add(-1)
 	stop()
 	if res.err != nil {
@@ -107,7 +109,9 @@ func (x *exec) waitConsumer(w *consumerWaiter, timeout time.Duration) (bool, err
 	}
 	stop := x.c.watchClose()
 	x.c.s.stats.blocked.Add(1)
+	t0 := time.Now()
 	res, ok := x.c.s.cons.wait(w, timeout)
+	x.blocked += time.Since(t0)
 	x.c.s.stats.blocked.Add(-1)
 	stop()
 	if !ok {
