@@ -171,19 +171,7 @@ func (l *slowLog) add(c *conn, cmd *cmdSpec, args [][]byte, d time.Duration) {
 	}
 	n := min(len(args), slowMaxArgs)
 	e := slowEntry{unix: c.s.opts.Now().Unix(), usec: d.Microseconds(), args: make([]string, n), addr: c.nc.RemoteAddr().String()}
-	redact := map[int]bool{}
-	switch cmd.name {
-	case "auth":
-		for i := 1; i < len(args); i++ {
-			redact[i] = true
-		}
-	case "hello":
-		for i := 2; i+2 < len(args); i++ {
-			if equalFold(args[i], "AUTH") {
-				redact[i+1], redact[i+2] = true, true
-			}
-		}
-	}
+	redact := redactedArgs(cmd, args)
 	for i := range n {
 		a := args[i]
 		switch {

@@ -56,6 +56,8 @@ type conn struct {
 	// authed: the connection may run commands (auth.go); false until AUTH
 	// when a password was set at its opening. Connection goroutine only.
 	authed bool
+	// monitor: the connection ran MONITOR (monitor.go). Connection goroutine only.
+	monitor bool
 	// trk is the connection's CLIENT TRACKING state (tracking.go).
 	trk     connTracking
 	watched []*watchedKey // WATCHed keys (watches); changed under watches.mu
@@ -125,6 +127,7 @@ func (c *conn) serve() {
 	defer c.s.watch.clear(c)
 	defer c.s.pubsub.drop(c)
 	defer c.s.track.disable(c)
+	defer c.s.stopMonitor(c)
 	timeout := c.s.opts.Timeout > 0
 	if timeout {
 		c.active.Store(c.s.opts.Now().UnixNano())
@@ -259,6 +262,11 @@ func (c *conn) execute(args [][]byte) {
 		c.reject(cmd, args, string(errNoAuth))
 		return
 	}
+	if c.monitor && cmd != nil && cmd.arityOK(len(args)) && cmd.flags&(flagWrite|flagReadonly) != 0 {
+		c.drain()
+		c.reject(cmd, args, string(errMonitorKeyspace))
+		return
+	}
 	if p := c.ps.Load(); p != nil {
 		if len(c.pending) > 0 && p.pending() {
 			c.drain() // the replies of the writes before the messages come first
@@ -298,6 +306,7 @@ func (c *conn) execute(args [][]byte) {
 	d := monotonic() - start - x.blocked
 	c.s.cmdstats.statFor(cmd, args).ran(d, err != nil)
 	c.s.slowlog.add(c, cmd, args, d)
+	c.s.feedMonitors(c, cmd, args)
 	if cmd.flags&flagReadonly != 0 && c.s.notify.Load() != 0 {
 		c.s.publishNotes(c.s.missNotes(cmd, args, x.db(), x.storageDB(), c.s.store.View()))
 	}

@@ -112,6 +112,7 @@ func runReset(x *exec) error {
 	c.s.watch.clear(c)
 	c.s.pubsub.drop(c)
 	c.s.track.disable(c)
+	c.s.stopMonitor(c)
 	c.mu.Lock()
 	c.db = 0
 	c.proto = reply.RESP2

@@ -161,6 +161,7 @@ func runExec(x *exec) error {
 			d := monotonic() - start
 			c.s.cmdstats.statFor(q.cmd, q.args).ran(d, err != nil)
 			c.s.slowlog.add(c, q.cmd, q.args, d)
+			c.s.feedMonitors(c, q.cmd, q.args)
 			if err != nil {
 				c.writeErrTo(replies, q.cmd.name, err)
 			}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -25,6 +26,9 @@ type psStep struct {
 	// a PING sent after them), and as many from Sediment.
 	all bool
 }
+
+// monitorLine is a MONITOR line: time, db, client address, command.
+var monitorLine = regexp.MustCompile(`^\d+\.\d{6} \[(\d+) [^\]]+\](.*)$`)
 
 // recvAll reads every push waiting on conn (pushes of unknown number:
 // keyspace notifications).
@@ -291,6 +295,9 @@ func runPubSubCase(t *testing.T, tc psCase, redisAddr, sedimentAddr string, prot
 					r = confReply{kind: r.kind} // its contents differ by design
 				}
 				r = nz[j].walk(r)
+				if m := monitorLine.FindStringSubmatch(r.str); r.kind == confSimple && m != nil {
+					r.str = "<time> [" + m[1] + " <addr>]" + m[2] // MONITOR's clock and client address
+				}
 				if len(s.args) > 1 && strings.EqualFold(s.args[0], "CLIENT") {
 					r = maskIDs(j, r) // GETREDIR, TRACKINGINFO
 				}

@@ -162,6 +162,7 @@ type Server struct {
 	requirepass atomic.Pointer[string]
 	cmdstats    cmdStats             // INFO commandstats and errorstats (cmdstats.go)
 	slowlog     slowLog              // SLOWLOG
+	mons        monitors             // MONITOR connections (monitor.go)
 	feed        *feed.Publisher      // the change feed (docs/change-feed.md)
 	cons        *consumers           // blocked XREADGROUP clients, served by the writer
 	watch       *watches             // WATCHed keys
