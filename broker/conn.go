@@ -56,8 +56,8 @@ type conn struct {
 	// authed: the connection may run commands (auth.go); false until AUTH
 	// when a password was set at its opening. Connection goroutine only.
 	authed bool
-	// monitor: the connection ran MONITOR (monitor.go). Connection goroutine only.
-	monitor bool
+	// monitor: the connection ran MONITOR (monitor.go); read by CLIENT KILL.
+	monitor atomic.Bool
 	// trk is the connection's CLIENT TRACKING state (tracking.go).
 	trk     connTracking
 	watched []*watchedKey // WATCHed keys (watches); changed under watches.mu
@@ -262,7 +262,7 @@ func (c *conn) execute(args [][]byte) {
 		c.reject(cmd, args, string(errNoAuth))
 		return
 	}
-	if c.monitor && cmd != nil && cmd.arityOK(len(args)) && cmd.flags&(flagWrite|flagReadonly) != 0 {
+	if c.monitor.Load() && cmd != nil && cmd.arityOK(len(args)) && cmd.flags&(flagWrite|flagReadonly) != 0 {
 		c.drain()
 		c.reject(cmd, args, string(errMonitorKeyspace))
 		return

@@ -38,6 +38,8 @@ const (
 	// COMMAND GETKEYS (Redis 7.0 server.c getKeysSubcommandImpl).
 	errSlowlogCount          wireError = "ERR count should be greater than or equal to -1"
 	errMonitorKeyspace       wireError = "ERR Replica can't interact with the keyspace"
+	errNoSuchClient          wireError = "ERR No such client"
+	errClientIDPositive      wireError = "ERR client-id should be greater than 0"
 	errGetKeysInvalidCommand wireError = "ERR Invalid command specified"
 	errGetKeysNoKeys         wireError = "ERR The command has no key arguments"
 	errGetKeysArity          wireError = "ERR Invalid number of arguments specified for command"

@@ -37,7 +37,7 @@ type monitors struct {
 // https://redis.io/docs/latest/commands/monitor/
 func runMonitor(x *exec) error {
 	c := x.c
-	if c.monitor {
+	if c.monitor.Load() {
 		return nil // already monitoring: Redis replies nothing
 	}
 	s := c.s
@@ -51,17 +51,17 @@ func runMonitor(x *exec) error {
 	s.mons.m[c] = struct{}{}
 	s.mons.n.Add(1)
 	s.mons.mu.Unlock()
-	c.monitor = true
+	c.monitor.Store(true)
 	x.reply().OK()
 	return nil
 }
 
 // stopMonitor ends c's monitoring (RESET, disconnection).
 func (s *Server) stopMonitor(c *conn) {
-	if !c.monitor {
+	if !c.monitor.Load() {
 		return
 	}
-	c.monitor = false
+	c.monitor.Store(false)
 	s.mons.mu.Lock()
 	delete(s.mons.m, c)
 	s.mons.n.Add(-1)

@@ -141,6 +141,8 @@ func runClient(x *exec) error {
 			b.WriteByte('\n')
 		}
 		x.reply().Verbatim("txt", []byte(b.String()))
+	case equalFold(sub, "KILL") && n >= 3:
+		return runClientKill(x)
 	case equalFold(sub, "UNBLOCK") && (n == 3 || n == 4):
 		id, ok := parseInt(x.args[2])
 		if !ok {
@@ -157,7 +159,7 @@ func runClient(x *exec) error {
 			}
 		}
 		x.reply().IntBool(c.s.unblockClient(id, cause))
-	case equalFold(sub, "ID"), equalFold(sub, "GETNAME"), equalFold(sub, "SETNAME"), equalFold(sub, "SETINFO"),
+	case equalFold(sub, "ID"), equalFold(sub, "GETNAME"), equalFold(sub, "SETNAME"), equalFold(sub, "SETINFO"), equalFold(sub, "KILL"),
 		equalFold(sub, "INFO"), equalFold(sub, "LIST"), equalFold(sub, "UNBLOCK"):
 		return errWrongArgsSub("client", sub)
 	default:
