@@ -39,6 +39,8 @@ const (
 	errSlowlogCount          wireError = "ERR count should be greater than or equal to -1"
 	errMonitorKeyspace       wireError = "ERR Replica can't interact with the keyspace"
 	errNoSuchClient          wireError = "ERR No such client"
+	errNoShutdown            wireError = "ERR No shutdown in progress."
+	errNotInMulti            wireError = "ERR Command not allowed inside a transaction"
 	errClientIDPositive      wireError = "ERR client-id should be greater than 0"
 	errGetKeysInvalidCommand wireError = "ERR Invalid command specified"
 	errGetKeysNoKeys         wireError = "ERR The command has no key arguments"

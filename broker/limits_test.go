@@ -314,7 +314,7 @@ var limitNoNumbers = []string{
 	"get", "del", "unlink", "exists", "type", "keys", "dbsize", "flushdb", "flushall",
 	"ttl", "pttl", "expiretime", "pexpiretime", "persist",
 	"xlen", "xdel", "xack",
-	"ping", "echo", "quit", "client", "command", "info", "time", "config", "reset", "auth", "role", "monitor",
+	"ping", "echo", "quit", "client", "command", "info", "time", "config", "reset", "auth", "role", "monitor", "shutdown",
 	"subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe", "publish", "spublish", "pubsub",
 	"multi", "exec", "discard", "watch", "unwatch",
 	"mget", "mset", "msetnx", "strlen", "getset", "getdel", "setnx", "incr", "decr", "append",

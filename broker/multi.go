@@ -51,6 +51,10 @@ func notQueued(cmd *cmdSpec) bool {
 	return false
 }
 
+// noMulti reports whether cmd is refused inside MULTI (Redis's no-multi
+// flag).
+func noMulti(cmd *cmdSpec) bool { return cmd.name == "shutdown" }
+
 // queue handles a request that arrives while c is in MULTI and is not one
 // of notQueued's. It replies at once.
 func (c *conn) queue(cmd *cmdSpec, args [][]byte) {
@@ -61,6 +65,9 @@ func (c *conn) queue(cmd *cmdSpec, args [][]byte) {
 	case !cmd.arityOK(len(args)):
 		c.multi.aborted = true
 		c.reject(cmd, args, string(errWrongArgs(cmd.name)))
+	case noMulti(cmd):
+		c.multi.aborted = true
+		c.reject(cmd, args, string(errNotInMulti))
 	default:
 		c.multi.queue = append(c.multi.queue, queued{cmd, args})
 		c.w.WriteString("QUEUED")

@@ -89,6 +89,9 @@ type Options struct {
 	// (Redis's client-output-buffer-limit pubsub); zero fields take
 	// DefaultPubSubLimit's.
 	PubSubLimit PubSubLimit
+	// OnShutdown is called once the SHUTDOWN command has closed the
+	// server (the program exits then); nil: nothing more.
+	OnShutdown func()
 	// Now is the clock; the default is time.Now. Tests inject one.
 	Now func() time.Time
 }

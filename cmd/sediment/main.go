@@ -160,7 +160,10 @@ func run(args []string, getenv func(string) string) error {
 		tlsAddr = net.JoinHostPort(c.bind, strconv.Itoa(c.tls.port))
 	}
 	broker.SedimentVersion = version
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	srv, err := broker.New(broker.Options{
+		OnShutdown:  stop, // SHUTDOWN: the same path as SIGTERM
 		Addr:        net.JoinHostPort(c.bind, strconv.Itoa(c.port)),
 		Dir:         c.dir,
 		NATSURL:     c.natsURL,
@@ -183,8 +186,7 @@ func run(args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	select {
