@@ -24,10 +24,7 @@ func TestCrashAppendfsyncAlways(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills a child server")
 	}
-	bin := filepath.Join(t.TempDir(), "sediment")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	dir := t.TempDir()
 	port := freePort(t)
 	child := startChild(t, bin, dir, port)
@@ -85,6 +82,17 @@ func TestCrashAppendfsyncAlways(t *testing.T) {
 		t.Fatalf("%d of %d acknowledged entries lost after SIGKILL", lost, len(acked))
 	}
 	t.Logf("%d acknowledged entries, all present after SIGKILL and restart (%d stored)", len(acked), len(entries))
+}
+
+// buildBinary builds the sediment binary into a temp dir and returns its
+// path.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "sediment")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 func freePort(t *testing.T) int {

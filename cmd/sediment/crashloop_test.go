@@ -64,10 +64,7 @@ func TestCrashLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the server and kills it 40 times")
 	}
-	bin := filepath.Join(t.TempDir(), "sediment")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	t.Logf("seed %d", loopSeed)
 	for pi, policy := range []string{"always", "everysec"} {
 		t.Run(policy, func(t *testing.T) {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -17,10 +15,7 @@ func TestShutdownCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a child server")
 	}
-	bin := filepath.Join(t.TempDir(), "sediment")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	dir := t.TempDir()
 	port := freePort(t)
 	child := startChild(t, bin, dir, port)
