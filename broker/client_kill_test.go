@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -48,4 +49,73 @@ func TestClientKill(t *testing.T) {
 	if r, err := a.do("PING"); err != nil || r.str != "PONG" {
 		t.Fatalf("the caller was killed: %v, %v", r, err)
 	}
+}
+
+// TestClientListFields: CLIENT INFO/LIST lines carry Redis's field names
+// in Redis's order (those Sediment keeps: a subsequence of redis-server's
+// line, then Redis 7.2's lib-name and lib-ver), and their values follow
+// the connection's state.
+func TestClientListFields(t *testing.T) {
+	redisAddr := confStartRedis(t)
+	ts := newTestServer(t)
+	keys := func(line string) []string {
+		var out []string
+		for _, f := range strings.Fields(line) {
+			k, _, _ := strings.Cut(f, "=")
+			out = append(out, k)
+		}
+		return out
+	}
+	rr, _ := confDial(t, redisAddr).do("CLIENT", "INFO")
+	want := append(keys(rr.str), "lib-name", "lib-ver")
+	c := confDial(t, ts.addr)
+	sr, _ := c.do("CLIENT", "INFO")
+	got := keys(sr.str)
+	i := 0
+	for _, k := range got {
+		for i < len(want) && want[i] != k {
+			i++
+		}
+		if i == len(want) {
+			t.Fatalf("CLIENT INFO fields %v are not in Redis's order %v (at %q)", got, want, k)
+		}
+	}
+	field := func(line, k string) string {
+		for _, f := range strings.Fields(line) {
+			if kk, v, _ := strings.Cut(f, "="); kk == k {
+				return v
+			}
+		}
+		return "<missing>"
+	}
+	check := func(args []string, k, v string) {
+		t.Helper()
+		r, err := c.do("CLIENT", "INFO")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := field(r.str, k); got != v {
+			t.Fatalf("after %v: %s=%s, want %s (%s)", args, k, got, v, r.str)
+		}
+	}
+	check(nil, "flags", "N")
+	check(nil, "cmd", "client|info")
+	check(nil, "multi", "-1")
+	c.do("CLIENT", "TRACKING", "ON", "BCAST")
+	check([]string{"TRACKING ON BCAST"}, "flags", "tB")
+	c.do("CLIENT", "SETINFO", "LIB-NAME", "mylib")
+	check([]string{"SETINFO"}, "lib-name", "mylib")
+	other := confDial(t, ts.addr)
+	other.do("MULTI")
+	other.do("SET", "k", "v")
+	r, _ := c.do("CLIENT", "LIST")
+	for _, l := range strings.Split(strings.TrimSpace(r.str), "\n") {
+		if field(l, "cmd") == "set" {
+			if field(l, "flags") != "x" || field(l, "multi") != "1" {
+				t.Fatalf("a client in MULTI with one queued command: %s", l)
+			}
+			return
+		}
+	}
+	t.Fatalf("no client in MULTI in CLIENT LIST:\n%s", r.str)
 }

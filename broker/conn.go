@@ -6,11 +6,13 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tidwall/redcon"
 
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/command/reply"
 	"github.com/sediment-dev/sediment/materialize"
 )
@@ -58,6 +60,15 @@ type conn struct {
 	authed bool
 	// monitor: the connection ran MONITOR (monitor.go); read by CLIENT KILL.
 	monitor atomic.Bool
+	// For CLIENT LIST, written by the connection, read by anyone: the last
+	// command's full name, when it started (monotonic), the request bytes
+	// read but not yet run, and the reply bytes buffered.
+	lastCmd   atomic.Pointer[string]
+	multiLen  atomic.Int64 // commands queued in the open MULTI, -1 outside
+	lastStart atomic.Int64
+	qbuf      atomic.Int64
+	obl       atomic.Int64
+	fd        int // the socket's descriptor, -1 when unknown
 	// trk is the connection's CLIENT TRACKING state (tracking.go).
 	trk     connTracking
 	watched []*watchedKey // WATCHed keys (watches); changed under watches.mu
@@ -80,7 +91,9 @@ type conn struct {
 
 	mu      sync.Mutex // guards name, closing and read deadlines; db and proto for readers other than the connection goroutine
 	name    string
-	closing bool // shutdown was requested: the read deadline stays in the past
+	libName string // CLIENT SETINFO LIB-NAME
+	libVer  string // CLIENT SETINFO LIB-VER
+	closing bool   // shutdown was requested: the read deadline stays in the past
 	// unblock ends the connection's blocking wait (CLIENT UNBLOCK); nil
 	// when it is not blocked.
 	unblock context.CancelCauseFunc
@@ -98,7 +111,28 @@ func newConn(s *Server, nc net.Conn) *conn {
 	}
 	c.authed = s.password() == ""
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	c.fd = socketFD(nc)
+	c.multiLen.Store(-1)
+	c.lastStart.Store(int64(monotonic()))
 	return c
+}
+
+// socketFD returns nc's file descriptor (TLS: its TCP connection's), or -1.
+func socketFD(nc net.Conn) int {
+	if tc, ok := nc.(interface{ NetConn() net.Conn }); ok {
+		nc = tc.NetConn()
+	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return -1
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	fd := -1
+	rc.Control(func(f uintptr) { fd = int(f) })
+	return fd
 }
 
 // shutdown asks the connection to finish the command it is running and
@@ -147,7 +181,9 @@ func (c *conn) serve() {
 			c.flush()
 			return
 		}
+		c.qbuf.Store(int64(c.rd.Buffered()))
 		c.execute(args)
+		c.obl.Store(int64(c.buffered))
 		if c.closeAfter || c.rd.Buffered() == 0 || n%maxBatch == 0 || c.buffered >= flushAt {
 			if err := c.flush(); err != nil || c.closeAfter {
 				return
@@ -233,6 +269,7 @@ func (c *conn) flush() error {
 		c.pendingSeq = 0
 	}
 	c.buffered = 0
+	c.obl.Store(0)
 	if p := c.ps.Load(); p != nil {
 		// Pushes that arrived while the replies were made go after them;
 		// the pusher writes the later ones once this flush is done.
@@ -257,6 +294,14 @@ func (c *conn) reject(cmd *cmdSpec, args [][]byte, msg string) {
 // execute runs one request and buffers its reply.
 func (c *conn) execute(args [][]byte) {
 	cmd := lookup(args[0])
+	if cmd != nil { // CLIENT LIST's cmd: the last command looked up, as Redis's
+		if cmd.container && len(args) > 1 {
+			name := cmd.name + "|" + command.Lower(args[1])
+			c.lastCmd.Store(&name)
+		} else {
+			c.lastCmd.Store(&cmd.name)
+		}
+	}
 	if !c.authed && cmd != nil && cmd.arityOK(len(args)) && !noAuthOK(cmd) {
 		c.drain()
 		c.reject(cmd, args, string(errNoAuth))
@@ -302,6 +347,7 @@ func (c *conn) execute(args [][]byte) {
 	}
 	x := &exec{c: c, cmd: cmd, args: args}
 	start := monotonic()
+	c.lastStart.Store(int64(start))
 	err := x.run()
 	d := monotonic() - start - x.blocked
 	c.s.cmdstats.statFor(cmd, args).ran(d, err != nil)

@@ -109,6 +109,7 @@ func runHello(x *exec) error {
 func runReset(x *exec) error {
 	c := x.c
 	c.multi = nil
+	c.multiLen.Store(-1)
 	c.s.watch.clear(c)
 	c.s.pubsub.drop(c)
 	c.s.track.disable(c)

@@ -70,6 +70,7 @@ func (c *conn) queue(cmd *cmdSpec, args [][]byte) {
 		c.reject(cmd, args, string(errNotInMulti))
 	default:
 		c.multi.queue = append(c.multi.queue, queued{cmd, args})
+		c.multiLen.Store(int64(len(c.multi.queue)))
 		c.w.WriteString("QUEUED")
 	}
 }
@@ -80,6 +81,7 @@ func runMulti(x *exec) error {
 		return errMultiNested
 	}
 	x.c.multi = &multiState{}
+	x.c.multiLen.Store(0)
 	x.w().WriteString("OK")
 	return nil
 }
@@ -90,6 +92,7 @@ func runDiscard(x *exec) error {
 		return errDiscardNoMulti
 	}
 	x.c.multi = nil
+	x.c.multiLen.Store(-1)
 	x.c.s.watch.clear(x.c)
 	x.w().WriteString("OK")
 	return nil
@@ -134,6 +137,7 @@ func runExec(x *exec) error {
 		return errExecNoMulti
 	}
 	c.multi = nil
+	c.multiLen.Store(-1)
 	defer c.s.watch.clear(c)
 	if m.aborted {
 		return errExecAbort

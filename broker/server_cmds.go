@@ -124,6 +124,16 @@ func runClient(x *exec) error {
 		c.mu.Unlock()
 		x.reply().Simple("OK")
 	case equalFold(sub, "SETINFO") && n == 4:
+		// Redis 7.2's: LIB-NAME and LIB-VER show in CLIENT LIST; other
+		// attributes are accepted and ignored.
+		c.mu.Lock()
+		switch {
+		case equalFold(x.args[2], "LIB-NAME"):
+			c.libName = string(x.args[3])
+		case equalFold(x.args[2], "LIB-VER"):
+			c.libVer = string(x.args[3])
+		}
+		c.mu.Unlock()
 		x.reply().Simple("OK")
 	case equalFold(sub, "INFO") && n == 2:
 		x.reply().Verbatim("txt", []byte(c.info()+"\n"))
@@ -169,14 +179,65 @@ func runClient(x *exec) error {
 }
 
 // info is the connection's CLIENT LIST line (the fields Sediment tracks).
+//
+// Fields as Redis 7's, in its order, with what Sediment tracks: qbuf is
+// the request bytes read and not yet run, obl the reply bytes buffered,
+// omem the pub/sub, tracking and MONITOR pushes waiting and oll that in
+// 16 KiB nodes (Redis's reply chunks); the memory fields Redis keeps of its
+// own allocations (qbuf-free, argv-mem, multi-mem, rbs, rbp, tot-mem) are
+// not reported.
 func (c *conn) info() string {
 	c.mu.Lock()
-	name, db, proto := c.name, c.db, c.proto
+	name, db, proto, blocked := c.name, c.db, c.proto, c.unblock != nil
+	libName, libVer := c.libName, c.libVer
 	c.mu.Unlock()
 	sub, psub, ssub := c.s.pubsub.subCounts(c)
 	age := int64(c.s.opts.Now().Sub(c.born) / time.Second)
-	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d db=%d sub=%d psub=%d ssub=%d resp=%d",
-		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, age, db, sub, psub, ssub, proto)
+	idle := int64((monotonic() - time.Duration(c.lastStart.Load())) / time.Second)
+	var flags []byte
+	if c.monitor.Load() {
+		flags = append(flags, 'O')
+	}
+	if sub+psub+ssub > 0 {
+		flags = append(flags, 'P')
+	}
+	multi := int64(-1)
+	if q := c.multiLen.Load(); q >= 0 {
+		flags = append(flags, 'x')
+		multi = q
+	}
+	if blocked {
+		flags = append(flags, 'b')
+	}
+	redir := int64(-1)
+	c.s.track.mu.Lock()
+	if c.trk.on {
+		flags = append(flags, 't')
+		if c.trk.broken {
+			flags = append(flags, 'R')
+		}
+		if c.trk.bcast {
+			flags = append(flags, 'B')
+		}
+		redir = c.trk.redirect
+	}
+	c.s.track.mu.Unlock()
+	if len(flags) == 0 {
+		flags = append(flags, 'N')
+	}
+	omem := int64(0)
+	if p := c.ps.Load(); p != nil {
+		p.mu.Lock()
+		omem = int64(len(p.buf))
+		p.mu.Unlock()
+	}
+	cmd := "NULL"
+	if p := c.lastCmd.Load(); p != nil {
+		cmd = *p
+	}
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=%d multi=%d qbuf=%d obl=%d oll=%d omem=%d events=r cmd=%s user=default redir=%d resp=%d lib-name=%s lib-ver=%s",
+		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.fd, name, age, idle, flags, db, sub, psub, ssub, multi,
+		c.qbuf.Load(), c.obl.Load(), (omem+16383)/16384, omem, cmd, redir, proto, libName, libVer)
 }
 
 // ROLE: ["master", replication offset, replicas]. Sediment has no
