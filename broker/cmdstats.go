@@ -48,12 +48,29 @@ func fullName(cmd *cmdSpec, args [][]byte) string {
 	return cmd.name
 }
 
-// statFor returns the counters of a request's command.
+// statFor returns the counters of a request's command: its subcommand's
+// when it names a known one (so that made-up subcommands cannot grow the
+// table), else the command's.
 func (s *cmdStats) statFor(cmd *cmdSpec, args [][]byte) *cmdStat {
 	if cmd.container && len(args) > 1 {
-		return s.get(cmd.name + "|" + command.Lower(args[1]))
+		sub := command.Lower(args[1])
+		if slices.Contains(subcommands[cmd.name], sub) {
+			return s.get(cmd.name + "|" + sub)
+		}
 	}
 	return cmd.stat
+}
+
+// subcommands are the container commands' subcommands that Sediment runs.
+var subcommands = map[string][]string{
+	"client":  {"id", "getname", "setname", "setinfo", "info", "list", "unblock", "kill", "tracking", "caching", "getredir", "trackinginfo"},
+	"config":  {"get", "set", "resetstat"},
+	"command": {"count", "list", "info", "docs", "getkeys"},
+	"object":  {"encoding", "freq", "idletime", "refcount", "help"},
+	"pubsub":  {"channels", "numsub", "numpat", "shardchannels", "shardnumsub", "help"},
+	"xgroup":  {"create", "setid", "destroy", "createconsumer", "delconsumer", "help"},
+	"xinfo":   {"stream", "groups", "consumers", "help"},
+	"slowlog": {"get", "len", "reset", "help"},
 }
 
 func (s *cmdStats) get(name string) *cmdStat {

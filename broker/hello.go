@@ -112,6 +112,11 @@ func runReset(x *exec) error {
 	c.multiLen.Store(-1)
 	c.s.watch.clear(c)
 	c.s.pubsub.drop(c)
+	if p := c.ps.Load(); p != nil {
+		p.mu.Lock()
+		p.buf = p.buf[:0] // messages of the subscriptions RESET ended
+		p.mu.Unlock()
+	}
 	c.s.track.disable(c)
 	c.s.stopMonitor(c)
 	c.mu.Lock()

@@ -205,6 +205,22 @@ func commandNotes(cmd string, args [][]byte, db uint8, events []codec.Event) []n
 			one(class, cmd, args[1])
 		}
 	}
+	// afterKeys reports whether the word after an *MPOP's keys (its
+	// direction) is dir; blocking forms have a timeout first.
+	afterKeys := func(blocking bool, dir string) bool {
+		at := 1
+		if blocking {
+			at = 2
+		}
+		if at >= len(args) {
+			return false
+		}
+		n, err := strconv.Atoi(string(args[at]))
+		if err != nil || at+1+n >= len(args) {
+			return false
+		}
+		return strings.EqualFold(string(args[at+1+n]), dir)
+	}
 	hasOpt := func(from int, opts ...string) bool {
 		for _, a := range args[min(from, len(args)):] {
 			for _, o := range opts {
@@ -274,7 +290,7 @@ func commandNotes(cmd string, args [][]byte, db uint8, events []codec.Event) []n
 	case "blpop", "brpop":
 		each(notifyList, cmd[1:])
 	case "lmpop", "blmpop":
-		each(notifyList, map[bool]string{false: "lpop", true: "rpop"}[hasOpt(2, "RIGHT")])
+		each(notifyList, map[bool]string{false: "lpop", true: "rpop"}[afterKeys(cmd == "blmpop", "RIGHT")])
 	case "rpoplpush", "brpoplpush", "lmove", "blmove":
 		from, to := "rpop", "lpush"
 		if strings.HasSuffix(cmd, "lmove") && len(args) > 4 {
@@ -285,7 +301,16 @@ func commandNotes(cmd string, args [][]byte, db uint8, events []codec.Event) []n
 		one(notifyList, to, args[2])
 		one(notifyList, from, args[1])
 	case "zadd":
-		one(notifyZset, map[bool]string{false: "zadd", true: "zincr"}[hasOpt(2, "INCR")], args[1])
+		// INCR among the leading options, not a member named "incr".
+		incr := false
+		for _, a := range args[2:] {
+			if o := strings.ToUpper(string(a)); o == "INCR" {
+				incr = true
+			} else if o != "NX" && o != "XX" && o != "GT" && o != "LT" && o != "CH" {
+				break
+			}
+		}
+		one(notifyZset, map[bool]string{false: "zadd", true: "zincr"}[incr], args[1])
 	case "zincrby":
 		one(notifyZset, "zincr", args[1])
 	case "zrem", "zremrangebyscore", "zremrangebyrank", "zremrangebylex", "zpopmin", "zpopmax":
@@ -293,7 +318,7 @@ func commandNotes(cmd string, args [][]byte, db uint8, events []codec.Event) []n
 	case "bzpopmin", "bzpopmax":
 		each(notifyZset, cmd[1:])
 	case "zmpop", "bzmpop":
-		each(notifyZset, map[bool]string{false: "zpopmin", true: "zpopmax"}[hasOpt(2, "MAX")])
+		each(notifyZset, map[bool]string{false: "zpopmin", true: "zpopmax"}[afterKeys(cmd == "bzmpop", "MAX")])
 	case "zunionstore", "zinterstore", "zdiffstore", "zrangestore":
 		store(notifyZset)
 	case "xadd":

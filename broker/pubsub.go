@@ -379,6 +379,11 @@ func (c *conn) pubSubLocked() *connPubSub {
 	p := &connPubSub{
 		channels: map[string]struct{}{}, patterns: map[string]struct{}{}, shards: map[string]struct{}{},
 		limit: c.s.opts.PubSubLimit, signal: make(chan struct{}, 1),
+		// Idle until the connection's next request (takePushes): made for
+		// a redirection target by another goroutine, the connection may
+		// be waiting for input, and its next flush would be the only other
+		// writer of the pushes.
+		idle: true,
 	}
 	c.ps.Store(p)
 	go p.pusher(c)
@@ -418,7 +423,7 @@ func (p *connPubSub) push(c *conn, frame []byte) {
 		c.s.opts.Logger.Warn("disconnecting a slow pub/sub client: output buffer limit reached",
 			"client", c.id, "limit", why, "pending_bytes", n)
 		c.s.stats.pubsubKilled.Add(1)
-		c.nc.Close() // the read and any write fail: serve returns
+		go c.nc.Close() // the read and any write fail: serve returns (a TLS close may block: not under pubsub.mu)
 		return
 	}
 	select {

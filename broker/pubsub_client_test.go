@@ -202,3 +202,43 @@ func TestPubSubSlowSubscriber(t *testing.T) {
 		t.Fatalf("PUBSUB NUMSUB c = %d after the disconnection, want 1", got)
 	}
 }
+
+// TestUnsubscribeOrder: while publishers flood a channel, a RESP2 client
+// that unsubscribes gets no message after the confirmation: the PING sent
+// after it is answered +PONG, as in Redis.
+func TestUnsubscribeOrder(t *testing.T) {
+	ts := newTestServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for range 3 {
+		pub := pubsubClient(t, ts.addr, 2)
+		go func() {
+			for ctx.Err() == nil {
+				pub.Publish(ctx, "ch", "x")
+			}
+		}()
+	}
+	c := confDial(t, ts.addr)
+	for round := range 300 {
+		if r, err := c.do("SUBSCRIBE", "ch"); err != nil || r.kind != confArray {
+			t.Fatalf("round %d: SUBSCRIBE = %v, %v", round, r, err)
+		}
+		// Wait for a message: the flood is on while unsubscribing.
+		if r, err := psRead(c); err != nil || r.kind != confArray || r.arr[0].str != "message" {
+			t.Fatalf("round %d: %v, %v; want a message", round, r, err)
+		}
+		fmt.Fprint(c.nc, "*2\r\n$11\r\nUNSUBSCRIBE\r\n$2\r\nch\r\n*1\r\n$4\r\nPING\r\n")
+		for {
+			r, err := psRead(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.kind == confArray && len(r.arr) == 3 && r.arr[0].str == "unsubscribe" {
+				break
+			}
+		}
+		if r, err := psRead(c); err != nil || r.kind != confSimple || r.str != "PONG" {
+			t.Fatalf("round %d: after the UNSUBSCRIBE confirmation: %v, %v; want +PONG", round, r, err)
+		}
+	}
+}

@@ -80,6 +80,11 @@ func runUnsubscribe(k subKind) func(x *exec) error {
 // confirm writes one (un)subscribe confirmation: verb 0 subscribe, 1
 // unsubscribe; a nil name is the null bulk string.
 func confirm(x *exec, k subKind, verb int, name []byte) {
+	if verb == 1 && x.tx == nil && x.c.ps.Load() != nil {
+		// Messages queued before the unsubscription go before its
+		// confirmation; none for it can come after.
+		x.c.takePushes(false)
+	}
 	chanPat, shard := x.c.s.pubsub.counts(x.c)
 	n := chanPat
 	if k == subShard {

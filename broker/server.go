@@ -184,6 +184,8 @@ type Server struct {
 	nextClientID atomic.Int64
 	stats        stats
 	closed       atomic.Bool
+	closeOnce    sync.Once
+	closeErr     error
 }
 
 type stats struct {
@@ -403,9 +405,14 @@ func (s *Server) Addr() net.Addr {
 // lets each connection finish the commands it has read, closes connections,
 // then closes NATS and the store. It is safe to call more than once.
 func (s *Server) Close() error {
-	if s.closed.Swap(true) {
-		return nil
-	}
+	// Every caller (SIGTERM, SHUTDOWN, both) returns once the server is
+	// closed, with the first close's error.
+	s.closeOnce.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+func (s *Server) close() error {
+	s.closed.Store(true)
 	s.mu.Lock()
 	if s.ln != nil {
 		s.ln.Close()

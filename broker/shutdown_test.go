@@ -32,6 +32,12 @@ func TestShutdown(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("OnShutdown not called")
 	}
+	// Close waits for the close SHUTDOWN began (the program's SIGTERM path
+	// calls it too), then the store is closed.
+	ts.Close()
+	if _, err := ts.store.Write(nil); err == nil {
+		t.Fatal("the store still takes writes after Close returned")
+	}
 	if nc, err := net.DialTimeout("tcp", ts.addr, time.Second); err == nil {
 		nc.Close()
 		t.Fatal("a connection was accepted after SHUTDOWN")

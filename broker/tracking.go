@@ -103,9 +103,13 @@ func (t *tracker) enable(c *conn, o trackingOptions) error {
 			return errTrackingNoRedirect
 		}
 	}
-	// Invalidations reach c (RESP3) through its pushes.
+	// Invalidations reach c (RESP3), or its redirection target, through
+	// their pushes.
 	t.s.pubsub.mu.Lock()
 	c.pubSubLocked()
+	if target != nil {
+		target.pubSubLocked()
+	}
 	t.s.pubsub.mu.Unlock()
 	if !cur.on {
 		t.clients.Add(1)

@@ -174,6 +174,13 @@ var trackingCases = []psCase{
 		recv(1),
 		on(1, "UNSUBSCRIBE"),
 	}},
+	{name: "tracking redirect to a RESP3 connection", conns: 3, steps: []psStep{
+		on(1, "HELLO", "3"),
+		on(0, "CLIENT", "TRACKING", "ON", "REDIRECT", "$ID1"),
+		on(0, "GET", "k"),
+		on(2, "SET", "k", "v"),
+		recv(1),
+	}},
 	{name: "tracking errors", conns: 1, steps: []psStep{
 		on(0, "CLIENT", "TRACKINGINFO"),
 		on(0, "CLIENT", "GETREDIR"),

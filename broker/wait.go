@@ -55,6 +55,9 @@ func (r execRuntime) Block(keys [][]byte, timeout time.Duration, try func() bool
 	})
 	x.blocked += time.Since(t0)
 	x.c.s.stats.blocked.Add(-1)
+	if x.c.ps.Load() != nil {
+		x.c.takePushes(false) // pushes that came while blocked, then the reply
+	}
 	stop()
 	if res.err != nil {
 		bw.end(false)
@@ -113,6 +116,9 @@ func (x *exec) waitConsumer(w *consumerWaiter, timeout time.Duration) (bool, err
 	res, ok := x.c.s.cons.wait(w, timeout)
 	x.blocked += time.Since(t0)
 	x.c.s.stats.blocked.Add(-1)
+	if x.c.ps.Load() != nil {
+		x.c.takePushes(false) // pushes that came while blocked, then the reply
+	}
 	stop()
 	if !ok {
 		return false, nil
