@@ -298,6 +298,7 @@ func runConfig(x *exec) error {
 		{"requirepass", s.password()},
 		{"slowlog-log-slower-than", strconv.FormatInt(s.slowlog.slower.Load(), 10)},
 		{"slowlog-max-len", strconv.FormatInt(s.slowlog.maxLen.Load(), 10)},
+		{"tracking-table-max-keys", strconv.Itoa(s.track.maxKeys())},
 		{"protected-mode", map[bool]string{false: "yes", true: "no"}[s.opts.ProtectedModeOff]},
 		{"client-output-buffer-limit", fmt.Sprintf("normal 0 0 0 slave 268435456 67108864 60 pubsub %d %d %d",
 			s.opts.PubSubLimit.Hard, s.opts.PubSubLimit.Soft, int64(s.opts.PubSubLimit.SoftFor/time.Second))},
@@ -329,11 +330,21 @@ func runConfigSet(x *exec) error {
 	notify := x.c.s.notify.Load()
 	pass := x.c.s.password()
 	slower, maxLen := x.c.s.slowlog.slower.Load(), x.c.s.slowlog.maxLen.Load()
+	trackMax := x.c.s.track.maxKeys()
 	for i := 2; i < len(x.args); i += 2 {
 		name := command.Lower(x.args[i])
 		switch name {
 		case "requirepass":
 			pass = string(x.args[i+1])
+		case "tracking-table-max-keys":
+			v, ok := parseInt(x.args[i+1])
+			switch {
+			case !ok:
+				return errConfigSetFailed(name, "argument couldn't be parsed into an integer")
+			case v < 0:
+				return errConfigSetFailed(name, "argument must be between 0 and 9223372036854775807 inclusive")
+			}
+			trackMax = int(v)
 		case "slowlog-log-slower-than", "slowlog-max-len":
 			v, ok := parseInt(x.args[i+1])
 			switch {
@@ -360,6 +371,7 @@ func runConfigSet(x *exec) error {
 	x.c.s.requirepass.Store(&pass)
 	x.c.s.slowlog.slower.Store(slower)
 	x.c.s.slowlog.maxLen.Store(maxLen)
+	x.c.s.track.setMaxKeys(trackMax)
 	x.reply().OK()
 	return nil
 }

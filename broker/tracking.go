@@ -186,12 +186,27 @@ func (t *tracker) remember(c *conn, cmd *cmdSpec, args [][]byte) {
 		}
 		cs[c] = struct{}{}
 	}
-	for len(t.table) > t.max {
+	for t.max > 0 && len(t.table) > t.max {
 		for k := range t.table { // a random key, as Redis evicts
 			t.invalidateKeyLocked(nil, k)
 			break
 		}
 	}
+}
+
+// maxKeys is tracking-table-max-keys (0: no bound).
+func (t *tracker) maxKeys() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.max
+}
+
+// setMaxKeys sets tracking-table-max-keys; the table shrinks to it at the
+// next key remembered, as in Redis.
+func (t *tracker) setMaxKeys(n int) {
+	t.mu.Lock()
+	t.max = n
+	t.mu.Unlock()
 }
 
 // invalidate sends the invalidations of committed events; origin is the

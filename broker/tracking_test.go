@@ -209,6 +209,12 @@ var trackingCases = []psCase{
 		on(0, "CLIENT", "TRACKING", "ON", "BCAST"),
 		on(0, "RESET"),
 		on(0, "CLIENT", "TRACKINGINFO"),
+		on(0, "CONFIG", "GET", "tracking-table-max-keys"),
+		on(0, "CONFIG", "SET", "tracking-table-max-keys", "-1"),
+		on(0, "CONFIG", "SET", "tracking-table-max-keys", "x"),
+		on(0, "CONFIG", "SET", "tracking-table-max-keys", "5"),
+		on(0, "CONFIG", "GET", "tracking-table-max-keys"),
+		on(0, "CONFIG", "SET", "tracking-table-max-keys", "1000000"),
 	}},
 }
 
@@ -335,11 +341,8 @@ func TestTrackingNoStaleCacheDefault(t *testing.T) {
 // tracking-table-max-keys), so no cached value outlives its tracking.
 func TestTrackingTableBound(t *testing.T) {
 	ts := newTestServer(t)
-	ts.track.mu.Lock()
-	ts.track.max = 10
-	ts.track.mu.Unlock()
 	c := confDial(t, ts.addr)
-	for _, args := range [][]string{{"HELLO", "3"}, {"CLIENT", "TRACKING", "ON"}} {
+	for _, args := range [][]string{{"CONFIG", "SET", "tracking-table-max-keys", "10"}, {"HELLO", "3"}, {"CLIENT", "TRACKING", "ON"}} {
 		if r, err := c.do(args...); err != nil || r.kind == confError {
 			t.Fatalf("%v: %v %v", args, r, err)
 		}
