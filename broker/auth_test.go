@@ -76,7 +76,7 @@ func TestAuthConformance(t *testing.T) {
 		}
 	}
 	t.Run("requirepass", func(t *testing.T) {
-		redisAddr := confStartRedisArgs(t, "--requirepass", "secret")
+		redisAddr := redistest.Start(t, "--requirepass", "secret")
 		ts := newTestServer(t, func(o *Options) { o.RequirePass = "secret" })
 		run(t, redisAddr, ts.addr, authScripts)
 	})
@@ -93,12 +93,6 @@ func TestAuthConformance(t *testing.T) {
 			{"GET", "k"},
 		}})
 	})
-}
-
-// confStartRedisArgs is confStartRedis with extra redis-server arguments.
-func confStartRedisArgs(t *testing.T, extra ...string) string {
-	t.Helper()
-	return redistest.Start(t, extra...)
 }
 
 // TestProtectedMode connects from a non-loopback address of this machine

@@ -40,9 +40,10 @@ type cmdStats struct {
 }
 
 // fullName is Redis's name of a request's command: "name", or
-// "name|subcommand" for the container commands.
+// "name|subcommand" for the container commands (CLIENT LIST's cmd, the
+// subscribed-state error). It allocates only for a container command.
 func fullName(cmd *cmdSpec, args [][]byte) string {
-	if containerCmds[cmd.name] && len(args) > 1 {
+	if cmd.container && len(args) > 1 {
 		return cmd.name + "|" + command.Lower(args[1])
 	}
 	return cmd.name
@@ -61,7 +62,8 @@ func (s *cmdStats) statFor(cmd *cmdSpec, args [][]byte) *cmdStat {
 	return cmd.stat
 }
 
-// subcommands are the container commands' subcommands that Sediment runs.
+// subcommands are the container commands' subcommands that Sediment runs:
+// the table's container flag (fullName) and the commandstats names.
 var subcommands = map[string][]string{
 	"client":  {"id", "getname", "setname", "setinfo", "info", "list", "unblock", "kill", "tracking", "caching", "getredir", "trackinginfo"},
 	"config":  {"get", "set", "resetstat"},
@@ -282,7 +284,7 @@ func runSlowlog(x *exec) error {
 		l.mu.Unlock()
 		w.OK()
 	case equalFold(sub, "HELP") && n == 2:
-		writeHelp(w, slowlogHelp)
+		command.WriteHelp(w, slowlogHelp)
 	case equalFold(sub, "GET"), equalFold(sub, "LEN"), equalFold(sub, "RESET"), equalFold(sub, "HELP"):
 		return errWrongArgsSub("slowlog", sub)
 	default:

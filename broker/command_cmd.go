@@ -76,7 +76,7 @@ func commandGetKeys(x *exec, w reply.Writer) error {
 	switch {
 	case cmd == nil:
 		return errGetKeysInvalidCommand
-	case cmd.first <= 0 && !slices.Contains(movableAllCommands, cmd.name):
+	case cmd.first <= 0 && !slices.Contains(movableKeyCommands, cmd.name):
 		return errGetKeysNoKeys
 	case !cmd.arityOK(len(args)):
 		return errGetKeysArity
@@ -91,11 +91,6 @@ func commandGetKeys(x *exec, w reply.Writer) error {
 	}
 	return nil
 }
-
-// movableAllCommands are the commands with keys and no key positions in
-// the table (getKeys finds them by rule).
-var movableAllCommands = []string{"sintercard", "zdiff", "zinter", "zintercard", "zunion", "lmpop", "zmpop",
-	"blmpop", "bzmpop", "xread", "xreadgroup", "object"}
 
 // namedCommands looks up names; with none it returns every command.
 func namedCommands(names [][]byte) []*cmdSpec {

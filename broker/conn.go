@@ -12,7 +12,6 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/sediment-dev/sediment/codec"
-	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/command/reply"
 	"github.com/sediment-dev/sediment/materialize"
 )
@@ -295,8 +294,8 @@ func (c *conn) reject(cmd *cmdSpec, args [][]byte, msg string) {
 func (c *conn) execute(args [][]byte) {
 	cmd := lookup(args[0])
 	if cmd != nil { // CLIENT LIST's cmd: the last command looked up, as Redis's
-		if cmd.container && len(args) > 1 {
-			name := cmd.name + "|" + command.Lower(args[1])
+		if cmd.container {
+			name := fullName(cmd, args)
 			c.lastCmd.Store(&name)
 		} else {
 			c.lastCmd.Store(&cmd.name)
@@ -353,7 +352,7 @@ func (c *conn) execute(args [][]byte) {
 	c.s.cmdstats.statFor(cmd, args).ran(d, err != nil)
 	c.s.slowlog.add(c, cmd, args, d)
 	c.s.feedMonitors(c, cmd, args)
-	if cmd.flags&flagReadonly != 0 && c.s.notify.Load() != 0 {
+	if cmd.flags&flagReadonly != 0 && c.s.notify.Load()&notifyKeyMiss != 0 {
 		c.s.publishNotes(c.s.missNotes(cmd, args, x.db(), x.storageDB(), c.s.store.View()))
 	}
 	if cmd.name != "client" && c.multi == nil {

@@ -143,7 +143,7 @@ func commandNotes(cmd string, args [][]byte, db uint8, events []codec.Event) []n
 		out = append(out, note{class: class, event: event, db: db, key: key})
 	}
 	// touched: the keys the command changed (not by expiry), in order;
-	// emptied: those whose last event deleted them.
+	// emptied holds each of them, true when its last event deleted it.
 	var touched [][]byte
 	emptied := map[string]bool{}
 	for _, e := range events {
@@ -154,14 +154,7 @@ func commandNotes(cmd string, args [][]byte, db uint8, events []codec.Event) []n
 		if e.Op == codec.OpTTLDel || e.Op == codec.OpZRanks || len(e.Key) == 0 {
 			continue
 		}
-		seen := false
-		for _, k := range touched {
-			if string(k) == string(e.Key) {
-				seen = true
-				break
-			}
-		}
-		if !seen {
+		if _, seen := emptied[string(e.Key)]; !seen {
 			touched = append(touched, e.Key)
 		}
 		emptied[string(e.Key)] = e.Op == codec.OpDelKey
@@ -175,12 +168,8 @@ func commandNotes(cmd string, args [][]byte, db uint8, events []codec.Event) []n
 		}
 	}
 	has := func(key []byte) bool {
-		for _, k := range touched {
-			if string(k) == string(key) {
-				return true
-			}
-		}
-		return false
+		_, ok := emptied[string(key)]
+		return ok
 	}
 	// one emits event for key when the command changed it, then "del"
 	// when it emptied it.

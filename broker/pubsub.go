@@ -330,7 +330,7 @@ func (ps *pubsub) counts(c *conn) (chanPat, shard int) {
 func (ps *pubsub) subCounts(c *conn) (sub, psub, ssub int) {
 	ps.mu.RLock()
 	defer ps.mu.RUnlock()
-	p := ps.connState(c)
+	p := c.ps.Load()
 	if p == nil {
 		return 0, 0, 0
 	}
@@ -366,9 +366,6 @@ func (p *connPubSub) set(k subKind) map[string]struct{} {
 	}
 	return p.channels
 }
-
-// connState returns c's pub/sub state (nil before its first subscription).
-func (ps *pubsub) connState(c *conn) *connPubSub { return c.ps.Load() }
 
 // pubSubLocked returns c's pub/sub state, made (with its pusher goroutine)
 // at the first subscription. c.s.pubsub.mu must be held.

@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/sediment-dev/sediment/command"
-	"github.com/sediment-dev/sediment/command/reply"
 	"github.com/sediment-dev/sediment/internal/glob"
 )
 
@@ -152,7 +151,7 @@ func runPubSub(x *exec) error {
 	case equalFold(sub, "NUMPAT") && n == 2:
 		w.Int(ps.numPat())
 	case equalFold(sub, "HELP") && n == 2:
-		writeHelp(w, pubsubHelp)
+		command.WriteHelp(w, pubsubHelp)
 	case equalFold(sub, "CHANNELS"), equalFold(sub, "SHARDCHANNELS"):
 		return command.ErrSubcommandSyntax(sub, "pubsub")
 	case equalFold(sub, "NUMPAT"), equalFold(sub, "HELP"):
@@ -179,14 +178,6 @@ var pubsubHelp = []string{
 	"    Return the number of subscribers for the specified shard level channel(s)",
 	"HELP",
 	"    Prints this help.",
-}
-
-// writeHelp writes a HELP reply: an array of status lines.
-func writeHelp(w reply.Writer, lines []string) {
-	w.Array(len(lines))
-	for _, l := range lines {
-		w.Simple(l)
-	}
 }
 
 // active returns the names in space k with subscribers here, matching pat
@@ -248,19 +239,8 @@ func subscribedOK(cmd *cmdSpec) bool {
 	return false
 }
 
-// containerCmds are the commands whose Redis full name includes the
-// subcommand ("client|info") in the subscribed-state error.
-var containerCmds = map[string]bool{
-	"client": true, "config": true, "command": true, "object": true, "pubsub": true,
-	"xgroup": true, "xinfo": true, "slowlog": true,
-}
-
 // errSubscribedContext is Redis's reply to a command other than those of
 // subscribedOK on a subscribed RESP2 connection.
 func errSubscribedContext(cmd *cmdSpec, args [][]byte) wireError {
-	name := cmd.name
-	if cmd.container && len(args) > 1 {
-		name += "|" + command.Lower(args[1])
-	}
-	return wireError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+	return wireError("ERR Can't execute '" + fullName(cmd, args) + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 }

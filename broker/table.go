@@ -40,7 +40,7 @@ type cmdSpec struct {
 	// container command's subcommands keep theirs in cmdStats.
 	stat *cmdStat
 	// container: Redis names the command with its subcommand
-	// ("client|info") in INFO, SLOWLOG and errors (containerCmds).
+	// ("client|info") in INFO, CLIENT LIST and errors (subcommands).
 	container bool
 }
 
@@ -59,7 +59,7 @@ func register(cmds ...*cmdSpec) {
 			panic(fmt.Sprintf("broker: multiple registrations for %q", c.name))
 		}
 		c.stat = new(cmdStat)
-		c.container = containerCmds[c.name]
+		c.container = len(subcommands[c.name]) > 0
 		commandTable[c.name] = c
 	}
 }

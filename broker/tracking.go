@@ -443,10 +443,11 @@ func getKeys(cmd *cmdSpec, args [][]byte) (keys [][]byte, ok bool) {
 	return keys, true
 }
 
-// movableKeyCommands are the read-only commands getKeys knows by name;
-// TestTrackingKeys checks every other read-only command has key positions
-// or no keys.
-var movableKeyCommands = []string{"sintercard", "zdiff", "zinter", "zintercard", "zunion", "xread"}
+// movableKeyCommands are the commands with keys and no key positions in
+// the table, whose keys getKeys finds by rule; TestTrackingKeys checks
+// every other read-only command has key positions or no keys.
+var movableKeyCommands = []string{"sintercard", "zdiff", "zinter", "zintercard", "zunion", "lmpop", "zmpop",
+	"blmpop", "bzmpop", "xread", "xreadgroup", "object"}
 
 // clientByID returns the connection with that CLIENT ID, or nil.
 func (s *Server) clientByID(id int64) *conn {

@@ -186,20 +186,16 @@ func (b *blockWait) end(served bool) error {
 // (cause errUnblockTimeout or errUnblockError) and reports whether it was
 // blocked.
 func (s *Server) unblockClient(id int64, cause error) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for c := range s.conns {
-		if c.id != id {
-			continue
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.unblock == nil {
-			return false
-		}
-		c.unblock(cause)
-		c.unblock = nil
-		return true
+	c := s.clientByID(id)
+	if c == nil {
+		return false
 	}
-	return false
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unblock == nil {
+		return false
+	}
+	c.unblock(cause)
+	c.unblock = nil
+	return true
 }
