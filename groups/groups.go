@@ -521,14 +521,18 @@ func countPrefix(v *materialize.View, p []byte) (int64, error) {
 
 // ConsumerInfo is one consumer of XINFO CONSUMERS.
 type ConsumerInfo struct {
-	Name       []byte
-	Pending    int64
-	IdleMs     int64 // since the consumer was last seen (Redis 7.0's idle)
-	SeenTimeMs int64 // Unix ms it was last seen (XINFO STREAM FULL's seen-time)
+	Name         []byte
+	Pending      int64
+	IdleMs       int64 // ms since the last attempted interaction (seen-time)
+	InactiveMs   int64 // ms since the last successful interaction (active-time); -1: never
+	SeenTimeMs   int64 // Unix ms of the last attempted interaction (XINFO STREAM FULL's seen-time)
+	ActiveTimeMs int64 // Unix ms of the last successful interaction; -1: never (active-time)
 }
 
 // ConsumerInfos returns the group's consumers in name order (XINFO
-// CONSUMERS). Errors: ErrNoGroup, materialize.ErrWrongType.
+// CONSUMERS), with Redis 7.2's seen-time (any XREADGROUP, or an XCLAIM or
+// XAUTOCLAIM that claimed) and active-time (entries entered the consumer's
+// PEL: XREADGROUP '>' without NOACK, a claim). Errors: ErrNoGroup, materialize.ErrWrongType.
 // https://redis.io/docs/latest/commands/xinfo-consumers/
 func ConsumerInfos(v *materialize.View, db uint8, key, group []byte) ([]ConsumerInfo, error) {
 	if _, _, err := Lookup(v, db, key, group); err != nil {
@@ -548,8 +552,12 @@ func ConsumerInfos(v *materialize.View, db uint8, key, group []byte) ([]Consumer
 		if err := fillConsumerPEL(v, db, key, group, name, &c); err != nil {
 			return false, err
 		}
+		inactive := int64(-1)
+		if c.ActiveTimeMs >= 0 {
+			inactive = max(v.NowMs()-c.ActiveTimeMs, 0)
+		}
 		out = append(out, ConsumerInfo{Name: append([]byte(nil), name...), IdleMs: max(v.NowMs()-c.SeenTimeMs, 0),
-			SeenTimeMs: c.SeenTimeMs, Pending: int64(c.PEL.Count)})
+			InactiveMs: inactive, SeenTimeMs: c.SeenTimeMs, ActiveTimeMs: c.ActiveTimeMs, Pending: int64(c.PEL.Count)})
 		return true, nil
 	})
 	if err != nil {

@@ -63,7 +63,8 @@ func (s *Session) ReadNew(key []byte, a ReadArgs) ([]streams.Entry, error) {
 		return nil, err
 	}
 	now := s.v.NowMs()
-	if err := edit.touch(a.Consumer, now, len(entries) > 0); err != nil {
+	// active-time (Redis 7.2) moves only when entries enter the PEL.
+	if err := edit.touch(a.Consumer, now, len(entries) > 0 && !a.NoAck); err != nil {
 		return nil, err
 	}
 	if len(entries) == 0 {

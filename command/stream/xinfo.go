@@ -27,7 +27,8 @@ var xinfoHelp = []string{
 }
 
 // XINFO STREAM key | GROUPS key | CONSUMERS key group | HELP
-// Replies as Redis 7.0 (maps of field name to value), with one difference:
+// Replies as Redis (maps of field name to value), with 7.2's consumer
+// fields (CONSUMERS' inactive, FULL's active-time), and one difference:
 // STREAM's radix-tree-keys and radix-tree-nodes are estimates (Sediment has
 // no radix tree: streams.RadixTreeKeys). STREAM FULL [COUNT n] adds the
 // entries and every group with its PEL and consumers, each list cut at
@@ -118,13 +119,15 @@ func runXInfo(x *command.Ctx) error {
 		}
 		w.Array(len(cs))
 		for _, c := range cs {
-			w.Map(3)
+			w.Map(4)
 			w.BulkString("name")
 			w.Bulk(c.Name)
 			w.BulkString("pending")
 			w.Int(c.Pending)
 			w.BulkString("idle")
 			w.Int(c.IdleMs)
+			w.BulkString("inactive")
+			w.Int(c.InactiveMs)
 		}
 	}
 	return nil
@@ -226,11 +229,13 @@ func xinfoStreamFull(x *command.Ctx, v *materialize.View, key []byte, s codec.St
 			if err != nil {
 				return err
 			}
-			w.Map(4)
+			w.Map(5)
 			w.BulkString("name")
 			w.Bulk(c.Name)
 			w.BulkString("seen-time")
 			w.Int(c.SeenTimeMs)
+			w.BulkString("active-time")
+			w.Int(c.ActiveTimeMs)
 			w.BulkString("pel-count")
 			w.Int(c.Pending)
 			w.BulkString("pending")
