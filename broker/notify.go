@@ -320,6 +320,14 @@ func commandNotes(cmd string, args [][]byte, db uint8, events []codec.Event) []n
 				}
 			}
 		}
+	case "xdelex", "xackdel":
+		// xdel only when an entry was deleted (Redis 8.2).
+		for _, e := range events {
+			if e.Op == codec.OpXDel {
+				add(notifyStream, "xdel", args[1])
+				break
+			}
+		}
 	case "xtrim", "xdel", "xsetid":
 		if has(args[1]) {
 			add(notifyStream, cmd, args[1])

@@ -221,42 +221,110 @@ func Del(v *materialize.View, db uint8, key []byte, ids []codec.ID) (int, []code
 	if err != nil || !ok {
 		return 0, evs, err
 	}
-	gone := make(map[codec.ID]bool, len(ids))
-	var del []codec.ID
+	d := NewDeleter(v, db, key, m)
+	n := 0
 	for _, id := range ids {
-		if gone[id] {
-			continue
-		}
-		has, err := v.Has(codec.StreamEntryKey(db, key, id))
+		found, err := d.Delete(id)
 		if err != nil {
 			return 0, nil, err
 		}
-		if has {
-			gone[id] = true
-			del = append(del, id)
+		if found {
+			n++
 		}
 	}
-	if len(del) == 0 {
+	if n == 0 {
 		return 0, nil, nil
 	}
-	s := &m.Stream
-	if gone[s.FirstID] {
-		first, ok, err := firstAfter(v, db, key, *s, s.FirstID, gone)
+	evs, err = d.Finish()
+	return n, evs, err
+}
+
+// Deleter removes entries of one stream by ID within one decision (XDEL,
+// XDELEX, XACKDEL), as Redis's streamDeleteItem: each removed entry raises
+// max-deleted-entry-id, and the first entry ID moves on when the first
+// entry goes.
+type Deleter struct {
+	v    *materialize.View
+	db   uint8
+	key  []byte
+	m    codec.Meta
+	gone map[codec.ID]bool
+	del  []codec.ID
+}
+
+// NewDeleter starts deletions from the stream key whose metadata is m.
+func NewDeleter(v *materialize.View, db uint8, key []byte, m codec.Meta) *Deleter {
+	return &Deleter{v: v, db: db, key: key, m: m}
+}
+
+// Delete removes the entry id and reports whether it existed (an ID
+// removed earlier in the decision no longer exists).
+func (d *Deleter) Delete(id codec.ID) (bool, error) {
+	if d.gone[id] {
+		return false, nil
+	}
+	has, err := d.v.Has(codec.StreamEntryKey(d.db, d.key, id))
+	if err != nil || !has {
+		return false, err
+	}
+	if d.gone == nil {
+		d.gone = map[codec.ID]bool{}
+	}
+	d.gone[id] = true
+	d.del = append(d.del, id)
+	return true, nil
+}
+
+// Finish returns the events of the deletions: none when nothing existed.
+func (d *Deleter) Finish() ([]codec.Event, error) {
+	if len(d.del) == 0 {
+		return nil, nil
+	}
+	s := &d.m.Stream
+	if d.gone[s.FirstID] {
+		first, ok, err := firstAfter(d.v, d.db, d.key, *s, s.FirstID, d.gone)
 		if err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		if !ok {
 			first = codec.ID{}
 		}
 		s.FirstID = first
 	}
-	s.Length -= uint64(len(del))
-	for _, id := range del {
+	s.Length -= uint64(len(d.del))
+	for _, id := range d.del {
 		if s.MaxDeletedID.Less(id) {
 			s.MaxDeletedID = id
 		}
 	}
-	return len(del), []codec.Event{codec.XDelEvent(db, key, del), codec.SetMetaEvent(db, key, m, m.ExpireAtMs)}, nil
+	return []codec.Event{codec.XDelEvent(d.db, d.key, d.del), codec.SetMetaEvent(d.db, d.key, d.m, d.m.ExpireAtMs)}, nil
+}
+
+// RefPolicy is what a deletion does about the consumer groups' references
+// to the entries it removes (Redis 8.2's KEEPREF | DELREF | ACKED on XADD,
+// XTRIM, XDELEX and XACKDEL).
+// https://redis.io/docs/latest/commands/xdelex/
+type RefPolicy uint8
+
+// The reference policies.
+const (
+	// KeepRef deletes entries and leaves every PEL alone (XDEL's way).
+	KeepRef RefPolicy = iota
+	// DelRef deletes entries and removes them from every group's PEL.
+	DelRef
+	// Acked deletes only entries no group still needs (Refs.Referenced).
+	Acked
+)
+
+// Refs are the consumer groups of one stream as one decision sees and
+// changes them; package groups implements it (groups.Refs).
+type Refs interface {
+	// Referenced reports whether a group may still need id: the stream has
+	// groups and id is above the smallest last-delivered-id among them, or
+	// id is in some group's PEL (Redis's streamEntryIsReferenced).
+	Referenced(id codec.ID) (bool, error)
+	// ReleaseRange removes the IDs in [first, last] from every group's PEL.
+	ReleaseRange(first, last codec.ID) error
 }
 
 // TrimStrategy selects XTRIM/XADD trimming by length or by minimum ID.
@@ -275,6 +343,9 @@ type Trim struct {
 	MaxLen   uint64   // TrimMaxLen
 	MinID    codec.ID // TrimMinID
 	Limit    int64    // max entries removed; 0 = no limit. Only with Approx.
+	Policy   RefPolicy
+	// Refs answers Policy's questions; required unless Policy is KeepRef.
+	Refs Refs
 }
 
 // DefaultApproxLimit is the LIMIT Redis applies to '~' trimming when none is
@@ -289,12 +360,14 @@ var PointTrimMax uint64 = 64
 
 // trimPlan is what a trim removes: n entries, from the old first entry
 // through last, leaving first as the new first entry (0-0 when the stream
-// empties). ids lists the removed entries when n <= PointTrimMax.
+// empties). ids lists the removed entries when n <= PointTrimMax, or when
+// sparse: an ACKED trim kept some entries between oldFirst and last.
 type trimPlan struct {
 	n              uint64
 	oldFirst, last codec.ID
 	first          codec.ID
 	ids            []codec.ID
+	sparse         bool
 }
 
 // planTrim decides which oldest entries t removes from a stream with
@@ -316,6 +389,9 @@ type trimPlan struct {
 // nodes). When an XDEL has removed an entry inside the live range, that
 // position is unknown and nodes are counted from the first live entry
 // instead.
+//
+// A DelRef trim removes what a KeepRef trim removes, and then the removed
+// range from every PEL. An Acked trim is planTrimAcked.
 func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending []codec.ID, t Trim) (trimPlan, error) {
 	s := m.Stream
 	if t.Strategy != TrimMaxLen && t.Strategy != TrimMinID {
@@ -324,14 +400,175 @@ func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending [
 	if t.Strategy == TrimMaxLen && s.Length <= t.MaxLen {
 		return trimPlan{}, nil
 	}
+	if t.Policy == Acked {
+		return planTrimAcked(v, db, key, m, pending, t)
+	}
+	pl, err := planTrimKeep(v, db, key, m, pending, t)
+	if err == nil && t.Policy == DelRef && pl.n > 0 {
+		err = t.Refs.ReleaseRange(pl.oldFirst, pl.last)
+	}
+	return pl, err
+}
+
+// firstNodeSize returns how many live entries the stream's first node holds
+// in the node model (planTrimKeep), and whether that is known: it is not
+// after an XDEL inside the live range, and nodes are then counted from the
+// first live entry.
+func firstNodeSize(s codec.StreamMeta) (uint64, bool) {
+	if s.MaxDeletedID.IsZero() || s.MaxDeletedID.Less(s.FirstID) {
+		return NodeMaxEntries - nodePos(s), true
+	}
+	return NodeMaxEntries, false
+}
+
+// walkLive calls visit for every live entry of the stream in ID order: the
+// stored ones from m's first ID, then pending (IDs added in this decision,
+// after every stored entry; m counts them), until visit returns false.
+func walkLive(v *materialize.View, db uint8, key []byte, s codec.StreamMeta, pending []codec.ID, visit func(codec.ID) bool) error {
+	stored := s
+	if len(pending) > 0 {
+		stored.Length -= uint64(len(pending))
+		stored.LastID = pending[0]
+		if prev, ok := pending[0].Prev(); ok {
+			stored.LastID = prev
+		}
+	}
+	stopped := false
+	if p, lower, upper, ok := liveBounds(db, key, stored, codec.ID{}, codec.MaxID); ok {
+		err := v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
+			id, err := codec.DecodeID(k[len(p):])
+			if err != nil {
+				return false, err
+			}
+			stopped = !visit(id)
+			return !stopped, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, id := range pending {
+		if stopped || !visit(id) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// planTrimAcked plans an ACKED trim as Redis 8.2's streamTrim does (with
+// the fix of redis/redis#14623 for '~'): entries are walked node by node
+// in the node model of planTrimKeep, and an entry some group may still
+// need (Refs.Referenced) is skipped, not a reason to stop. A node is
+// eligible when it lies wholly within the trim (MAXLEN: the stream keeps
+// at least MaxLen entries without it; MINID: its last entry is below
+// MinID). The walk stops at the first entry the trim no longer reaches,
+// after the first node that is not eligible, and, for '~', before a node
+// that is not eligible or would pass LIMIT. So MINID removes exactly the
+// unreferenced entries below MinID; MAXLEN removes the oldest unreferenced
+// entries until the length is MaxLen, looking no further than the first
+// node that is not wholly trimmed.
+func planTrimAcked(v *materialize.View, db uint8, key []byte, m codec.Meta, pending []codec.ID, t Trim) (trimPlan, error) {
+	s := m.Stream
+	var (
+		pl       trimPlan
+		kept     bool // an entry was skipped: the removed IDs are sparse
+		firstSet bool
+		stopped  bool
+		nodeIDs  []codec.ID
+		rerr     error
+	)
+	size, _ := firstNodeSize(s)
+	keep := func(id codec.ID) {
+		if !firstSet {
+			pl.first, firstSet = id, true
+		}
+	}
+	// node decides on one node's entries; it returns false to stop.
+	node := func(ids []codec.ID) bool {
+		left := s.Length - pl.n
+		eligible := false
+		switch t.Strategy {
+		case TrimMaxLen:
+			eligible = left >= t.MaxLen+uint64(len(ids))
+		case TrimMinID:
+			eligible = ids[len(ids)-1].Less(t.MinID)
+		}
+		if t.Approx && (!eligible || (t.Limit > 0 && pl.n+uint64(len(ids)) > uint64(t.Limit))) {
+			keep(ids[0])
+			return false
+		}
+		for i, id := range ids {
+			if (t.Strategy == TrimMaxLen && s.Length-pl.n <= t.MaxLen) || (t.Strategy == TrimMinID && !id.Less(t.MinID)) {
+				keep(ids[i])
+				return false
+			}
+			ref, err := t.Refs.Referenced(id)
+			if err != nil {
+				rerr = err
+				return false
+			}
+			if ref {
+				kept = true
+				keep(id)
+				continue
+			}
+			if pl.n == 0 {
+				pl.oldFirst = id
+			}
+			pl.n, pl.last = pl.n+1, id
+			pl.ids = append(pl.ids, id)
+		}
+		return eligible
+	}
+	err := walkLive(v, db, key, s, pending, func(id codec.ID) bool {
+		if stopped {
+			return false
+		}
+		nodeIDs = append(nodeIDs, id)
+		if uint64(len(nodeIDs)) < size {
+			return true
+		}
+		ok := node(nodeIDs)
+		nodeIDs, size = nodeIDs[:0], NodeMaxEntries
+		stopped = !ok
+		return ok
+	})
+	if err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return trimPlan{}, err
+	}
+	if !stopped && len(nodeIDs) > 0 {
+		node(nodeIDs) // the tail node, partly filled
+	}
+	if rerr != nil {
+		return trimPlan{}, rerr
+	}
+	if pl.n == 0 {
+		return trimPlan{}, nil
+	}
+	if !firstSet && pl.n < s.Length {
+		// The walk stops only where it keeps an entry.
+		return trimPlan{}, fmt.Errorf("streams: ACKED trim kept no first entry of %d: %w", s.Length-pl.n, codec.ErrCorrupt)
+	}
+	pl.sparse = kept
+	if !kept && pl.n > PointTrimMax {
+		pl.ids = nil // contiguous: one range deletion
+	}
+	return pl, nil
+}
+
+// planTrimKeep plans a KEEPREF (or DELREF) trim.
+func planTrimKeep(v *materialize.View, db uint8, key []byte, m codec.Meta, pending []codec.ID, t Trim) (trimPlan, error) {
+	s := m.Stream
 	// node is the number of live entries left in the node being walked
 	// ('~' only); the first node is cut short by earlier exact trims.
 	var node uint64
 	if t.Approx {
-		node = NodeMaxEntries
-		if s.MaxDeletedID.IsZero() || s.MaxDeletedID.Less(s.FirstID) {
-			node -= nodePos(s) // no XDEL gap: the position is known
-			// So is the first node's size: when it cannot go, nothing
+		var known bool
+		if node, known = firstNodeSize(s); known {
+			// With no XDEL gap the first node's size is known: when it cannot go, nothing
 			// goes (closeNode's first decision, from counts alone). This
 			// spares the common capped XADD a walk of up to a node.
 			first := min(node, s.Length)
@@ -395,31 +632,8 @@ func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending [
 		nodeIDs, nodeCount, node = nodeIDs[:0], 0, NodeMaxEntries
 		return true
 	}
-	// Stored entries lie in [first ID, the first pending ID's predecessor].
-	stored := s
-	if len(pending) > 0 {
-		stored.Length -= uint64(len(pending))
-		stored.LastID = pending[0]
-		if prev, ok := pending[0].Prev(); ok {
-			stored.LastID = prev
-		}
-	}
-	if p, lower, upper, ok := liveBounds(db, key, stored, codec.ID{}, codec.MaxID); ok {
-		err := v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
-			id, err := codec.DecodeID(k[len(p):])
-			if err != nil {
-				return false, err
-			}
-			return visit(id), nil
-		})
-		if err != nil {
-			return trimPlan{}, err
-		}
-	}
-	for _, id := range pending {
-		if stopped || !visit(id) {
-			break
-		}
+	if err := walkLive(v, db, key, s, pending, visit); err != nil {
+		return trimPlan{}, err
 	}
 	if !stopped && t.Approx && nodeCount > 0 {
 		closeNode() // the tail node, partly filled

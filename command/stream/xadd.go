@@ -3,12 +3,13 @@ package stream
 import (
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/command"
+	"github.com/sediment-dev/sediment/groups"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/streams"
 )
 
 // xadd is a parsed XADD.
-// XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value [field value ...]
+// XADD key [NOMKSTREAM] [KEEPREF|DELREF|ACKED] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value [field value ...]
 // Reply: the new entry's ID (bulk string), or nil with NOMKSTREAM and no stream.
 // https://redis.io/docs/latest/commands/xadd/
 type xadd struct {
@@ -21,11 +22,14 @@ type xadd struct {
 // args[i], and returns the index of the first argument it did not consume.
 // For XADD (isAdd) it also accepts NOMKSTREAM and stops at the ID. This
 // mirrors Redis's streamParseAddOrTrimArgsOrReply, including its checks'
-// order.
+// order. A reference policy (Redis 8.2) may come once among the options: a
+// second one is XTRIM's syntax error and XADD's ID (an invalid one); XADD
+// takes a policy without MAXLEN or MINID and does nothing with it.
 func parseTrimOptions(args [][]byte, i int, isAdd bool, add *streams.AddArgs) (*streams.Trim, int, error) {
 	var (
-		t        streams.Trim
-		limitSet bool
+		t         streams.Trim
+		limitSet  bool
+		policySet bool // KEEPREF | DELREF | ACKED (Redis 8.2), at most once
 	)
 	for ; i < len(args); i++ {
 		a := args[i]
@@ -35,6 +39,9 @@ func parseTrimOptions(args [][]byte, i int, isAdd bool, add *streams.AddArgs) (*
 			goto done
 		case isAdd && command.EqualFold(a, "NOMKSTREAM"):
 			add.NoMkStream = true
+		case !policySet && isPolicy(a):
+			t.Policy, _ = parsePolicy(a)
+			policySet = true
 		case (command.EqualFold(a, "MAXLEN") || command.EqualFold(a, "MINID")) && more >= 1:
 			strategy := streams.TrimMaxLen
 			if command.EqualFold(a, "MINID") {
@@ -138,12 +145,22 @@ func runXAdd(x *command.Ctx) error {
 		added bool
 	)
 	return x.Write(func(v *materialize.View) ([]codec.Event, error) {
+		a := c.args
+		var refs *groups.Refs
+		if a.Trim != nil {
+			t := *a.Trim
+			refs, t.Refs = withRefs(v, x.DB, c.key, &t)
+			a.Trim = &t
+		}
 		var (
 			evs []codec.Event
 			err error
 		)
-		id, added, evs, err = streams.Add(v, x.DB, c.key, c.fv, c.args)
-		return evs, wire(err)
+		id, added, evs, err = streams.Add(v, x.DB, c.key, c.fv, a)
+		if err != nil {
+			return nil, wire(err)
+		}
+		return appendRefEvents(evs, refs)
 	}, func() {
 		if !added {
 			x.Reply.NullBulk()
@@ -153,7 +170,7 @@ func runXAdd(x *command.Ctx) error {
 	})
 }
 
-// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
+// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count] [KEEPREF|DELREF|ACKED]
 // Reply: integer, the number of entries deleted.
 // https://redis.io/docs/latest/commands/xtrim/
 func runXTrim(x *command.Ctx) error {
@@ -166,11 +183,43 @@ func runXTrim(x *command.Ctx) error {
 	}
 	var n uint64
 	return x.Write(func(v *materialize.View) ([]codec.Event, error) {
+		tt := *t
+		var refs *groups.Refs
+		refs, tt.Refs = withRefs(v, x.DB, x.Args[1], &tt)
 		var (
 			evs []codec.Event
 			err error
 		)
-		n, evs, err = streams.TrimStream(v, x.DB, x.Args[1], *t)
-		return evs, wire(err)
+		n, evs, err = streams.TrimStream(v, x.DB, x.Args[1], tt)
+		if err != nil {
+			return nil, wire(err)
+		}
+		return appendRefEvents(evs, refs)
 	}, func() { x.Reply.Int(int64(n)) })
+}
+
+// isPolicy reports whether a is KEEPREF, DELREF or ACKED.
+func isPolicy(a []byte) bool {
+	_, ok := parsePolicy(a)
+	return ok
+}
+
+// withRefs returns the consumer-group view a trim under t's policy needs
+// (nil for KEEPREF, which asks nothing), as both its concrete and its
+// streams.Refs form.
+func withRefs(v *materialize.View, db uint8, key []byte, t *streams.Trim) (*groups.Refs, streams.Refs) {
+	if t.Policy == streams.KeepRef {
+		return nil, nil
+	}
+	r := groups.NewRefs(v, db, key)
+	return r, r
+}
+
+// appendRefEvents appends the PEL changes a DELREF trim made.
+func appendRefEvents(evs []codec.Event, refs *groups.Refs) ([]codec.Event, error) {
+	if refs == nil {
+		return evs, nil
+	}
+	more, err := refs.Finish()
+	return append(evs, more...), err
 }

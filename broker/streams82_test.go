@@ -1,0 +1,308 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// scriptStep is one command of a scripted test and its expected reply,
+// written as fmt.Sprint prints go-redis's RESP2 value ("[1 -1]", "6",
+// "OK"), or an error reply's full text.
+type scriptStep struct {
+	args []any
+	want string
+}
+
+func st(want string, args ...any) scriptStep { return scriptStep{args, want} }
+
+// runScript runs steps in order on a fresh server, failing on the first
+// reply that differs.
+func runScript(t *testing.T, steps []scriptStep) {
+	t.Helper()
+	ts := newTestServer(t)
+	c := ts.client(t)
+	for i, s := range steps {
+		v, err := do(t, c, s.args...)
+		got := fmt.Sprint(v)
+		if err != nil {
+			got = err.Error()
+		}
+		if s.want != "*" && got != s.want {
+			t.Fatalf("step %d %v: got %q, want %q", i, s.args, got, s.want)
+		}
+	}
+}
+
+// addN returns steps adding entries 1-0 .. n-0 to key.
+func addN(key string, n int) []scriptStep {
+	var out []scriptStep
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("%d-0", i)
+		out = append(out, st(id, "XADD", key, id, "f", i))
+	}
+	return out
+}
+
+func script(parts ...[]scriptStep) []scriptStep {
+	var out []scriptStep
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// The expected replies below follow the redis.io pages of XDELEX, XACKDEL,
+// XADD and XTRIM (Redis 8.2) and the cases of Redis's own test suite
+// (tests/unit/type/stream.tcl, stream-cgroups.tcl) that they describe;
+// redis-server 7.0, which the differential tests run, has none of them.
+// https://redis.io/docs/latest/commands/xdelex/
+// https://redis.io/docs/latest/commands/xackdel/
+
+func TestXDelExErrors(t *testing.T) {
+	runScript(t, script(addN("s", 2), []scriptStep{
+		st("ERR wrong number of arguments for 'xdelex' command", "XDELEX", "s", "IDS", "1"),
+		st("[-1 -1]", "XDELEX", "nokey", "IDS", "2", "1-1", "2-2"),
+		st("[-1]", "XDELEX", "nokey", "IDS", "1", "garbage"), // a missing key checks no ID
+		st("ERR Number of IDs must be a positive integer", "XDELEX", "s", "IDS", "abc", "1-0"),
+		st("ERR Number of IDs must be a positive integer", "XDELEX", "s", "IDS", "0", "1-0"),
+		st("ERR Number of IDs must be a positive integer", "XDELEX", "s", "IDS", "-5", "1-0"),
+		st("ERR The `numids` parameter must match the number of arguments", "XDELEX", "s", "IDS", "3", "1-1", "2-2"),
+		st("ERR The `numids` parameter must match the number of arguments", "XDELEX", "s", "IDS", "9223372036854775807", "1-1"),
+		st("ERR Number of IDs must be a positive integer", "XDELEX", "s", "IDS", "9223372036854775808", "1-1"),
+		st("ERR Number of IDs must be a positive integer", "XDELEX", "s", "IDS", "+1", "1-1"),
+		st("ERR Number of IDs must be a positive integer", "XDELEX", "s", "IDS", "1.0", "1-1"),
+		st("ERR syntax error", "XDELEX", "s", "IDS", "1", "1-1", "2-2"),
+		st("ERR syntax error", "XDELEX", "s", "KEEPREF", "DELREF", "IDS", "1", "1-0"),
+		st("ERR syntax error", "XDELEX", "s", "ACKED", "ACKED", "IDS", "1", "1-0"),
+		st("ERR syntax error", "XDELEX", "s", "FOO", "IDS", "1", "1-0"),
+		st("ERR Invalid stream ID specified as stream command argument", "XDELEX", "s", "IDS", "2", "1-0", "x"),
+		st("ERR Invalid stream ID specified as stream command argument", "XDELEX", "s", "IDS", "1", "+"),
+		st("2", "XLEN", "s"), // nothing deleted by a failed call
+		st("OK", "SET", "str", "v"),
+		st("WRONGTYPE Operation against a key holding the wrong kind of value", "XDELEX", "str", "IDS", "1", "1-0"),
+		st("WRONGTYPE Operation against a key holding the wrong kind of value", "XDELEX", "str", "BAD", "x", "y"),
+		st("ERR wrong number of arguments for 'xackdel' command", "XACKDEL", "s", "g", "IDS", "1"),
+		st("[-1 -1]", "XACKDEL", "s", "nogroup", "IDS", "2", "1-0", "2-0"),
+		st("[-1 -1]", "XACKDEL", "nokey", "g", "IDS", "2", "1-0", "x"),
+		st("ERR syntax error", "XACKDEL", "s", "g", "IDS", "1", "1-0", "KEEPREF", "KEEPREF"),
+	}))
+}
+
+func TestXDelExPolicies(t *testing.T) {
+	runScript(t, script(addN("s", 5), []scriptStep{
+		// IDS may come before the policy; duplicates are not found twice.
+		st("[1 -1 -1]", "XDELEX", "s", "IDS", "3", "1-0", "1-0", "9-0", "KEEPREF"),
+		st("4", "XLEN", "s"),
+		// No groups: ACKED deletes (nothing references the entry).
+		st("[1]", "XDELEX", "s", "ACKED", "IDS", "1", "2-0"),
+		// Groups at 3-0 and 4-0: ACKED keeps what a group may still read,
+		// even an ID that is not in the stream.
+		st("OK", "XGROUP", "CREATE", "s", "g1", "3-0"),
+		st("OK", "XGROUP", "CREATE", "s", "g2", "4-0"),
+		st("[2 2]", "XDELEX", "s", "ACKED", "IDS", "2", "4-0", "9-0"),
+		st("[1]", "XDELEX", "s", "ACKED", "IDS", "1", "3-0"),
+		st("1", "XGROUP", "DESTROY", "s", "g1"),
+		st("[1 -1]", "XDELEX", "s", "ACKED", "IDS", "2", "4-0", "2-0"),
+		st("1", "XLEN", "s"),
+		// max-deleted-entry-id moves with XDELEX, as with XDEL.
+		st("[length 1 radix-tree-keys 1 radix-tree-nodes 2 last-generated-id 5-0 max-deleted-entry-id 4-0 entries-added 5 recorded-first-entry-id 5-0 groups 1 first-entry [5-0 [f 5]] last-entry [5-0 [f 5]]]", "XINFO", "STREAM", "s"),
+	}))
+}
+
+// TestXDelExAckedPending: an entry pending in any group is referenced;
+// XACK releases it (the example of the XDELEX page).
+func TestXDelExAckedPending(t *testing.T) {
+	runScript(t, script(addN("s", 1), []scriptStep{
+		st("OK", "XGROUP", "CREATE", "s", "grp", "0"),
+		st("[[s [[1-0 [f 1]]]]]", "XREADGROUP", "GROUP", "grp", "c1", "COUNT", "10", "STREAMS", "s", ">"),
+		st("[2]", "XDELEX", "s", "ACKED", "IDS", "1", "1-0"),
+		st("1", "XLEN", "s"),
+		st("1", "XACK", "s", "grp", "1-0"),
+		st("[1]", "XDELEX", "s", "ACKED", "IDS", "1", "1-0"),
+		st("0", "XLEN", "s"),
+	}))
+}
+
+// TestXDelExDelRef: DELREF removes the IDs from every group's PEL, also
+// for an ID no longer in the stream.
+func TestXDelExDelRef(t *testing.T) {
+	runScript(t, script(addN("s", 3), []scriptStep{
+		st("OK", "XGROUP", "CREATE", "s", "g1", "0"),
+		st("OK", "XGROUP", "CREATE", "s", "g2", "0"),
+		st("*", "XREADGROUP", "GROUP", "g1", "c1", "STREAMS", "s", ">"),
+		st("*", "XREADGROUP", "GROUP", "g2", "c2", "STREAMS", "s", ">"),
+		st("1", "XDEL", "s", "2-0"),
+		st("[1 -1]", "XDELEX", "s", "DELREF", "IDS", "2", "1-0", "2-0"),
+		st("[1 3-0 3-0 [[c1 1]]]", "XPENDING", "s", "g1"),
+		st("[1 3-0 3-0 [[c2 1]]]", "XPENDING", "s", "g2"),
+	}))
+}
+
+func TestXAckDel(t *testing.T) {
+	runScript(t, script(addN("s", 2), []scriptStep{
+		st("OK", "XGROUP", "CREATE", "s", "g1", "0"),
+		st("OK", "XGROUP", "CREATE", "s", "g2", "0"),
+		st("*", "XREADGROUP", "GROUP", "g1", "c1", "STREAMS", "s", ">"),
+		st("*", "XREADGROUP", "GROUP", "g2", "c2", "STREAMS", "s", ">"),
+		// KEEPREF: acknowledged in g1 and deleted; g2 still has them pending.
+		st("[1 1]", "XACKDEL", "s", "g1", "KEEPREF", "IDS", "2", "1-0", "2-0"),
+		st("0", "XLEN", "s"),
+		st("[0 <nil> <nil> <nil>]", "XPENDING", "s", "g1"),
+		st("[2 1-0 2-0 [[c2 2]]]", "XPENDING", "s", "g2"),
+		// Pending in g2 but gone from the stream: still 1.
+		st("[1 -1]", "XACKDEL", "s", "g2", "IDS", "2", "1-0", "1-0"),
+		st("[1 2-0 2-0 [[c2 1]]]", "XPENDING", "s", "g2"),
+		// Not pending: -1 and nothing happens, even with DELREF.
+		st("3-0", "XADD", "s", "3-0", "f", "3"),
+		st("[-1]", "XACKDEL", "s", "g2", "DELREF", "IDS", "1", "3-0"),
+		st("1", "XLEN", "s"),
+	}))
+}
+
+func TestXAckDelAckedAndDelRef(t *testing.T) {
+	runScript(t, script(addN("s", 2), []scriptStep{
+		st("OK", "XGROUP", "CREATE", "s", "g1", "0"),
+		st("OK", "XGROUP", "CREATE", "s", "g2", "0"),
+		st("*", "XREADGROUP", "GROUP", "g1", "c1", "STREAMS", "s", ">"),
+		st("*", "XREADGROUP", "GROUP", "g2", "c2", "COUNT", "1", "STREAMS", "s", ">"),
+		// g2 has 1-0 pending and has not read 2-0: both kept, acknowledged in g1.
+		st("[2 2]", "XACKDEL", "s", "g1", "ACKED", "IDS", "2", "1-0", "2-0"),
+		st("[0 <nil> <nil> <nil>]", "XPENDING", "s", "g1"),
+		st("2", "XLEN", "s"),
+		// The last group to let go deletes.
+		st("[1]", "XACKDEL", "s", "g2", "ACKED", "IDS", "1", "1-0"),
+		st("1", "XLEN", "s"),
+		// DELREF: acknowledged in g2, removed from g1's PEL too, deleted.
+		st("*", "XREADGROUP", "GROUP", "g1", "c1", "STREAMS", "s", "0"),
+		st("OK", "XGROUP", "SETID", "s", "g1", "0"),
+		st("*", "XREADGROUP", "GROUP", "g1", "c1", "STREAMS", "s", ">"),
+		st("*", "XREADGROUP", "GROUP", "g2", "c2", "STREAMS", "s", ">"),
+		st("[1 2-0 2-0 [[c1 1]]]", "XPENDING", "s", "g1"),
+		st("[1]", "XACKDEL", "s", "g2", "DELREF", "IDS", "1", "2-0"),
+		st("[0 <nil> <nil> <nil>]", "XPENDING", "s", "g1"),
+		st("[0 <nil> <nil> <nil>]", "XPENDING", "s", "g2"),
+		st("0", "XLEN", "s"),
+		st("[-1]", "XACKDEL", "s", "g2", "DELREF", "IDS", "1", "2-0"),
+	}))
+}
+
+// TestTrimPolicies: KEEPREF | DELREF | ACKED on XADD and XTRIM (the cases
+// of Redis's "XADD with MAXLEN option and ACKED option" test and the
+// XTRIM page).
+// https://redis.io/docs/latest/commands/xtrim/
+func TestTrimPolicies(t *testing.T) {
+	runScript(t, script(addN("s", 5), []scriptStep{
+		st("OK", "XGROUP", "CREATE", "s", "g", "0"),
+		// Nothing read: every entry is still to be delivered.
+		st("6-0", "XADD", "s", "MAXLEN", "=", "1", "ACKED", "6-0", "f", "6"),
+		st("6", "XLEN", "s"),
+		st("*", "XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "s", ">"),
+		st("1", "XACK", "s", "g", "1-0"),
+		st("7-0", "XADD", "s", "ACKED", "MAXLEN", "=", "1", "7-0", "f", "7"),
+		st("6", "XLEN", "s"),
+		st("[[2-0 [f 2]]]", "XRANGE", "s", "-", "+", "COUNT", "1"),
+		// Read everything, acknowledge all but 3-0: ACKED skips it and goes on.
+		st("*", "XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"),
+		st("5", "XACK", "s", "g", "2-0", "4-0", "5-0", "6-0", "7-0"),
+		st("5", "XTRIM", "s", "MAXLEN", "1", "ACKED"),
+		st("[[3-0 [f 3]]]", "XRANGE", "s", "-", "+"),
+		// Trims never move max-deleted-entry-id.
+		st("[length 1 radix-tree-keys 1 radix-tree-nodes 2 last-generated-id 7-0 max-deleted-entry-id 0-0 entries-added 7 recorded-first-entry-id 3-0 groups 1 first-entry [3-0 [f 3]] last-entry [3-0 [f 3]]]", "XINFO", "STREAM", "s"),
+		// DELREF: trimmed entries leave every PEL.
+		st("8-0", "XADD", "s", "MAXLEN", "=", "1", "DELREF", "8-0", "f", "8"),
+		st("1", "XLEN", "s"),
+		st("[0 <nil> <nil> <nil>]", "XPENDING", "s", "g"),
+		// KEEPREF (the default) leaves them.
+		st("*", "XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"),
+		st("9-0", "XADD", "s", "KEEPREF", "MAXLEN", "1", "9-0", "f", "9"),
+		st("[1 8-0 8-0 [[c 1]]]", "XPENDING", "s", "g"),
+		// A policy without MAXLEN or MINID: accepted, does nothing.
+		st("10-0", "XADD", "s", "ACKED", "10-0", "f", "10"),
+		// Only one policy: a second is XTRIM's syntax error and XADD's ID.
+		st("ERR syntax error", "XTRIM", "s", "MAXLEN", "1", "ACKED", "DELREF"),
+		st("ERR syntax error", "XTRIM", "s", "ACKED", "KEEPREF"),
+		st("ERR Invalid stream ID specified as stream command argument", "XADD", "s", "ACKED", "DELREF", "f", "v"),
+		st("2", "XLEN", "s"),
+	}))
+}
+
+// TestTrimAckedNodes: ACKED trims walk Redis's nodes (100 entries): MINID
+// removes every unreferenced entry below the ID; MAXLEN looks no further
+// than the first node it cannot remove whole; '~' stops before such a node
+// (redis/redis#14623's behaviour).
+func TestTrimAckedNodes(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.client(t)
+	for i := 1; i <= 300; i++ {
+		mustDo(t, c, "XADD", "s", fmt.Sprintf("%d-0", i), "f", i)
+	}
+	mustDo(t, c, "XGROUP", "CREATE", "s", "g", "0")
+	mustDo(t, c, "XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")
+	// Acknowledge everything but 1-0..10-0 and 150-0.
+	for i := 11; i <= 300; i++ {
+		if i != 150 {
+			mustDo(t, c, "XACK", "s", "g", fmt.Sprintf("%d-0", i))
+		}
+	}
+	check := func(args []any, want int64, wantLen int64) {
+		t.Helper()
+		if got := mustDo(t, c, args...).(int64); got != want {
+			t.Fatalf("%v = %d, want %d", args, got, want)
+		}
+		if got := mustDo(t, c, "XLEN", "s").(int64); got != wantLen {
+			t.Fatalf("after %v: XLEN %d, want %d", args, got, wantLen)
+		}
+	}
+	// MAXLEN 250: the first node (1-0..100-0) cannot go whole (300-100 <
+	// 250), so only it is walked: 50 of its 90 acknowledged entries go.
+	check([]any{"XTRIM", "s", "MAXLEN", "=", "250", "ACKED"}, 50, 250)
+	// '~' 100: the first node (50 live entries) and the second can go
+	// whole, less what is pending (1-0..10-0, 150-0); the third cannot.
+	check([]any{"XTRIM", "s", "MAXLEN", "~", "100", "ACKED"}, 139, 111)
+	// MINID exact: every unreferenced entry below the ID.
+	check([]any{"XTRIM", "s", "MINID", "250-0", "ACKED"}, 49, 62)
+	got := fmt.Sprint(mustDo(t, c, "XRANGE", "s", "-", "+", "COUNT", "12"))
+	if !strings.HasPrefix(got, "[[1-0 [f 1]] [2-0 [f 2]]") || !strings.Contains(got, "[10-0 [f 10]] [150-0 [f 150]] [250-0 [f 250]]") {
+		t.Fatalf("XRANGE after the trims: %s", got)
+	}
+}
+
+// TestXDelExNotifications: XDELEX and XACKDEL notify xdel only when they
+// deleted an entry.
+func TestXDelExNotifications(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.client(t)
+	ctx := context.Background()
+	mustDo(t, c, "CONFIG", "SET", "notify-keyspace-events", "Et")
+	sub := c.Subscribe(ctx, "__keyevent@0__:xdel")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, c, "XADD", "s", "1-0", "f", "v")
+	mustDo(t, c, "XADD", "s", "2-0", "f", "v")
+	mustDo(t, c, "XGROUP", "CREATE", "s", "g", "1-0")
+	mustDo(t, c, "XDELEX", "s", "ACKED", "IDS", "1", "2-0") // kept: no event
+	mustDo(t, c, "XACKDEL", "s", "g", "IDS", "1", "1-0")    // not pending: no event
+	mustDo(t, c, "XDELEX", "s", "IDS", "2", "1-0", "9-0")   // deleted
+	mustDo(t, c, "XADD", "s", "3-0", "f", "v")
+	mustDo(t, c, "XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")
+	mustDo(t, c, "XACKDEL", "s", "g", "IDS", "1", "3-0") // deleted
+	for i := 0; i < 2; i++ {
+		m, err := sub.ReceiveTimeout(ctx, 2*time.Second)
+		if err != nil {
+			t.Fatalf("notification %d: %v", i, err)
+		}
+		if msg, ok := m.(*redis.Message); !ok || msg.Payload != "s" {
+			t.Fatalf("notification %d: %v", i, m)
+		}
+	}
+	if m, err := sub.ReceiveTimeout(ctx, 200*time.Millisecond); err == nil {
+		t.Fatalf("a third notification: %v", m)
+	}
+}
