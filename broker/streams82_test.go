@@ -306,3 +306,126 @@ func TestXDelExNotifications(t *testing.T) {
 		t.Fatalf("a third notification: %v", m)
 	}
 }
+
+// TestXReadGroupClaim: XREADGROUP CLAIM min-idle-time (Redis 8.4): idle
+// pending entries of any consumer first, oldest delivery first, each with
+// its idle time and previous delivery count, then new entries with 0 and
+// 0, together at most COUNT.
+// https://redis.io/docs/latest/commands/xreadgroup/
+func TestXReadGroupClaim(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.client(t)
+	ctx := context.Background()
+	for i := 1; i <= 3; i++ {
+		mustDo(t, c, "XADD", "s", fmt.Sprintf("%d-0", i), "f", i)
+	}
+	mustDo(t, c, "XGROUP", "CREATE", "s", "g", "0")
+	mustDo(t, c, "XREADGROUP", "GROUP", "g", "c1", "COUNT", "1", "STREAMS", "s", ">") // 1-0 first
+	time.Sleep(5 * time.Millisecond)
+	mustDo(t, c, "XREADGROUP", "GROUP", "g", "c1", "STREAMS", "s", ">") // then 2-0, 3-0
+	// Nothing idle for 10 minutes, nothing new: the null reply.
+	if v, err := do(t, c, "XREADGROUP", "GROUP", "g", "c2", "CLAIM", "600000", "STREAMS", "s", ">"); err != redis.Nil {
+		t.Fatalf("CLAIM with nothing idle = %v, %v", v, err)
+	}
+	time.Sleep(60 * time.Millisecond)
+	mustDo(t, c, "XADD", "s", "4-0", "f", "4")
+	mustDo(t, c, "XADD", "s", "5-0", "f", "5")
+	// COUNT 4: the three idle entries (oldest delivery first), then one new.
+	res, err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c2", Streams: []string{"s", ">"}, Count: 4, Claim: 50 * time.Millisecond}).Result()
+	if err != nil {
+		t.Fatalf("XReadGroup CLAIM: %v", err)
+	}
+	msgs := res[0].Messages
+	var ids []string
+	for i, m := range msgs {
+		ids = append(ids, m.ID)
+		switch {
+		case i < 3 && (m.MillisElapsedFromDelivery < 50 || m.DeliveredCount != 1):
+			t.Errorf("claimed %s: idle %d, count %d; want >= 50 and 1", m.ID, m.MillisElapsedFromDelivery, m.DeliveredCount)
+		case i == 3 && (m.MillisElapsedFromDelivery != 0 || m.DeliveredCount != 0):
+			t.Errorf("new %s: idle %d, count %d; want 0 and 0", m.ID, m.MillisElapsedFromDelivery, m.DeliveredCount)
+		}
+	}
+	if fmt.Sprint(ids) != "[1-0 2-0 3-0 4-0]" || fmt.Sprint(msgs[0].Values) != "map[f:1]" {
+		t.Fatalf("CLAIM read %v (%v)", ids, msgs)
+	}
+	// The claimed entries are c2's now, delivered twice; 4-0 once.
+	pend := mustDo(t, c, "XPENDING", "s", "g", "-", "+", "10")
+	if got := fmt.Sprint(pend); !strings.Contains(got, "[1-0 c2 ") || !strings.Contains(got, "[4-0 c2 ") ||
+		!strings.HasSuffix(got, " 1]]") || strings.Count(got, " 2]") != 3 {
+		t.Fatalf("XPENDING after the claim: %s", got)
+	}
+	// The raw reply: four elements per entry. (Each claim below comes a
+	// few ms after the one before: the order is by delivery time.)
+	time.Sleep(3 * time.Millisecond)
+	raw := fmt.Sprint(mustDo(t, c, "XREADGROUP", "GROUP", "g", "c3", "CLAIM", "0", "COUNT", "1", "STREAMS", "s", ">"))
+	if !strings.HasPrefix(raw, "[[s [[1-0 [f 1] ") || !strings.HasSuffix(raw, " 2]]]]") {
+		t.Fatalf("raw CLAIM reply %s", raw)
+	}
+	// NOACK applies to the new entries only. (Oldest delivery first: 2-0
+	// and 3-0, claimed by c2 before c3 took 1-0.)
+	time.Sleep(3 * time.Millisecond)
+	mustDo(t, c, "XREADGROUP", "GROUP", "g", "c4", "NOACK", "CLAIM", "0", "COUNT", "2", "STREAMS", "s", ">")
+	if got := fmt.Sprint(mustDo(t, c, "XPENDING", "s", "g")); !strings.HasPrefix(got, "[4 1-0 4-0 ") {
+		t.Fatalf("XPENDING after NOACK CLAIM: %s", got)
+	}
+	// An explicit ID reads history: CLAIM is ignored, entries have two elements.
+	if got := fmt.Sprint(mustDo(t, c, "XREADGROUP", "GROUP", "g", "c4", "CLAIM", "0", "STREAMS", "s", "0")); got != "[[s [[2-0 [f 2]] [3-0 [f 3]]]]]" {
+		t.Fatalf("history with CLAIM: %s", got)
+	}
+	// A pending entry deleted from the stream is neither returned nor
+	// removed from the PEL.
+	mustDo(t, c, "XDEL", "s", "1-0")
+	got := fmt.Sprint(mustDo(t, c, "XREADGROUP", "GROUP", "g", "c5", "CLAIM", "0", "STREAMS", "s", ">"))
+	if strings.Contains(got, "1-0") || !strings.Contains(got, "[2-0 [f 2] ") {
+		t.Fatalf("CLAIM after XDEL: %s", got)
+	}
+	if got := fmt.Sprint(mustDo(t, c, "XPENDING", "s", "g")); !strings.HasPrefix(got, "[5 1-0 ") {
+		t.Fatalf("XPENDING after XDEL and CLAIM: %s", got)
+	}
+}
+
+func TestXReadGroupClaimErrors(t *testing.T) {
+	runScript(t, script(addN("s", 1), []scriptStep{
+		st("OK", "XGROUP", "CREATE", "s", "g", "0"),
+		st("ERR The CLAIM option is only supported by XREADGROUP. You called XREAD instead.", "XREAD", "CLAIM", "10", "STREAMS", "s", "0"),
+		st("ERR min-idle-time must be a positive integer", "XREADGROUP", "GROUP", "g", "c", "CLAIM", "-1", "STREAMS", "s", ">"),
+		st("ERR min-idle-time is not an integer or out of range", "XREADGROUP", "GROUP", "g", "c", "CLAIM", "x", "STREAMS", "s", ">"),
+		st("ERR min-idle-time is not an integer or out of range", "XREADGROUP", "GROUP", "g", "c", "CLAIM", "STREAMS", "s", ">"),
+		st("ERR syntax error", "XREADGROUP", "GROUP", "g", "CLAIM", "50", "c", "STREAMS", "s", ">"),
+		st("ERR min-idle-time is not an integer or out of range", "XREADGROUP", "GROUP", "g", "c", "CLAIM", "5.5", "STREAMS", "s", ">"),
+		// Before GROUP, repeated (the last counts), and huge: accepted.
+		st("[[s [[1-0 [f 1] 0 0]]]]", "XREADGROUP", "CLAIM", "50", "GROUP", "g", "c", "CLAIM", "9223372036854775807", "STREAMS", "s", ">"),
+		st("redis: nil", "XREADGROUP", "GROUP", "g", "c", "CLAIM", "9223372036854775807", "STREAMS", "s", ">"),
+		st("NOGROUP No such key 's' or consumer group 'nog' in XREADGROUP with GROUP option", "XREADGROUP", "GROUP", "nog", "c", "CLAIM", "0", "STREAMS", "s", ">"),
+	}))
+}
+
+// TestXReadGroupClaimBlock: a blocked CLAIM read is served when a pending
+// entry becomes idle enough, and times out when none does in time.
+func TestXReadGroupClaimBlock(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.client(t)
+	mustDo(t, c, "XADD", "s", "1-0", "f", "1")
+	mustDo(t, c, "XGROUP", "CREATE", "s", "g", "0")
+	mustDo(t, c, "XREADGROUP", "GROUP", "g", "c1", "STREAMS", "s", ">")
+	got := fmt.Sprint(mustDo(t, c, "XREADGROUP", "GROUP", "g", "c2", "BLOCK", "10000", "CLAIM", "200", "STREAMS", "s", ">"))
+	if !strings.HasPrefix(got, "[[s [[1-0 [f 1] ") || !strings.HasSuffix(got, " 1]]]]") {
+		t.Fatalf("blocked CLAIM read: %s", got)
+	}
+	if v, err := do(t, c, "XREADGROUP", "GROUP", "g", "c3", "BLOCK", "100", "CLAIM", "60000", "STREAMS", "s", ">"); err != redis.Nil {
+		t.Fatalf("blocked CLAIM with nothing claimable in time = %v, %v", v, err)
+	}
+	// A new entry serves a blocked CLAIM read before anything is idle.
+	done := make(chan string, 1)
+	go func() {
+		c2 := ts.client(t)
+		v, _ := c2.Do(context.Background(), "XREADGROUP", "GROUP", "g", "c4", "BLOCK", "10000", "CLAIM", "60000", "STREAMS", "s", ">").Result()
+		done <- fmt.Sprint(v)
+	}()
+	waitBlocked(t, c, 1)
+	mustDo(t, c, "XADD", "s", "2-0", "f", "2")
+	if got := <-done; got != "[[s [[2-0 [f 2] 0 0]]]]" {
+		t.Fatalf("blocked CLAIM read served by XADD: %s", got)
+	}
+}

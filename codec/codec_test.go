@@ -571,13 +571,13 @@ func TestGroupRoundTrip(t *testing.T) {
 	for _, g := range []Group{
 		{},
 		{LastDeliveredID: ID{1, 2}, EntriesRead: -1},
-		{ID{1700000000000, 5}, 42, PELStats{3, ID{1700000000000, 1}}, false},
-		{MaxID, math.MaxInt64, PELStats{math.MaxUint64, MaxID}, false},
+		{ID{1700000000000, 5}, 42, PELStats{3, ID{1700000000000, 1}}, false, false},
+		{MaxID, math.MaxInt64, PELStats{math.MaxUint64, MaxID}, false, true},
 		{LastDeliveredID: ID{0, 1}, EntriesRead: math.MinInt64},
 	} {
 		enc := AppendGroup(nil, g)
-		if len(enc) != 48 {
-			t.Fatalf("AppendGroup is %d bytes, want 48", len(enc))
+		if len(enc) != 49 {
+			t.Fatalf("AppendGroup is %d bytes, want 49", len(enc))
 		}
 		if got, err := DecodeGroup(enc); err != nil || got != g {
 			t.Errorf("DecodeGroup(AppendGroup(%+v)) = %+v, %v", g, got, err)
@@ -588,10 +588,15 @@ func TestGroupRoundTrip(t *testing.T) {
 	}
 	// The legacy 24-byte layout decodes with PELUnknown set.
 	legacy := AppendGroup(nil, Group{LastDeliveredID: ID{7, 8}, EntriesRead: 5})[:24]
-	if got, err := DecodeGroup(legacy); err != nil || got != (Group{ID{7, 8}, 5, PELStats{}, true}) {
+	if got, err := DecodeGroup(legacy); err != nil || got != (Group{ID{7, 8}, 5, PELStats{}, true, false}) {
 		t.Errorf("DecodeGroup(legacy) = %+v, %v", got, err)
 	}
-	for _, n := range []int{0, 23, 25, 47, 49} {
+	// The 48-byte layout (before the flags byte) decodes unindexed.
+	flagless := AppendGroup(nil, Group{LastDeliveredID: ID{7, 8}, EntriesRead: 5, TimeIndexed: true})[:48]
+	if got, err := DecodeGroup(flagless); err != nil || got != (Group{LastDeliveredID: ID{7, 8}, EntriesRead: 5}) {
+		t.Errorf("DecodeGroup(48 bytes) = %+v, %v", got, err)
+	}
+	for _, n := range []int{0, 23, 25, 47, 50} {
 		if _, err := DecodeGroup(make([]byte, n)); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("DecodeGroup(%d bytes) = %v, want ErrCorrupt", n, err)
 		}
@@ -836,9 +841,9 @@ func TestEventConstructors(t *testing.T) {
 		{GroupDelEvent(1, key, group), Event{OpGroupDel, 1, key, b(group)}},
 		{ConsumerSetEvent(1, key, group, consumer, c), Event{OpConsumerSet, 1, key, b(group, consumer, AppendConsumer(nil, c))}},
 		{PELSetEvent(1, key, group, id, pe, nil), Event{OpPELSet, 1, key, b(group, IDArg(id), AppendPELEntry(nil, pe))}},
-		{PELSetEvent(1, key, group, id, pe, []byte{}), Event{OpPELSet, 1, key, b(group, IDArg(id), AppendPELEntry(nil, pe), []byte{})}},
-		{PELSetEvent(1, key, group, id, pe, consumer), Event{OpPELSet, 1, key, b(group, IDArg(id), AppendPELEntry(nil, pe), consumer)}},
-		{PELDelEvent(1, key, group, id, consumer), Event{OpPELDel, 1, key, b(group, IDArg(id), consumer)}},
+		{PELSetEvent(1, key, group, id, pe, &PELEntry{DeliveryTimeMs: 7}), Event{OpPELSet, 1, key, b(group, IDArg(id), AppendPELEntry(nil, pe), []byte{}, Int64Arg(7))}},
+		{PELSetEvent(1, key, group, id, pe, &PELEntry{DeliveryTimeMs: 8, Consumer: consumer}), Event{OpPELSet, 1, key, b(group, IDArg(id), AppendPELEntry(nil, pe), consumer, Int64Arg(8))}},
+		{PELDelEvent(1, key, group, id, PELEntry{DeliveryTimeMs: 9, Consumer: consumer}), Event{OpPELDel, 1, key, b(group, IDArg(id), consumer, Int64Arg(9))}},
 		{TTLDelEvent(1, key, 1700000060000), Event{OpTTLDel, 1, key, b(Int64Arg(1700000060000))}},
 		{FlushDBEvent(2, []uint16{0, 105, 16383}), Event{OpFlushDB, 2, nil, b([]byte{0, 0, 0, 0x69, 0x3f, 0xff})}},
 		{FlushDBEvent(2, nil), Event{OpFlushDB, 2, nil, b([]byte{})}},
@@ -1002,9 +1007,9 @@ func TestDocExamples(t *testing.T) {
 			"01 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 00 00 01 8b cf e5 68 00 01 27 " +
 				"74 00 01 73 02 10 00 00 00 00 00 00 00 04 00 00 00 00 00 00 00 00 " +
 				"10 00 00 00 00 00 00 00 05 00 00 00 00 00 00 00 00"},
-		{"group", AppendGroup(nil, Group{LastDeliveredID: ID{5, 0}, EntriesRead: 5, PEL: PELStats{2, ID{4, 0}}}),
+		{"group", AppendGroup(nil, Group{LastDeliveredID: ID{5, 0}, EntriesRead: 5, PEL: PELStats{2, ID{4, 0}}, TimeIndexed: true}),
 			"00 00 00 00 00 00 00 05 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 05 " +
-				"00 00 00 00 00 00 00 02 00 00 00 00 00 00 00 04 00 00 00 00 00 00 00 00"},
+				"00 00 00 00 00 00 00 02 00 00 00 00 00 00 00 04 00 00 00 00 00 00 00 00 01"},
 	} {
 		if got := hex(tc.got); got != tc.want {
 			t.Errorf("%s: docs/key-format.md example is stale\ngot  %s\nwant %s", tc.name, got, tc.want)

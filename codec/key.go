@@ -25,6 +25,7 @@ const (
 	TagConsumer    Tag = 'C' // C|slot|db|key|group|consumer → Consumer value
 	TagPEL         Tag = 'P' // P|slot|db|key|group|ID(16) → PELEntry value
 	TagConsumerPEL Tag = 'Q' // Q|slot|db|key|group|consumer|ID(16) → empty
+	TagPELTime     Tag = 'W' // W|slot|db|key|group|delivery time(8)|ID(16) → empty
 	TagHash        Tag = 'H' // H|slot|db|key|field → value
 	TagSet         Tag = 'S' // S|slot|db|key|member → empty
 	TagList        Tag = 'I' // I|slot|db|key|position(8) → element
@@ -39,12 +40,12 @@ const (
 )
 
 // StreamTags lists the tags of a stream's sub-keys other than its metadata.
-var StreamTags = []Tag{TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsumerPEL}
+var StreamTags = []Tag{TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsumerPEL, TagPELTime}
 
 // DataTags lists every tag that holds user data (everything but the change
 // log). Note that TTL keys (TagTTL) put the db after the deadline, so a
 // per-db prefix of TagTTL does not select one db's entries.
-var DataTags = []Tag{TagMeta, TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsumerPEL, TagHash, TagSet, TagList, TagZMember, TagZScore, TagZBlock, TagTTL}
+var DataTags = []Tag{TagMeta, TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsumerPEL, TagPELTime, TagHash, TagSet, TagList, TagZMember, TagZScore, TagZBlock, TagTTL}
 
 // keyHeaderLen is tag(1) + slot(2) + db(1) + keylen(4).
 const keyHeaderLen = 8
@@ -167,6 +168,15 @@ func ConsumerKey(db uint8, key, group, consumer []byte) []byte {
 // PELKey returns P|slot|db|key|group|id.
 func PELKey(db uint8, key, group []byte, id ID) []byte {
 	return AppendID(GroupPrefix(TagPEL, db, key, group), id)
+}
+
+// PELTimeKey returns W|slot|db|key|group|time|id: the group's PEL in
+// delivery-time order (time: Unix ms, big-endian, negative times as 0), for
+// XREADGROUP CLAIM.
+func PELTimeKey(db uint8, key, group []byte, timeMs int64, id ID) []byte {
+	b := GroupPrefix(TagPELTime, db, key, group)
+	b = binary.BigEndian.AppendUint64(b, uint64(max(timeMs, 0)))
+	return AppendID(b, id)
 }
 
 // ConsumerPELPrefix returns Q|slot|db|key|group|consumer.

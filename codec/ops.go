@@ -83,7 +83,7 @@ func XTrimEvent(db uint8, key []byte, first, last ID, ids []ID) Event {
 
 // GroupSetEvent builds an OpGroupSet event.
 func GroupSetEvent(db uint8, key, group []byte, g Group) Event {
-	return Event{Op: OpGroupSet, DB: db, Key: key, Args: [][]byte{group, AppendGroup(make([]byte, 0, groupLegacyLen+pelStatsLen), g)}}
+	return Event{Op: OpGroupSet, DB: db, Key: key, Args: [][]byte{group, AppendGroup(make([]byte, 0, groupLegacyLen+pelStatsLen+1), g)}}
 }
 
 // GroupDelEvent builds an OpGroupDel event.
@@ -101,19 +101,25 @@ func ConsumerDelEvent(db uint8, key, group, consumer []byte) Event {
 	return Event{Op: OpConsumerDel, DB: db, Key: key, Args: [][]byte{group, consumer}}
 }
 
-// PELSetEvent builds an OpPELSet event; prevOwner is nil when id was not
-// pending (and may be empty, a consumer's name, when it was).
-func PELSetEvent(db uint8, key, group []byte, id ID, e PELEntry, prevOwner []byte) Event {
+// PELSetEvent builds an OpPELSet event; prev is nil when id was not
+// pending, else its entry before (owner and delivery time; the owner may
+// be empty, a consumer named "").
+func PELSetEvent(db uint8, key, group []byte, id ID, e PELEntry, prev *PELEntry) Event {
 	args := [][]byte{group, IDArg(id), AppendPELEntry(make([]byte, 0, pelEntryLen+len(e.Consumer)), e)}
-	if prevOwner != nil {
-		args = append(args, prevOwner)
+	if prev != nil {
+		owner := prev.Consumer
+		if owner == nil {
+			owner = []byte{}
+		}
+		args = append(args, owner, Int64Arg(prev.DeliveryTimeMs))
 	}
 	return Event{Op: OpPELSet, DB: db, Key: key, Args: args}
 }
 
-// PELDelEvent builds an OpPELDel event acknowledging id, owned by owner.
-func PELDelEvent(db uint8, key, group []byte, id ID, owner []byte) Event {
-	return Event{Op: OpPELDel, DB: db, Key: key, Args: [][]byte{group, IDArg(id), owner}}
+// PELDelEvent builds an OpPELDel event acknowledging id, whose entry was
+// prev (its owner and delivery time).
+func PELDelEvent(db uint8, key, group []byte, id ID, prev PELEntry) Event {
+	return Event{Op: OpPELDel, DB: db, Key: key, Args: [][]byte{group, IDArg(id), prev.Consumer, Int64Arg(prev.DeliveryTimeMs)}}
 }
 
 // TTLDelEvent builds an OpTTLDel event removing the TTL index entry of key at deadlineMs.

@@ -289,16 +289,24 @@ func decodePELStats(b []byte) PELStats {
 
 // Group is a consumer group's value under a G key.
 //
-//	| last-delivered-id (16) | entries-read (8, int64, -1 unknown) | PEL stats (24) |
+//	| last-delivered-id (16) | entries-read (8, int64, -1 unknown) | PEL stats (24) | flags (1) |
 //
 // Values written before PEL stats were kept are 24 bytes long; they decode
-// with PELUnknown set, and the reader recounts (groups.LoadGroup).
+// with PELUnknown set, and the reader recounts (groups.LoadGroup). Values
+// written before the flags byte are 48 bytes long and decode with no flag.
 type Group struct {
 	LastDeliveredID ID
 	EntriesRead     int64 // -1 when unknown, as Redis's SCG_INVALID_ENTRIES_READ
 	PEL             PELStats
 	PELUnknown      bool // decoded from the legacy layout: PEL must be recounted
+	// TimeIndexed: every pending entry has its W key (PELTimeKey), so the
+	// PEL can be read in delivery-time order. Groups created before that
+	// index was kept lack it; it is never set afterwards.
+	TimeIndexed bool
 }
+
+// groupFlagTimeIndexed is Group.TimeIndexed in the flags byte.
+const groupFlagTimeIndexed = 1
 
 const groupLegacyLen = IDLen + 8
 
@@ -306,12 +314,18 @@ const groupLegacyLen = IDLen + 8
 func AppendGroup(b []byte, g Group) []byte {
 	b = AppendID(b, g.LastDeliveredID)
 	b = binary.BigEndian.AppendUint64(b, uint64(g.EntriesRead))
-	return appendPELStats(b, g.PEL)
+	b = appendPELStats(b, g.PEL)
+	var flags byte
+	if g.TimeIndexed {
+		flags |= groupFlagTimeIndexed
+	}
+	return append(b, flags)
 }
 
-// DecodeGroup decodes a Group value (48 bytes, or 24 for the legacy layout).
+// DecodeGroup decodes a Group value (49 bytes; 48 or 24 for the legacy
+// layouts).
 func DecodeGroup(b []byte) (Group, error) {
-	if len(b) != groupLegacyLen && len(b) != groupLegacyLen+pelStatsLen {
+	if len(b) != groupLegacyLen && len(b) != groupLegacyLen+pelStatsLen && len(b) != groupLegacyLen+pelStatsLen+1 {
 		return Group{}, corruptf("group of %d bytes", len(b))
 	}
 	id, _ := DecodeID(b)
@@ -320,6 +334,9 @@ func DecodeGroup(b []byte) (Group, error) {
 		g.PELUnknown = true
 	} else {
 		g.PEL = decodePELStats(b[groupLegacyLen:])
+	}
+	if len(b) == groupLegacyLen+pelStatsLen+1 {
+		g.TimeIndexed = b[len(b)-1]&groupFlagTimeIndexed != 0
 	}
 	return g, nil
 }

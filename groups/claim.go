@@ -54,13 +54,17 @@ func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.En
 		}
 		if !exists {
 			if pending {
-				if err := edit.del(id, pe.Consumer); err != nil {
+				if err := edit.del(id, pe); err != nil {
 					return nil, nil, err
 				}
 			}
 			continue
 		}
-		prev := pe.Consumer
+		var prev *codec.PELEntry
+		if pending {
+			old := pe
+			prev = &old
+		}
 		switch {
 		case pending:
 			if a.MinIdleMs > 0 && now-pe.DeliveryTimeMs < a.MinIdleMs {
@@ -79,7 +83,7 @@ func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.En
 			pe.DeliveryCount++
 		}
 		pe.Consumer = a.Consumer
-		if err := edit.set(id, pe, pending, prev); err != nil {
+		if err := edit.set(id, pe, prev); err != nil {
 			return nil, nil, err
 		}
 		out = append(out, e)
@@ -161,7 +165,7 @@ func AutoClaim(v *materialize.View, db uint8, key []byte, a AutoClaimArgs) (next
 			return codec.ID{}, nil, nil, nil, err
 		}
 		if !exists {
-			if err := edit.del(s.id, s.pe.Consumer); err != nil {
+			if err := edit.del(s.id, s.pe); err != nil {
 				return codec.ID{}, nil, nil, nil, err
 			}
 			deleted = append(deleted, s.id)
@@ -171,14 +175,13 @@ func AutoClaim(v *materialize.View, db uint8, key []byte, a AutoClaimArgs) (next
 		if a.MinIdleMs > 0 && now-s.pe.DeliveryTimeMs < a.MinIdleMs {
 			continue
 		}
-		pe := s.pe
-		prev := pe.Consumer
+		pe, prev := s.pe, s.pe
 		pe.DeliveryTimeMs = now
 		if !a.JustID {
 			pe.DeliveryCount++
 		}
 		pe.Consumer = a.Consumer
-		if err := edit.set(s.id, pe, true, prev); err != nil {
+		if err := edit.set(s.id, pe, &prev); err != nil {
 			return codec.ID{}, nil, nil, nil, err
 		}
 		claimed = append(claimed, e)

@@ -57,7 +57,7 @@ func Create(v *materialize.View, db uint8, key, group []byte, a CreateArgs) ([]c
 	if a.Dollar {
 		id = m.Stream.LastID
 	}
-	events = append(events, codec.GroupSetEvent(db, key, group, codec.Group{LastDeliveredID: id, EntriesRead: a.EntriesRead}))
+	events = append(events, codec.GroupSetEvent(db, key, group, codec.Group{LastDeliveredID: id, EntriesRead: a.EntriesRead, TimeIndexed: true}))
 	return events, nil
 }
 
@@ -156,7 +156,7 @@ func DelConsumer(v *materialize.View, db uint8, key, group, consumer []byte) (in
 		if !pending || !bytes.Equal(pe.Consumer, consumer) {
 			continue
 		}
-		if err := edit.del(id, consumer); err != nil {
+		if err := edit.del(id, pe); err != nil {
 			return 0, nil, err
 		}
 		n++
@@ -196,6 +196,8 @@ type ReadArgs struct {
 	Group, Consumer []byte
 	Count           int // <= 0: no limit
 	NoAck           bool
+	// MinIdleMs is CLAIM's min-idle-time (Redis 8.4), for Session.ReadClaim.
+	MinIdleMs int64
 }
 
 // ReadNew is Session.ReadNew alone in its decision, with its events.
@@ -304,7 +306,7 @@ func Ack(v *materialize.View, db uint8, key, group []byte, ids []codec.ID) (int,
 			return 0, nil, err
 		}
 		if pending {
-			if err := edit.del(id, pe.Consumer); err != nil {
+			if err := edit.del(id, pe); err != nil {
 				return 0, nil, err
 			}
 			n++

@@ -112,24 +112,20 @@ func (e *pelEdit) touch(name []byte, now int64, delivered bool) error {
 	return nil
 }
 
-// set records a delivery of id to pe.Consumer. pending tells whether id
-// was pending, and then prevOwner is the consumer that owned it (a consumer
-// name may be empty: pending, not prevOwner's length, decides).
-func (e *pelEdit) set(id codec.ID, pe codec.PELEntry, pending bool, prevOwner []byte) error {
+// set records a delivery of id to pe.Consumer. prev is id's entry when
+// it was pending (nil when not): its owner (a consumer name may be empty)
+// and delivery time.
+func (e *pelEdit) set(id codec.ID, pe codec.PELEntry, prev *codec.PELEntry) error {
 	e.stage(id, &pe)
-	if !pending {
-		e.events = append(e.events, codec.PELSetEvent(e.db, e.key, e.group, id, pe, nil))
+	e.events = append(e.events, codec.PELSetEvent(e.db, e.key, e.group, id, pe, prev))
+	if prev == nil {
 		e.gDirty = true
 		e.gEdit.add(&e.g.PEL, id)
 	} else {
-		if prevOwner == nil {
-			prevOwner = []byte{}
-		}
-		e.events = append(e.events, codec.PELSetEvent(e.db, e.key, e.group, id, pe, prevOwner))
-		if bytes.Equal(prevOwner, pe.Consumer) {
+		if bytes.Equal(prev.Consumer, pe.Consumer) {
 			return nil
 		}
-		if err := e.removeFromConsumer(prevOwner, id); err != nil {
+		if err := e.removeFromConsumer(prev.Consumer, id); err != nil {
 			return err
 		}
 	}
@@ -143,21 +139,21 @@ func (e *pelEdit) set(id codec.ID, pe codec.PELEntry, pending bool, prevOwner []
 }
 
 // update rewrites a pending entry kept by the same consumer (a history
-// re-delivery): the PEL's membership does not change.
-func (e *pelEdit) update(id codec.ID, pe codec.PELEntry) {
+// re-delivery), which was prev: the PEL's membership does not change.
+func (e *pelEdit) update(id codec.ID, pe, prev codec.PELEntry) {
 	e.stage(id, &pe)
-	e.events = append(e.events, codec.PELSetEvent(e.db, e.key, e.group, id, pe, nil))
+	e.events = append(e.events, codec.PELSetEvent(e.db, e.key, e.group, id, pe, &prev))
 }
 
-// del acknowledges id, owned by owner.
-func (e *pelEdit) del(id codec.ID, owner []byte) error {
+// del acknowledges id, whose pending entry is prev.
+func (e *pelEdit) del(id codec.ID, prev codec.PELEntry) error {
 	e.stage(id, nil)
-	e.events = append(e.events, codec.PELDelEvent(e.db, e.key, e.group, id, owner))
+	e.events = append(e.events, codec.PELDelEvent(e.db, e.key, e.group, id, prev))
 	e.gDirty = true
 	if err := e.gEdit.remove(&e.g.PEL, id); err != nil {
 		return err
 	}
-	return e.removeFromConsumer(owner, id)
+	return e.removeFromConsumer(prev.Consumer, id)
 }
 
 func (e *pelEdit) removeFromConsumer(owner []byte, id codec.ID) error {

@@ -196,8 +196,8 @@ func TestPELStatsLegacyValues(t *testing.T) {
 	}
 	// The next write of each stores the new layout with exact stats.
 	ack(t, s, key, grp, id(1))
-	if b, _, _ := s.View().Get(codec.GroupKey(0, key, grp)); len(b) != 48 {
-		t.Fatalf("group value is %d bytes after a write, want 48", len(b))
+	if b, _, _ := s.View().Get(codec.GroupKey(0, key, grp)); len(b) != 49 {
+		t.Fatalf("group value is %d bytes after a write, want 49", len(b))
 	}
 	checkPELStats(t, s, -1)
 	if c, _ := consumer(t, s, grp, alice); c.PELUnknown || c.PEL.Count != 2 || c.PEL.First != id(2) {

@@ -103,7 +103,7 @@ func (r *Refs) Release(id codec.ID) error {
 			return err
 		}
 		if pending {
-			if err := e.del(id, pe.Consumer); err != nil {
+			if err := e.del(id, pe); err != nil {
 				return err
 			}
 		}
@@ -142,7 +142,7 @@ func (r *Refs) ReleaseRange(first, last codec.ID) error {
 				return err
 			}
 			if pending {
-				if err := e.del(id, pe.Consumer); err != nil {
+				if err := e.del(id, pe); err != nil {
 					return err
 				}
 			}
@@ -236,7 +236,7 @@ func AckDel(v *materialize.View, db uint8, key, group []byte, m codec.Meta, ids 
 			out[i] = NotFound
 			continue
 		}
-		if err := e.del(id, pe.Consumer); err != nil {
+		if err := e.del(id, pe); err != nil {
 			return nil, true, nil, err
 		}
 		switch policy {

@@ -1,6 +1,9 @@
 package groups
 
 import (
+	"cmp"
+	"encoding/binary"
+	"math"
 	"slices"
 
 	"github.com/sediment-dev/sediment/codec"
@@ -67,8 +70,15 @@ func (s *Session) ReadNew(key []byte, a ReadArgs) ([]streams.Entry, error) {
 	if err := edit.touch(a.Consumer, now, len(entries) > 0 && !a.NoAck); err != nil {
 		return nil, err
 	}
+	return entries, s.deliverNew(m, edit, entries, a, now)
+}
+
+// deliverNew records the delivery of new entries (after last-delivered-id)
+// to a.Consumer: into the PEL unless NoAck, and last-delivered-id and
+// entries-read moved past them.
+func (s *Session) deliverNew(m codec.Meta, edit *pelEdit, entries []streams.Entry, a ReadArgs, now int64) error {
 	if len(entries) == 0 {
-		return nil, nil
+		return nil
 	}
 	for _, e := range entries {
 		if a.NoAck {
@@ -76,18 +86,178 @@ func (s *Session) ReadNew(key []byte, a ReadArgs) ([]streams.Entry, error) {
 		}
 		prev, pending, err := edit.entry(e.ID)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		pe := codec.PELEntry{DeliveryTimeMs: now, DeliveryCount: 1, Consumer: a.Consumer}
-		if err := edit.set(e.ID, pe, pending, prev.Consumer); err != nil {
-			return nil, err
+		var was *codec.PELEntry
+		if pending {
+			was = &prev
+		}
+		if err := edit.set(e.ID, pe, was); err != nil {
+			return err
 		}
 	}
 	for _, e := range entries {
 		advance(m.Stream, &edit.g, e.ID)
 	}
 	edit.gDirty = true
-	return entries, nil
+	return nil
+}
+
+// Delivered is one entry of an XREADGROUP CLAIM reply: IdleMs is how long
+// ago the entry was last delivered and Deliveries how many times it had
+// been, before this read (both 0 for a new entry).
+type Delivered struct {
+	streams.Entry
+	IdleMs     int64
+	Deliveries uint64
+}
+
+// ReadClaim is XREADGROUP '>' with CLAIM min-idle-time (Redis 8.4): first
+// the group's pending entries idle at least a.MinIdleMs, whoever owns
+// them, oldest delivery first (ties in ID order), claimed for a.Consumer
+// (delivery count + 1, delivered now; NOACK does not apply to them), then
+// new entries as ReadNew delivers them, together at most a.Count. Pending
+// entries deleted from the stream are neither returned nor removed from
+// the PEL, but count against a.Count, which bounds the walk (as Redis's
+// code does). Claims do not move last-delivered-id. Errors: ErrNoGroup,
+// materialize.ErrWrongType.
+// https://redis.io/docs/latest/commands/xreadgroup/
+func (s *Session) ReadClaim(key []byte, a ReadArgs) ([]Delivered, error) {
+	m, edit, err := s.lookup(key, a.Group)
+	if err != nil {
+		return nil, err
+	}
+	now := s.v.NowMs()
+	idle, err := s.idlePending(edit, a.MinIdleMs, a.Count, now)
+	if err != nil {
+		return nil, err
+	}
+	var out []Delivered
+	for _, p := range idle {
+		e, found, err := streams.Get(s.v, s.db, key, p.id)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			continue
+		}
+		prev := p.pe
+		pe := prev
+		pe.Consumer, pe.DeliveryTimeMs, pe.DeliveryCount = a.Consumer, now, prev.DeliveryCount+1
+		if err := edit.set(p.id, pe, &prev); err != nil {
+			return nil, err
+		}
+		out = append(out, Delivered{Entry: e, IdleMs: max(now-prev.DeliveryTimeMs, 0), Deliveries: prev.DeliveryCount})
+	}
+	claimed := len(out)
+	var entries []streams.Entry
+	if rest := a.Count - len(idle); a.Count <= 0 || rest > 0 {
+		if entries, err = streams.After(s.v, s.db, key, edit.g.LastDeliveredID, max(rest, 0)); err != nil {
+			return nil, err
+		}
+	}
+	if err := edit.touch(a.Consumer, now, claimed > 0 || (len(entries) > 0 && !a.NoAck)); err != nil {
+		return nil, err
+	}
+	if err := s.deliverNew(m, edit, entries, a, now); err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		out = append(out, Delivered{Entry: e})
+	}
+	return out, nil
+}
+
+type idleEntry struct {
+	id codec.ID
+	pe codec.PELEntry
+}
+
+// idlePending returns up to count (<= 0: all) of the group's pending
+// entries idle at least minIdle ms at now, oldest delivery first, as the
+// edit leaves them. It walks the W index (codec.PELTimeKey) from its start
+// and stops at the first entry delivered too recently; an index key whose
+// entry has since moved is skipped. Groups created before the index
+// (TimeIndexed unset) are scanned whole instead.
+func (s *Session) idlePending(edit *pelEdit, minIdle int64, count int, now int64) ([]idleEntry, error) {
+	if edit.g.PEL.Count == 0 && len(edit.gEdit.added) == 0 {
+		return nil, nil
+	}
+	var out []idleEntry
+	if !edit.g.TimeIndexed {
+		p := codec.GroupPrefix(codec.TagPEL, s.db, edit.key, edit.group)
+		err := s.v.Iterate(p, codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
+			id, err := codec.DecodeID(k[len(p):])
+			if err != nil {
+				return false, err
+			}
+			pe, pending, err := edit.entry(id)
+			if err != nil || !pending {
+				return err == nil, err
+			}
+			if now-pe.DeliveryTimeMs >= minIdle {
+				pe.Consumer = append([]byte(nil), pe.Consumer...)
+				out = append(out, idleEntry{id, pe})
+			}
+			return true, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		slices.SortFunc(out, func(a, b idleEntry) int {
+			if a.pe.DeliveryTimeMs != b.pe.DeliveryTimeMs {
+				return cmp.Compare(a.pe.DeliveryTimeMs, b.pe.DeliveryTimeMs)
+			}
+			return a.id.Compare(b.id)
+		})
+		if count > 0 && len(out) > count {
+			out = out[:count]
+		}
+		return out, nil
+	}
+	p := codec.GroupPrefix(codec.TagPELTime, s.db, edit.key, edit.group)
+	err := s.v.Iterate(p, codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
+		if len(k) != len(p)+8+codec.IDLen {
+			return false, codec.ErrCorrupt
+		}
+		t := int64(binary.BigEndian.Uint64(k[len(p):]))
+		if now-t < minIdle {
+			return false, nil
+		}
+		id, err := codec.DecodeID(k[len(p)+8:])
+		if err != nil {
+			return false, err
+		}
+		pe, pending, err := edit.entry(id)
+		if err != nil || !pending || max(pe.DeliveryTimeMs, 0) != t {
+			return err == nil, err // acknowledged or re-delivered since: a stale key
+		}
+		pe.Consumer = append([]byte(nil), pe.Consumer...)
+		out = append(out, idleEntry{id, pe})
+		return count <= 0 || len(out) < count, nil
+	})
+	return out, err
+}
+
+// OldestDelivery returns the delivery time (Unix ms) of the group's
+// oldest pending entry, false when nothing is pending: when a blocked
+// XREADGROUP CLAIM can next find something to claim.
+func OldestDelivery(v *materialize.View, db uint8, key, group []byte) (int64, bool, error) {
+	_, g, err := Lookup(v, db, key, group)
+	if err != nil || g.PEL.Count == 0 {
+		return 0, false, err
+	}
+	s := NewSession(v, db)
+	_, edit, err := s.lookup(key, group)
+	if err != nil {
+		return 0, false, err
+	}
+	idle, err := s.idlePending(edit, math.MinInt64/2, 1, v.NowMs())
+	if err != nil || len(idle) == 0 {
+		return 0, false, err
+	}
+	return idle[0].pe.DeliveryTimeMs, true, nil
 }
 
 // ReadHistory returns the consumer's own pending entries with ID > after, up
@@ -126,9 +296,10 @@ func (s *Session) ReadHistory(key []byte, a ReadArgs, after codec.ID) ([]streams
 			return nil, err
 		}
 		if ok {
+			prev := pe
 			pe.DeliveryTimeMs = now
 			pe.DeliveryCount++
-			edit.update(id, pe)
+			edit.update(id, pe, prev)
 		}
 	}
 	return out, nil

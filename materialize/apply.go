@@ -207,7 +207,7 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		if err := need(1); err != nil {
 			return err
 		}
-		for _, tag := range []codec.Tag{codec.TagConsumer, codec.TagPEL, codec.TagConsumerPEL} {
+		for _, tag := range []codec.Tag{codec.TagConsumer, codec.TagPEL, codec.TagConsumerPEL, codec.TagPELTime} {
 			if err := deletePrefix(b, codec.GroupPrefix(tag, e.DB, e.Key, a[0])); err != nil {
 				return err
 			}
@@ -246,6 +246,18 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 				return err
 			}
 		}
+		if len(a) > 4 { // records before the delivery-time index have no previous time
+			prev, err := codec.DecodeInt64Arg(a[4])
+			if err != nil {
+				return err
+			}
+			if err := b.Delete(codec.PELTimeKey(e.DB, e.Key, a[0], prev, id), nil); err != nil {
+				return err
+			}
+		}
+		if err := b.Set(codec.PELTimeKey(e.DB, e.Key, a[0], pe.DeliveryTimeMs, id), nil, nil); err != nil {
+			return err
+		}
 		if err := b.Set(codec.ConsumerPELKey(e.DB, e.Key, a[0], pe.Consumer, id), nil, nil); err != nil {
 			return err
 		}
@@ -261,6 +273,15 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		}
 		if err := b.Delete(codec.ConsumerPELKey(e.DB, e.Key, a[0], a[2], id), nil); err != nil {
 			return err
+		}
+		if len(a) > 3 {
+			t, err := codec.DecodeInt64Arg(a[3])
+			if err != nil {
+				return err
+			}
+			if err := b.Delete(codec.PELTimeKey(e.DB, e.Key, a[0], t, id), nil); err != nil {
+				return err
+			}
 		}
 		return b.Delete(codec.PELKey(e.DB, e.Key, a[0], id), nil)
 

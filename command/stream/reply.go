@@ -26,12 +26,18 @@ func WriteEntries(w reply.Writer, entries []streams.Entry) {
 func WriteEntry(w reply.Writer, e streams.Entry) {
 	w.Array(2)
 	WriteID(w, e.ID)
-	if e.Fields == nil {
+	writeFields(w, e.Fields)
+}
+
+// writeFields writes an entry's [field, value, ...], or the null array
+// for nil.
+func writeFields(w reply.Writer, fields [][]byte) {
+	if fields == nil {
 		w.NullArray()
 		return
 	}
-	w.Array(len(e.Fields))
-	for _, f := range e.Fields {
+	w.Array(len(fields))
+	for _, f := range fields {
 		w.Bulk(f)
 	}
 }

@@ -1,7 +1,6 @@
 package stream
 
 import (
-
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/groups"
@@ -151,4 +150,3 @@ func runXAckDel(x *command.Ctx) error {
 		return evs, err
 	}, func() { writeAckDel(x, n, codes) })
 }
-

@@ -27,6 +27,10 @@ const (
 	errXReadLastZero    command.WireError = "ERR the stream last element ID is 0-0"
 	errUnblockedNoKey   command.WireError = "UNBLOCKED the stream key no longer exists"
 	errUnblockedGroup   command.WireError = "NOGROUP the consumer group this client was blocked on no longer exists"
+	// CLAIM's (Redis 8.4).
+	errClaimOnXRead  command.WireError = "ERR The CLAIM option is only supported by XREADGROUP. You called XREAD instead."
+	errMinIdleNotInt command.WireError = "ERR min-idle-time is not an integer or out of range"
+	errMinIdleNeg    command.WireError = "ERR min-idle-time must be a positive integer"
 )
 
 // errNoGroupRead is XREADGROUP's NOGROUP for a missing key or group.
@@ -48,7 +52,7 @@ func readSpecs() []command.Spec {
 
 // xread is a parsed XREAD or XREADGROUP.
 // XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]
-// XREADGROUP GROUP group consumer [COUNT count] [BLOCK milliseconds] [NOACK] STREAMS key [key ...] id [id ...]
+// XREADGROUP GROUP group consumer [COUNT count] [BLOCK milliseconds] [CLAIM min-idle-time] [NOACK] STREAMS key [key ...] id [id ...]
 // Parsing follows Redis's xreadCommand, including the order of its checks.
 type xread struct {
 	group, consumer []byte
@@ -56,6 +60,8 @@ type xread struct {
 	block           bool
 	timeout         time.Duration // with block; 0 waits forever
 	noAck           bool
+	claim           bool  // CLAIM given (the last one counts)
+	minIdleMs       int64 // CLAIM's min-idle-time
 	keys, ids       [][]byte
 }
 
@@ -100,6 +106,19 @@ func parseXRead(args [][]byte, isGroup bool) (xread, error) {
 				return c, errNoAckOnXRead
 			}
 			c.noAck = true
+		case command.EqualFold(a, "CLAIM") && more > 0:
+			if !isGroup {
+				return c, errClaimOnXRead
+			}
+			i++
+			ms, ok := command.ParseInt(args[i])
+			if !ok {
+				return c, errMinIdleNotInt
+			}
+			if ms < 0 {
+				return c, errMinIdleNeg
+			}
+			c.claim, c.minIdleMs = true, ms
 		default:
 			return c, command.ErrSyntax
 		}
@@ -113,6 +132,35 @@ func parseXRead(args [][]byte, isGroup bool) (xread, error) {
 	n := (len(args) - streamsAt) / 2
 	c.keys, c.ids = args[streamsAt:streamsAt+n], args[streamsAt+n:]
 	return c, nil
+}
+
+// untilClaimable returns how long until an entry pending in c's group on
+// one of c's streams has been idle for CLAIM's min-idle-time (at least a
+// millisecond), false when nothing is pending.
+func untilClaimable(x *command.Ctx, c xread) (time.Duration, bool) {
+	v := x.View()
+	db := v.StorageDB(x.SelectedDB())
+	var (
+		at    int64
+		found bool
+	)
+	for _, key := range c.keys {
+		t, ok, err := groups.OldestDelivery(v, db, key, c.group)
+		if err != nil || !ok {
+			continue
+		}
+		if c.minIdleMs > math.MaxInt64-max(t, 0) {
+			continue // never, in practice
+		}
+		if t += c.minIdleMs; !found || t < at {
+			at, found = t, true
+		}
+	}
+	d := at - v.NowMs()
+	if !found || d > int64(math.MaxInt64/time.Millisecond) {
+		return 0, false
+	}
+	return max(time.Duration(d)*time.Millisecond, time.Millisecond), true
 }
 
 // blockTimeout converts a BLOCK argument (ms >= 0) to the wait's timeout.
@@ -163,10 +211,14 @@ func beforeLast(m codec.Meta, exists bool) (codec.ID, error) {
 	return id, nil
 }
 
-// streamReply is one stream's part of an XREAD/XREADGROUP reply.
+// streamReply is one stream's part of an XREAD/XREADGROUP reply: entries,
+// or, for a CLAIM read, claimed (each entry with its idle time and
+// delivery count).
 type streamReply struct {
 	key     []byte
 	entries []streams.Entry
+	claimed []groups.Delivered
+	isClaim bool
 }
 
 // writeStreamReplies writes [[key, entries], ...] (RESP3: a map of key to
@@ -180,7 +232,19 @@ func writeStreamReplies(x *command.Ctx, rs []streamReply) {
 	for _, r := range rs {
 		x.Reply.Entry()
 		x.Reply.Bulk(r.key)
-		WriteEntries(x.Reply, r.entries)
+		if !r.isClaim {
+			WriteEntries(x.Reply, r.entries)
+			continue
+		}
+		// CLAIM (Redis 8.4): [id, fields, idle ms, delivery count] each.
+		x.Reply.Array(len(r.claimed))
+		for _, d := range r.claimed {
+			x.Reply.Array(4)
+			WriteID(x.Reply, d.ID)
+			writeFields(x.Reply, d.Fields)
+			x.Reply.Int(d.IdleMs)
+			x.Reply.Uint(d.Deliveries)
+		}
 	}
 }
 
@@ -226,7 +290,7 @@ func runXRead(x *command.Ctx) error {
 				return nil, err
 			}
 			if len(entries) > 0 {
-				out = append(out, streamReply{key, entries})
+				out = append(out, streamReply{key: key, entries: entries})
 			}
 		}
 		return out, nil
@@ -266,7 +330,7 @@ func runXReadGroup(x *command.Ctx) error {
 	if err != nil {
 		return err
 	}
-	args := groups.ReadArgs{Group: c.group, Consumer: c.consumer, Count: c.count, NoAck: c.noAck}
+	args := groups.ReadArgs{Group: c.group, Consumer: c.consumer, Count: c.count, NoAck: c.noAck, MinIdleMs: c.minIdleMs}
 	// deliver is the whole decision: reads every stream, records the
 	// deliveries. blocked: called from a wake, where a missing key or group
 	// ends the wait with an error and an empty read writes nothing.
@@ -281,7 +345,11 @@ func runXReadGroup(x *command.Ctx) error {
 				entries []streams.Entry
 				err     error
 			)
-			if isGT(c.ids[i]) {
+			var claimed []groups.Delivered
+			claim := c.claim && isGT(c.ids[i]) // CLAIM applies to '>' only
+			if claim {
+				claimed, err = sess.ReadClaim(key, args)
+			} else if isGT(c.ids[i]) {
 				entries, err = sess.ReadNew(key, args)
 			} else if _, _, err = groups.Lookup(v, db, key, c.group); err == nil {
 				// Redis checks the key and group before the ID, stream by stream.
@@ -306,8 +374,13 @@ func runXReadGroup(x *command.Ctx) error {
 			if err != nil {
 				return nil, nil, err
 			}
-			if len(entries) > 0 || !isGT(c.ids[i]) {
-				out = append(out, streamReply{key, entries})
+			switch {
+			case claim:
+				if len(claimed) > 0 {
+					out = append(out, streamReply{key: key, claimed: claimed, isClaim: true})
+				}
+			case len(entries) > 0 || !isGT(c.ids[i]):
+				out = append(out, streamReply{key: key, entries: entries})
 			}
 		}
 		if blocked && len(out) == 0 {
@@ -338,7 +411,7 @@ func runXReadGroup(x *command.Ctx) error {
 	}
 	// A blocking read that finds nothing queues its client in the same
 	// decision: the writer serves it from then on.
-	queued, served, err := x.WriteBlock(func(v *materialize.View) ([]codec.Event, *command.Waiter, error) {
+	decide := func(v *materialize.View) ([]codec.Event, *command.Waiter, error) {
 		var evs []codec.Event
 		var err error
 		if rs, evs, err = deliver(v, false); err != nil || len(rs) > 0 || !blockable {
@@ -349,7 +422,32 @@ func runXReadGroup(x *command.Ctx) error {
 			rs, evs, wakeErr = deliver(v, true)
 			return evs, wakeErr != nil || len(rs) > 0
 		}}, nil
-	}, c.timeout)
+	}
+	var (
+		queued, served bool
+		deadline       time.Time // zero: BLOCK 0
+	)
+	if c.timeout > 0 {
+		deadline = time.Now().Add(c.timeout)
+	}
+	for {
+		// With CLAIM, a blocked read also wakes when the oldest pending
+		// entry becomes idle enough to claim, and decides again.
+		timeout, claimWake := c.timeout, false
+		if !deadline.IsZero() {
+			timeout = max(time.Until(deadline), time.Millisecond)
+		}
+		if c.claim && blockable {
+			if d, ok := untilClaimable(x, c); ok && (timeout == 0 || d < timeout) {
+				timeout, claimWake = d, true
+			}
+		}
+		start := time.Now()
+		queued, served, err = x.WriteBlock(decide, timeout)
+		if err != nil || !queued || served || !claimWake || time.Since(start) < timeout {
+			break // done, or the wait ended early: the client left or was unblocked
+		}
+	}
 	switch {
 	case err != nil:
 		return err
