@@ -12,6 +12,7 @@ import (
 	"github.com/sediment-dev/sediment/command/zset"
 	"github.com/sediment-dev/sediment/keyspace"
 	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
 )
 
 // The command families that live in command packages (the others are
@@ -50,6 +51,8 @@ func (r execRuntime) View() *materialize.View { return r.x.view() }
 func (r execRuntime) Guard() command.Guard { return &clientGuard{c: r.x.c} }
 
 func (r execRuntime) ScanCursors() *keyspace.ScanCursors { return &r.x.c.s.scans }
+
+func (r execRuntime) StreamConfig() streams.Config { return *r.x.c.s.streamCfg.Load() }
 
 // Write submits a pipelinable write without waiting (its reply runs when
 // the connection drains); any other write waits for its commit.

@@ -311,7 +311,8 @@ func commandNotes(cmd string, args [][]byte, db uint8, events []codec.Event) []n
 	case "zunionstore", "zinterstore", "zdiffstore", "zrangestore":
 		store(notifyZset)
 	case "xadd":
-		if has(args[1]) {
+		// An IDMP duplicate (Redis 8.6) adds no entry and notifies nothing.
+		if has(args[1]) && slices.ContainsFunc(events, func(e codec.Event) bool { return e.Op == codec.OpXAdd }) {
 			add(notifyStream, "xadd", args[1])
 			for _, e := range events {
 				if e.Op == codec.OpXTrim {

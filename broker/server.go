@@ -17,6 +17,7 @@ import (
 	"github.com/sediment-dev/sediment/feed"
 	"github.com/sediment-dev/sediment/keyspace"
 	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
 )
 
 // Options configures a Server. The zero value runs a development server on
@@ -163,13 +164,14 @@ type Server struct {
 	// requirepass is the default user's password (auth.go); nil or empty:
 	// nopass.
 	requirepass atomic.Pointer[string]
-	cmdstats    cmdStats             // INFO commandstats and errorstats (cmdstats.go)
-	slowlog     slowLog              // SLOWLOG
-	mons        monitors             // MONITOR connections (monitor.go)
-	feed        *feed.Publisher      // the change feed (docs/change-feed.md)
-	cons        *consumers           // blocked XREADGROUP clients, served by the writer
-	watch       *watches             // WATCHed keys
-	scans       keyspace.ScanCursors // SCAN positions inside hash slots
+	cmdstats    cmdStats                       // INFO commandstats and errorstats (cmdstats.go)
+	slowlog     slowLog                        // SLOWLOG
+	mons        monitors                       // MONITOR connections (monitor.go)
+	feed        *feed.Publisher                // the change feed (docs/change-feed.md)
+	cons        *consumers                     // blocked XREADGROUP clients, served by the writer
+	watch       *watches                       // WATCHed keys
+	scans       keyspace.ScanCursors           // SCAN positions inside hash slots
+	streamCfg   atomic.Pointer[streams.Config] // stream-idmp-* (CONFIG SET)
 	start       time.Time
 
 	ctx    context.Context // cancelled by Close: ends blocking waits
@@ -219,6 +221,8 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: o, store: store, conns: map[*conn]struct{}{}, start: o.Now()}
 	s.requirepass.Store(&o.RequirePass)
+	cfg := streams.DefaultConfig
+	s.streamCfg.Store(&cfg)
 	s.slowlog.slower.Store(10000) // Redis's defaults: 10 ms, 128 entries
 	s.slowlog.maxLen.Store(128)
 	s.cons = newConsumers(o.Logger.Warn)
@@ -464,9 +468,19 @@ func (s *Server) every(d time.Duration, fn func()) {
 }
 
 // activeExpiry deletes keys whose TTL passed, ten times a second, as Redis's
-// active expire cycle does (hz 10).
+// active expire cycle does (hz 10), and, once a second, idempotent IDs
+// whose stream's idmp-duration passed (streams.ExpireIDMP).
 func (s *Server) activeExpiry() {
+	tick := 0
 	s.every(100*time.Millisecond, func() {
+		if tick++; tick%10 == 0 {
+			_, err := s.store.Write(func(v *materialize.View) ([]codec.Event, error) {
+				return streams.ExpireIDMP(v, 1000)
+			})
+			if err != nil && !errors.Is(err, materialize.ErrClosed) {
+				s.opts.Logger.Warn("idempotent-ID expiry failed", "err", err)
+			}
+		}
 		keys, err := s.store.ExpireCycle(200)
 		if err != nil {
 			if !errors.Is(err, materialize.ErrClosed) {

@@ -13,6 +13,7 @@ import (
 	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/command/reply"
 	"github.com/sediment-dev/sediment/internal/glob"
+	"github.com/sediment-dev/sediment/streams"
 )
 
 // Version is the Redis version Sediment reports in INFO (redis_version), so
@@ -299,6 +300,8 @@ func runConfig(x *exec) error {
 		{"slowlog-log-slower-than", strconv.FormatInt(s.slowlog.slower.Load(), 10)},
 		{"slowlog-max-len", strconv.FormatInt(s.slowlog.maxLen.Load(), 10)},
 		{"tracking-table-max-keys", strconv.Itoa(s.track.maxKeys())},
+		{"stream-idmp-duration", strconv.FormatInt(s.streamCfg.Load().IDMPDurationS, 10)},
+		{"stream-idmp-maxsize", strconv.FormatInt(s.streamCfg.Load().IDMPMaxSize, 10)},
 		{"protected-mode", map[bool]string{false: "yes", true: "no"}[s.opts.ProtectedModeOff]},
 		{"client-output-buffer-limit", fmt.Sprintf("normal 0 0 0 slave 268435456 67108864 60 pubsub %d %d %d",
 			s.opts.PubSubLimit.Hard, s.opts.PubSubLimit.Soft, int64(s.opts.PubSubLimit.SoftFor/time.Second))},
@@ -331,9 +334,23 @@ func runConfigSet(x *exec) error {
 	pass := x.c.s.password()
 	slower, maxLen := x.c.s.slowlog.slower.Load(), x.c.s.slowlog.maxLen.Load()
 	trackMax := x.c.s.track.maxKeys()
+	streamCfg := *x.c.s.streamCfg.Load()
 	for i := 2; i < len(x.args); i += 2 {
 		name := command.Lower(x.args[i])
 		switch name {
+		case "stream-idmp-duration", "stream-idmp-maxsize":
+			hi, at := int64(streams.IDMPDurationMax), &streamCfg.IDMPDurationS
+			if name == "stream-idmp-maxsize" {
+				hi, at = streams.IDMPMaxSizeMax, &streamCfg.IDMPMaxSize
+			}
+			v, ok := parseInt(x.args[i+1])
+			switch {
+			case !ok:
+				return errConfigSetFailed(name, "argument couldn't be parsed into an integer")
+			case v < 1 || v > hi:
+				return errConfigSetFailed(name, fmt.Sprintf("argument must be between 1 and %d inclusive", hi))
+			}
+			*at = v
 		case "requirepass":
 			pass = string(x.args[i+1])
 		case "tracking-table-max-keys":
@@ -372,6 +389,7 @@ func runConfigSet(x *exec) error {
 	x.c.s.slowlog.slower.Store(slower)
 	x.c.s.slowlog.maxLen.Store(maxLen)
 	x.c.s.track.setMaxKeys(trackMax)
+	x.c.s.streamCfg.Store(&streamCfg)
 	x.reply().OK()
 	return nil
 }

@@ -110,7 +110,7 @@ func TestXDelExPolicies(t *testing.T) {
 		st("[1 -1]", "XDELEX", "s", "ACKED", "IDS", "2", "4-0", "2-0"),
 		st("1", "XLEN", "s"),
 		// max-deleted-entry-id moves with XDELEX, as with XDEL.
-		st("[length 1 radix-tree-keys 1 radix-tree-nodes 2 last-generated-id 5-0 max-deleted-entry-id 4-0 entries-added 5 recorded-first-entry-id 5-0 groups 1 first-entry [5-0 [f 5]] last-entry [5-0 [f 5]]]", "XINFO", "STREAM", "s"),
+		st("[length 1 radix-tree-keys 1 radix-tree-nodes 2 last-generated-id 5-0 max-deleted-entry-id 4-0 entries-added 5 recorded-first-entry-id 5-0 idmp-duration 100 idmp-maxsize 100 pids-tracked 0 iids-tracked 0 iids-added 0 iids-duplicates 0 groups 1 first-entry [5-0 [f 5]] last-entry [5-0 [f 5]]]", "XINFO", "STREAM", "s"),
 	}))
 }
 
@@ -212,7 +212,7 @@ func TestTrimPolicies(t *testing.T) {
 		st("5", "XTRIM", "s", "MAXLEN", "1", "ACKED"),
 		st("[[3-0 [f 3]]]", "XRANGE", "s", "-", "+"),
 		// Trims never move max-deleted-entry-id.
-		st("[length 1 radix-tree-keys 1 radix-tree-nodes 2 last-generated-id 7-0 max-deleted-entry-id 0-0 entries-added 7 recorded-first-entry-id 3-0 groups 1 first-entry [3-0 [f 3]] last-entry [3-0 [f 3]]]", "XINFO", "STREAM", "s"),
+		st("[length 1 radix-tree-keys 1 radix-tree-nodes 2 last-generated-id 7-0 max-deleted-entry-id 0-0 entries-added 7 recorded-first-entry-id 3-0 idmp-duration 100 idmp-maxsize 100 pids-tracked 0 iids-tracked 0 iids-added 0 iids-duplicates 0 groups 1 first-entry [3-0 [f 3]] last-entry [3-0 [f 3]]]", "XINFO", "STREAM", "s"),
 		// DELREF: trimmed entries leave every PEL.
 		st("8-0", "XADD", "s", "MAXLEN", "=", "1", "DELREF", "8-0", "f", "8"),
 		st("1", "XLEN", "s"),

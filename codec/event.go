@@ -101,6 +101,19 @@ const (
 	// state, so replaying the same log over the same state gives the same
 	// blocks.
 	OpZRanks Op = 'r'
+	// OpIDMPSet records an idempotent ID (Redis 8.6's XADD IDMP): Args:
+	// pid, iid, stream ID, deadline (i64 ms), the producer's count after
+	// (i64); writes the U, V, M and O keys (codec/idmp.go).
+	OpIDMPSet Op = 'n'
+	// OpIDMPDel removes one (evicted or expired), same Args; the count 0
+	// removes the producer's O key.
+	OpIDMPDel Op = 'N'
+	// OpIDMPState sets a stream's IDMP settings and counters (J). Args:
+	// the IDMPState value.
+	OpIDMPState Op = 'q'
+	// OpIDMPClear removes every producer's records of a stream (O, U, V
+	// keys; the M keys are left stale for the sweep). No Args.
+	OpIDMPClear Op = 'Q'
 )
 
 // Event is one change event: an operation on one user key of one db.

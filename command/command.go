@@ -21,6 +21,7 @@ import (
 	"github.com/sediment-dev/sediment/command/reply"
 	"github.com/sediment-dev/sediment/keyspace"
 	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
 )
 
 // Flag mirrors the flags of Redis's command table (src/commands/*.json).
@@ -107,6 +108,8 @@ type Runtime interface {
 	Guard() Guard
 	// ScanCursors returns the server's table of SCAN positions.
 	ScanCursors() *keyspace.ScanCursors
+	// StreamConfig returns the server's stream settings (CONFIG).
+	StreamConfig() streams.Config
 }
 
 // Waiter is a blocked consumer queued on Keys of the client's db: a group
@@ -209,6 +212,9 @@ func (x *Ctx) Guard() Guard { return x.rt.Guard() }
 
 // ScanCursors returns the server's SCAN positions (Runtime.ScanCursors).
 func (x *Ctx) ScanCursors() *keyspace.ScanCursors { return x.rt.ScanCursors() }
+
+// StreamConfig returns the server's stream settings (Runtime.StreamConfig).
+func (x *Ctx) StreamConfig() streams.Config { return x.rt.StreamConfig() }
 
 // Write runs decide on the write path and reply after the commit
 // (Runtime.Write). x.DB is the selected db's storage db on decide's View

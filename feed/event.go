@@ -63,6 +63,7 @@ var opNames = map[codec.Op]string{
 	codec.OpFlushAll: "flushall", codec.OpHSet: "hset", codec.OpHDel: "hdel", codec.OpSAdd: "sadd",
 	codec.OpSRem: "srem", codec.OpCopyKey: "copy-key", codec.OpSwapDB: "swapdb", codec.OpLSet: "lset",
 	codec.OpLDel: "ldel", codec.OpZAdd: "zadd", codec.OpZRem: "zrem", codec.OpZRanks: "zranks",
+	codec.OpIDMPSet: "idmp-set", codec.OpIDMPDel: "idmp-del", codec.OpIDMPState: "idmp-state", codec.OpIDMPClear: "idmp-clear",
 }
 
 // OpName returns the payload's name of an operation ("op-XX" for one this
@@ -87,7 +88,8 @@ func typeOf(e codec.Event) string {
 			return codec.Type(e.Args[0][0]).String()
 		}
 	case codec.OpXAdd, codec.OpXDel, codec.OpXTrim, codec.OpGroupSet, codec.OpGroupDel,
-		codec.OpConsumerSet, codec.OpConsumerDel, codec.OpPELSet, codec.OpPELDel:
+		codec.OpConsumerSet, codec.OpConsumerDel, codec.OpPELSet, codec.OpPELDel,
+		codec.OpIDMPSet, codec.OpIDMPDel, codec.OpIDMPState, codec.OpIDMPClear:
 		return "stream"
 	case codec.OpHSet, codec.OpHDel:
 		return "hash"

@@ -295,6 +295,26 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		}
 		return b.Delete(codec.TTLKey(e.DB, e.Key, deadline), nil)
 
+	case codec.OpIDMPSet, codec.OpIDMPDel:
+		if err := need(5); err != nil {
+			return err
+		}
+		return applyIDMP(b, e)
+
+	case codec.OpIDMPState:
+		if err := need(1); err != nil {
+			return err
+		}
+		return b.Set(codec.IDMPStateKey(e.DB, e.Key), a[0], nil)
+
+	case codec.OpIDMPClear:
+		for _, tag := range []codec.Tag{codec.TagIDMPProducer, codec.TagIDMPByIID, codec.TagIDMPByID} {
+			if err := deletePrefix(b, codec.KeyPrefix(tag, e.DB, e.Key)); err != nil {
+				return err
+			}
+		}
+		return nil
+
 	case codec.OpFlushDB:
 		if err := need(1); err != nil {
 			return err
@@ -306,8 +326,8 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		for i := 0; i < len(slots); i += 2 {
 			slot := uint16(slots[i])<<8 | uint16(slots[i+1])
 			for _, tag := range codec.DataTags {
-				if tag == codec.TagTTL {
-					continue // E is ordered by deadline within a slot; stale entries are dropped by active expiry
+				if tag == codec.TagTTL || tag == codec.TagIDMPExpiry {
+					continue // E and M are ordered by deadline; stale entries are dropped by their sweeps
 				}
 				if err := deletePrefix(b, codec.SlotDBPrefix(tag, slot, e.DB)); err != nil {
 					return err
@@ -361,6 +381,49 @@ func applyXTrim(b *pebble.Batch, e codec.Event) error {
 		end = codec.AppendID(p[:len(p):len(p)], next)
 	}
 	return b.DeleteRange(start, end, nil)
+}
+
+// applyIDMP writes (OpIDMPSet) or deletes (OpIDMPDel) one idempotent ID's
+// keys: U (iid → entry ID), V (entry ID → iid), M (expiry index), and sets
+// the producer's count (O), deleted at 0.
+func applyIDMP(b *pebble.Batch, e codec.Event) error {
+	a := e.Args
+	pid, iid := a[0], a[1]
+	id, err := codec.DecodeIDArg(a[2])
+	if err != nil {
+		return err
+	}
+	deadline, err := codec.DecodeInt64Arg(a[3])
+	if err != nil {
+		return err
+	}
+	count, err := codec.DecodeInt64Arg(a[4])
+	if err != nil {
+		return err
+	}
+	if len(iid) == 0 { // a stale M key, whose record is gone
+		return b.Delete(codec.IDMPExpiryKey(deadline, e.DB, e.Key, pid, id), nil)
+	}
+	keys := [3][]byte{codec.IDMPByIIDKey(e.DB, e.Key, pid, iid), codec.IDMPByIDKey(e.DB, e.Key, pid, id), codec.IDMPExpiryKey(deadline, e.DB, e.Key, pid, id)}
+	if e.Op == codec.OpIDMPSet {
+		vals := [3][]byte{a[2], iid, nil}
+		for i, k := range keys {
+			if err := b.Set(k, vals[i], nil); err != nil {
+				return err
+			}
+		}
+	} else {
+		for _, k := range keys {
+			if err := b.Delete(k, nil); err != nil {
+				return err
+			}
+		}
+	}
+	pk := codec.IDMPProducerKey(e.DB, e.Key, pid)
+	if count == 0 {
+		return b.Delete(pk, nil)
+	}
+	return b.Set(pk, codec.Int64Arg(count), nil)
 }
 
 func deletePrefix(b *pebble.Batch, p []byte) error {

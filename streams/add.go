@@ -19,6 +19,8 @@ type AddArgs struct {
 	ID         IDSpec
 	NoMkStream bool
 	Trim       *Trim // nil: no trimming
+	IDMP       *IDMP // nil: no idempotency check (IDMP requires an Auto ID)
+	Config     Config
 }
 
 // nextID resolves spec against the stream's top item, following Redis's
@@ -64,6 +66,10 @@ func nextID(spec IDSpec, last codec.ID, nowMs int64) (codec.ID, error) {
 // Add appends an entry with fields fv (field, value, ...) to key (XADD),
 // creating the stream unless NoMkStream, then trims it. It returns the new
 // entry's ID and false (and no events) when NoMkStream found no stream.
+// With IDMP (Redis 8.6), a producer's idempotent ID it recorded before
+// (and that has not expired or been evicted) adds nothing and returns the
+// ID of the entry it added then, even if that entry is gone since;
+// otherwise the new entry's ID is recorded.
 // Errors: ErrIDZero, ErrIDTooSmall, ErrExhausted, ErrSeqOverflow,
 // materialize.ErrWrongType.
 // https://redis.io/docs/latest/commands/xadd/
@@ -77,6 +83,36 @@ func Add(v *materialize.View, db uint8, key []byte, fv [][]byte, a AddArgs) (cod
 			return codec.ID{}, false, nil, nil
 		}
 		m = NewStreamMeta()
+	}
+	var (
+		ie  *idmpEdit
+		iid []byte
+	)
+	if a.IDMP != nil {
+		iid = a.IDMP.IID
+		if a.IDMP.Auto {
+			iid = AutoIID(fv)
+		}
+		ie = newIDMPEdit(v, db, key, a.Config)
+		if !ok {
+			ie.fresh() // a new stream: an expired one's records go with it
+		} else {
+			if err := ie.load(); err != nil {
+				return codec.ID{}, false, nil, err
+			}
+			if err := ie.expireHead(a.IDMP.PID, v.NowMs()); err != nil {
+				return codec.ID{}, false, nil, err
+			}
+			id, dup, err := ie.lookup(a.IDMP.PID, iid)
+			if err != nil {
+				return codec.ID{}, false, nil, err
+			}
+			if dup {
+				ie.st.Duplicates++
+				ie.dirty = true
+				return id, true, append(events, ie.finish()...), nil
+			}
+		}
 	}
 	if m.Stream.LastID == codec.MaxID {
 		return codec.ID{}, false, nil, ErrExhausted
@@ -104,6 +140,12 @@ func Add(v *materialize.View, db uint8, key []byte, fv [][]byte, a AddArgs) (cod
 		if pl.n > 0 {
 			events = append(events, applyTrim(db, key, &m, pl))
 		}
+	}
+	if ie != nil {
+		if err := ie.add(a.IDMP.PID, iid, id); err != nil {
+			return codec.ID{}, false, nil, err
+		}
+		events = append(events, ie.finish()...)
 	}
 	events = append(events, codec.SetMetaEvent(db, key, m, prevExpire))
 	return id, true, events, nil

@@ -8,8 +8,17 @@ import (
 	"github.com/sediment-dev/sediment/streams"
 )
 
+// XADD's IDMP errors, in Redis 8.6's words.
+const (
+	errIDMPExplicitID command.WireError = "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"
+	errIDMPTwice      command.WireError = "ERR IDMP/IDMPAUTO specified multiple times"
+	errIDMPNoPID      command.WireError = "ERR IDMP requires a non-empty producer ID"
+	errIDMPNoIID      command.WireError = "ERR IDMP requires a non-empty idempotent ID"
+	errIDMPAutoNoPID  command.WireError = "ERR IDMPAUTO requires a non-empty producer ID"
+)
+
 // xadd is a parsed XADD.
-// XADD key [NOMKSTREAM] [KEEPREF|DELREF|ACKED] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value [field value ...]
+// XADD key [NOMKSTREAM] [KEEPREF|DELREF|ACKED] [IDMPAUTO pid | IDMP pid iid] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value [field value ...]
 // Reply: the new entry's ID (bulk string), or nil with NOMKSTREAM and no stream.
 // https://redis.io/docs/latest/commands/xadd/
 type xadd struct {
@@ -42,6 +51,28 @@ func parseTrimOptions(args [][]byte, i int, isAdd bool, add *streams.AddArgs) (*
 		case !policySet && isPolicy(a):
 			t.Policy, _ = parsePolicy(a)
 			policySet = true
+		case isAdd && command.EqualFold(a, "IDMP") && more >= 2:
+			if add.IDMP != nil {
+				return nil, 0, errIDMPTwice
+			}
+			pid, iid := args[i+1], args[i+2]
+			switch {
+			case len(pid) == 0:
+				return nil, 0, errIDMPNoPID
+			case len(iid) == 0:
+				return nil, 0, errIDMPNoIID
+			}
+			add.IDMP = &streams.IDMP{PID: pid, IID: iid}
+			i += 2
+		case isAdd && command.EqualFold(a, "IDMPAUTO") && more >= 1:
+			if add.IDMP != nil {
+				return nil, 0, errIDMPTwice
+			}
+			if len(args[i+1]) == 0 {
+				return nil, 0, errIDMPAutoNoPID
+			}
+			add.IDMP = &streams.IDMP{PID: args[i+1], Auto: true}
+			i++
 		case (command.EqualFold(a, "MAXLEN") || command.EqualFold(a, "MINID")) && more >= 1:
 			strategy := streams.TrimMaxLen
 			if command.EqualFold(a, "MINID") {
@@ -113,9 +144,11 @@ func parseXAdd(args [][]byte) (xadd, error) {
 		return c, err
 	}
 	c.args.Trim = trim
-	if n := len(args) - i - 1; n < 2 || n%2 != 0 {
+	if i >= len(args) {
 		return c, command.ErrWrongArgs("xadd")
 	}
+	// The ID is checked before the field count, as Redis 7.0 does
+	// (XADD s MAXLEN 1 f is an invalid ID, not a wrong number of arguments).
 	idArg := args[i]
 	if len(idArg) == 1 && idArg[0] == '*' {
 		c.args.ID.Auto = true
@@ -124,12 +157,18 @@ func parseXAdd(args [][]byte) (xadd, error) {
 		if err != nil {
 			return c, command.ErrInvalidStreamID
 		}
+		if c.args.IDMP != nil {
+			return c, errIDMPExplicitID
+		}
 		// Redis counts a bare "ms" as giving its sequence (0): "0" is 0-0,
 		// refused before the key is read; only "0-*" picks one.
 		if !seqStar && id.IsZero() {
 			return c, command.ErrXAddIDZero
 		}
 		c.args.ID = streams.IDSpec{SeqAuto: seqStar, ID: id}
+	}
+	if n := len(args) - i - 1; n < 2 || n%2 != 0 {
+		return c, command.ErrWrongArgs("xadd")
 	}
 	c.fv = args[i+1:]
 	return c, nil
@@ -144,6 +183,9 @@ func runXAdd(x *command.Ctx) error {
 		id    codec.ID
 		added bool
 	)
+	if c.args.IDMP != nil {
+		c.args.Config = x.StreamConfig()
+	}
 	return x.Write(func(v *materialize.View) ([]codec.Event, error) {
 		a := c.args
 		var refs *groups.Refs

@@ -83,8 +83,12 @@ func runXInfo(x *command.Ctx) error {
 		if err != nil {
 			return err
 		}
-		w.Map(10)
-		writeStreamHeader(w, m.Stream)
+		idmp, err := streams.LoadIDMPInfo(v, x.DB, key, x.StreamConfig())
+		if err != nil {
+			return err
+		}
+		w.Map(16)
+		writeStreamHeader(w, m.Stream, idmp)
 		w.BulkString("groups")
 		w.Int(ngroups)
 		w.BulkString("first-entry")
@@ -137,7 +141,9 @@ func runXInfo(x *command.Ctx) error {
 // without FULL, in Redis 7.0's order. Clients parse every field Redis
 // sends (go-redis, ioredis and node-redis fail without the radix-tree
 // pair).
-func writeStreamHeader(w reply.Writer, s codec.StreamMeta) {
+//
+// Redis 8.6's idempotent-production fields follow, in its order.
+func writeStreamHeader(w reply.Writer, s codec.StreamMeta, idmp streams.IDMPInfo) {
 	w.BulkString("length")
 	w.Uint(s.Length)
 	w.BulkString("radix-tree-keys")
@@ -152,6 +158,17 @@ func writeStreamHeader(w reply.Writer, s codec.StreamMeta) {
 	w.Uint(s.EntriesAdded)
 	w.BulkString("recorded-first-entry-id")
 	WriteID(w, s.FirstID)
+	for _, f := range []struct {
+		name string
+		n    uint64
+	}{
+		{"idmp-duration", uint64(idmp.DurationS)}, {"idmp-maxsize", uint64(idmp.MaxSize)},
+		{"pids-tracked", idmp.Pids}, {"iids-tracked", idmp.IIDs},
+		{"iids-added", idmp.Added}, {"iids-duplicates", idmp.Duplicates},
+	} {
+		w.BulkString(f.name)
+		w.Uint(f.n)
+	}
 }
 
 // writeReadLag writes a group's entries-read and lag, each null when
@@ -189,9 +206,13 @@ func xinfoStreamFull(x *command.Ctx, v *materialize.View, key []byte, s codec.St
 	pending := func(group, consumer []byte) ([]groups.Pending, error) {
 		return groups.PendingRange(v, x.DB, key, group, groups.RangeArgs{End: codec.MaxID, Count: limit, Consumer: consumer})
 	}
+	idmp, err := streams.LoadIDMPInfo(v, x.DB, key, x.StreamConfig())
+	if err != nil {
+		return err
+	}
 	w := x.Reply
-	w.Map(9)
-	writeStreamHeader(w, s)
+	w.Map(15)
+	writeStreamHeader(w, s, idmp)
 	w.BulkString("entries")
 	WriteEntries(w, entries)
 	w.BulkString("groups")

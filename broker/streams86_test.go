@@ -1,0 +1,216 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Idempotent production (Redis 8.6): the expected replies follow the XADD
+// and XCFGSET pages and the cases of Redis's tests/unit/type/stream.tcl
+// that they describe; redis-server 7.0 has none of it.
+// https://redis.io/docs/latest/commands/xadd/
+// https://redis.io/docs/latest/commands/xcfgset/
+
+// xinfoIDMP returns the six IDMP fields of XINFO STREAM key, in order.
+func xinfoIDMP(t *testing.T, c *redis.Client, key string) string {
+	t.Helper()
+	r := mustDo(t, c, "XINFO", "STREAM", key).([]any)
+	var out []string
+	for i := 0; i+1 < len(r); i += 2 {
+		switch k := r[i].(string); k {
+		case "idmp-duration", "idmp-maxsize", "pids-tracked", "iids-tracked", "iids-added", "iids-duplicates":
+			out = append(out, fmt.Sprintf("%s=%v", k, r[i+1]))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func TestXAddIDMP(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.client(t)
+	id1 := mustDo(t, c, "XADD", "s", "IDMP", "p1", "req-1", "*", "f", "v").(string)
+	// A duplicate adds nothing and returns the first ID, whatever its fields.
+	if got := mustDo(t, c, "XADD", "s", "IDMP", "p1", "req-1", "*", "other", "fields"); got != id1 {
+		t.Fatalf("duplicate XADD = %v, want %s", got, id1)
+	}
+	if n := mustDo(t, c, "XLEN", "s"); n != int64(1) {
+		t.Fatalf("XLEN %v after a duplicate", n)
+	}
+	// Producers are separate; binary and odd IDs are plain IDs.
+	id2 := mustDo(t, c, "XADD", "s", "IDMP", "p2", "req-1", "*", "f", "v").(string)
+	id3 := mustDo(t, c, "XADD", "s", "IDMP", "p\x00", "*", "*", "f", "v").(string)
+	if id2 == id1 || id3 == id2 {
+		t.Fatalf("IDs %s %s %s", id1, id2, id3)
+	}
+	if got := mustDo(t, c, "XADD", "s", "IDMP", "p\x00", "*", "*", "f", "v"); got != id3 {
+		t.Fatalf("duplicate of a binary producer = %v, want %s", got, id3)
+	}
+	if got := xinfoIDMP(t, c, "s"); got != "idmp-duration=100 idmp-maxsize=100 pids-tracked=3 iids-tracked=3 iids-added=3 iids-duplicates=2" {
+		t.Fatalf("XINFO STREAM: %s", got)
+	}
+	// The original ID comes back even after its entry is deleted.
+	mustDo(t, c, "XDEL", "s", id1)
+	mustDo(t, c, "XTRIM", "s", "MAXLEN", "0")
+	if got := mustDo(t, c, "XADD", "s", "IDMP", "p1", "req-1", "*", "f", "v"); got != id1 {
+		t.Fatalf("duplicate after XDEL = %v, want %s", got, id1)
+	}
+	// IDMPAUTO: the same field-value pairs in any order are a duplicate.
+	a1 := mustDo(t, c, "XADD", "s", "IDMPAUTO", "p3", "*", "a", "1", "b", "2").(string)
+	if got := mustDo(t, c, "XADD", "s", "IDMPAUTO", "p3", "*", "b", "2", "a", "1"); got != a1 {
+		t.Fatalf("IDMPAUTO reordered = %v, want %s", got, a1)
+	}
+	for _, fv := range [][]any{{"a", "1", "b", "3"}, {"a", "1", "c", "2"}, {"a", "1", "b", ""}, {"a", "1"}} {
+		args := append([]any{"XADD", "s", "IDMPAUTO", "p3", "*"}, fv...)
+		if got := mustDo(t, c, args...); got == a1 {
+			t.Fatalf("IDMPAUTO %v deduplicated against a b", fv)
+		}
+	}
+	// Typed, through go-redis.
+	ctx := context.Background()
+	g1, err := c.XAdd(ctx, &redis.XAddArgs{Stream: "t", ProducerID: "gp", IdempotentID: "x", Values: []any{"f", "v"}}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g2, err := c.XAdd(ctx, &redis.XAddArgs{Stream: "t", ProducerID: "gp", IdempotentID: "x", Values: []any{"f", "w"}}).Result(); err != nil || g2 != g1 {
+		t.Fatalf("go-redis duplicate = %v, %v; want %s", g2, err, g1)
+	}
+	info, err := c.XInfoStream(ctx, "t").Result()
+	if err != nil || info.IIDsAdded != 1 || info.IIDsDuplicates != 1 || info.PIDsTracked != 1 || info.IDMPDuration != 100 || info.IDMPMaxSize != 100 {
+		t.Fatalf("go-redis XInfoStream = %+v, %v", info, err)
+	}
+}
+
+func TestXAddIDMPSyntax(t *testing.T) {
+	runScript(t, []scriptStep{
+		st("ERR IDMP/IDMPAUTO can be used only with auto-generated IDs", "XADD", "s", "IDMP", "p1", "i1", "1-1", "f", "v"),
+		st("ERR IDMP/IDMPAUTO can be used only with auto-generated IDs", "XADD", "s", "IDMPAUTO", "p1", "1-*", "f", "v"),
+		st("ERR IDMP/IDMPAUTO specified multiple times", "XADD", "s", "IDMP", "p1", "i1", "IDMPAUTO", "p1", "*", "f", "v"),
+		st("ERR IDMP/IDMPAUTO specified multiple times", "XADD", "s", "IDMPAUTO", "p1", "IDMP", "p1", "i1", "*", "f", "v"),
+		st("ERR IDMP requires a non-empty producer ID", "XADD", "s", "IDMP", "", "i1", "*", "f", "v"),
+		st("ERR IDMP requires a non-empty idempotent ID", "XADD", "s", "IDMP", "p1", "", "*", "f", "v"),
+		st("ERR IDMPAUTO requires a non-empty producer ID", "XADD", "s", "IDMPAUTO", "", "*", "f", "v"),
+		// IDMP takes its next two arguments, whatever they are: here the
+		// iid is "*" and "f" the ID.
+		st("ERR Invalid stream ID specified as stream command argument", "XADD", "s", "IDMP", "p1", "*", "f", "v"),
+		st("0", "EXISTS", "s"),
+		// Options in any order before the ID.
+		st("*", "XADD", "s", "IDMP", "p1", "r", "MAXLEN", "~", "100", "*", "f", "v"),
+		st("*", "XADD", "s", "MAXLEN", "~", "100", "IDMP", "p1", "r2", "*", "f", "v"),
+		st("*", "XADD", "s", "NOMKSTREAM", "IDMP", "p1", "r3", "*", "f", "v"),
+		st("*", "XADD", "s", "KEEPREF", "IDMPAUTO", "p1", "*", "f", "v"),
+		st("*", "XADD", "s", "IDMPAUTO", "p1", "KEEPREF", "*", "f", "w"),
+		st("5", "XLEN", "s"),
+		st("redis: nil", "XADD", "nokey", "NOMKSTREAM", "IDMP", "p1", "r", "*", "f", "v"),
+		st("0", "EXISTS", "nokey"),
+	})
+}
+
+func TestXCfgSet(t *testing.T) {
+	runScript(t, []scriptStep{
+		st("ERR no such key", "XCFGSET", "nokey", "IDMP-DURATION", "5"),
+		st("*", "XADD", "s", "IDMP", "p", "req-1", "*", "f", "v"),
+		st("ERR At least one parameter (IDMP-DURATION or IDMP-MAXSIZE) is required", "XCFGSET", "s"),
+		st("ERR syntax error", "XCFGSET", "s", "IDMP-DURATION"),
+		st("ERR syntax error", "XCFGSET", "s", "INVALID", "5"),
+		st("ERR value is not an integer or out of range", "XCFGSET", "s", "IDMP-DURATION", "A"),
+		st("ERR value is not an integer or out of range", "XCFGSET", "s", "IDMP-DURATION", "3.14"),
+		st("ERR value is not an integer or out of range", "XCFGSET", "s", "IDMP-DURATION", "INVALID", "IDMP-MAXSIZE"),
+		st("ERR IDMP-DURATION must be between 1 and 86400 seconds", "XCFGSET", "s", "IDMP-DURATION", "0"),
+		st("ERR IDMP-DURATION must be between 1 and 86400 seconds", "XCFGSET", "s", "IDMP-DURATION", "86401"),
+		st("ERR IDMP-MAXSIZE must be between 1 and 10000 entries", "XCFGSET", "s", "IDMP-MAXSIZE", "10001"),
+		st("ERR IDMP-MAXSIZE must be between 1 and 10000 entries", "XCFGSET", "s", "IDMP-MAXSIZE", "-100"),
+		// The same values again clear nothing.
+		st("OK", "XCFGSET", "s", "IDMP-DURATION", "100", "IDMP-MAXSIZE", "100"),
+		// A change clears every producer's IDs; the lifetime counters stay.
+		st("OK", "XCFGSET", "s", "IDMP-MAXSIZE", "3"),
+		st("OK", "SET", "str", "v"),
+		st("WRONGTYPE Operation against a key holding the wrong kind of value", "XCFGSET", "str", "IDMP-MAXSIZE", "3"),
+	})
+}
+
+// TestXCfgSetEffects: clearing, and eviction at idmp-maxsize (oldest
+// first; an evicted ID adds again and evicts the next oldest).
+func TestXCfgSetEffects(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.client(t)
+	first := mustDo(t, c, "XADD", "s", "IDMP", "p", "req-1", "*", "f", "v")
+	// The same values again clear nothing.
+	mustDo(t, c, "XCFGSET", "s", "IDMP-DURATION", "100", "IDMP-MAXSIZE", "100")
+	if got := xinfoIDMP(t, c, "s"); got != "idmp-duration=100 idmp-maxsize=100 pids-tracked=1 iids-tracked=1 iids-added=1 iids-duplicates=0" {
+		t.Fatalf("after XCFGSET with the same values: %s", got)
+	}
+	mustDo(t, c, "XCFGSET", "s", "IDMP-MAXSIZE", "3")
+	if got := xinfoIDMP(t, c, "s"); got != "idmp-duration=100 idmp-maxsize=3 pids-tracked=0 iids-tracked=0 iids-added=1 iids-duplicates=0" {
+		t.Fatalf("after XCFGSET: %s", got)
+	}
+	if got := mustDo(t, c, "XADD", "s", "IDMP", "p", "req-1", "*", "f", "v"); got == first {
+		t.Fatal("an ID recorded before XCFGSET's change still deduplicates")
+	}
+	ids := map[string]any{"req-1": nil}
+	for _, r := range []string{"req-2", "req-3", "req-4"} {
+		ids[r] = mustDo(t, c, "XADD", "s", "IDMP", "p", r, "*", "f", "v")
+	}
+	// req-1 was evicted by req-4: adding it again is new, and evicts req-2.
+	mustDo(t, c, "XADD", "s", "IDMP", "p", "req-1", "*", "f", "v")
+	if got := mustDo(t, c, "XADD", "s", "IDMP", "p", "req-3", "*", "f", "v"); got != ids["req-3"] {
+		t.Fatalf("req-3 = %v, want %v", got, ids["req-3"])
+	}
+	if got := mustDo(t, c, "XADD", "s", "IDMP", "p", "req-2", "*", "f", "v"); got == ids["req-2"] {
+		t.Fatal("req-2 should have been evicted")
+	}
+	if got := xinfoIDMP(t, c, "s"); got != "idmp-duration=100 idmp-maxsize=3 pids-tracked=1 iids-tracked=3 iids-added=7 iids-duplicates=1" {
+		t.Fatalf("after the evictions: %s", got)
+	}
+	// DEL takes the records with the stream.
+	mustDo(t, c, "DEL", "s")
+	mustDo(t, c, "XADD", "s", "IDMP", "p", "req-3", "*", "f", "v")
+	if got := xinfoIDMP(t, c, "s"); got != "idmp-duration=100 idmp-maxsize=100 pids-tracked=1 iids-tracked=1 iids-added=1 iids-duplicates=0" {
+		t.Fatalf("after DEL and a new XADD: %s", got)
+	}
+}
+
+// TestIDMPConfigAndPersistence: CONFIG's stream-idmp-* give new streams
+// their settings; records survive a restart; the sweep expires them.
+func TestIDMPConfigAndPersistence(t *testing.T) {
+	dir := t.TempDir()
+	ts := startTestServer(t, dir)
+	c := ts.client(t)
+	mustErr(t, c, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-duration') - argument must be between 1 and 86400 inclusive", "CONFIG", "SET", "stream-idmp-duration", "0")
+	mustErr(t, c, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument must be between 1 and 10000 inclusive", "CONFIG", "SET", "stream-idmp-maxsize", "10001")
+	mustDo(t, c, "CONFIG", "SET", "stream-idmp-duration", "1", "stream-idmp-maxsize", "50")
+	if got := fmt.Sprint(mustDo(t, c, "CONFIG", "GET", "stream-idmp-*")); got != "map[stream-idmp-duration:1 stream-idmp-maxsize:50]" && got != "[stream-idmp-duration 1 stream-idmp-maxsize 50]" {
+		t.Fatalf("CONFIG GET: %s", got)
+	}
+	mustDo(t, c, "XADD", "fresh", "*", "f", "v")
+	if got := xinfoIDMP(t, c, "fresh"); got != "idmp-duration=1 idmp-maxsize=50 pids-tracked=0 iids-tracked=0 iids-added=0 iids-duplicates=0" {
+		t.Fatalf("a new stream: %s", got)
+	}
+	mustDo(t, c, "XADD", "long", "IDMP", "p", "r", "*", "f", "v")
+	mustDo(t, c, "XCFGSET", "long", "IDMP-DURATION", "3600")
+	id := mustDo(t, c, "XADD", "long", "IDMP", "p", "r", "*", "f", "v")
+	mustDo(t, c, "XADD", "short", "IDMP", "p", "r", "*", "f", "v")
+	c.Close()
+	ts.Close()
+
+	ts = startTestServer(t, dir)
+	c = ts.client(t)
+	if got := mustDo(t, c, "XADD", "long", "IDMP", "p", "r", "*", "f", "v"); got != id {
+		t.Fatalf("after a restart: %v, want %v", got, id)
+	}
+	// short's record expires after 1 s (the sweep runs once a second).
+	deadline := time.Now().Add(5 * time.Second)
+	for xinfoIDMP(t, c, "short") != "idmp-duration=1 idmp-maxsize=50 pids-tracked=0 iids-tracked=0 iids-added=1 iids-duplicates=0" {
+		if time.Now().After(deadline) {
+			t.Fatalf("short after 5 s: %s", xinfoIDMP(t, c, "short"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := xinfoIDMP(t, c, "long"); got != "idmp-duration=3600 idmp-maxsize=50 pids-tracked=1 iids-tracked=1 iids-added=2 iids-duplicates=1" {
+		t.Fatalf("long: %s", got)
+	}
+}

@@ -1,0 +1,355 @@
+package streams
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"math"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+// Config is the server's stream settings that decisions read (CONFIG SET
+// changes them for the streams that follow).
+type Config struct {
+	// IDMPDurationS and IDMPMaxSize are stream-idmp-duration (seconds,
+	// 1..86400) and stream-idmp-maxsize (1..10000): a stream's idempotent
+	// IDs expire after the duration and a producer keeps at most maxsize.
+	IDMPDurationS, IDMPMaxSize int64
+}
+
+// DefaultConfig is Redis 8.6's defaults.
+var DefaultConfig = Config{IDMPDurationS: 100, IDMPMaxSize: 100}
+
+// The ranges XCFGSET and CONFIG SET accept (Redis 8.6).
+const (
+	IDMPDurationMax = 86400
+	IDMPMaxSizeMax  = 10000
+)
+
+// IDMP is XADD's IDMP pid iid, or IDMPAUTO pid (Auto: the iid is derived
+// from the entry's fields and values, whatever their order: AutoIID).
+// https://redis.io/docs/latest/commands/xadd/
+type IDMP struct {
+	PID, IID []byte
+	Auto     bool
+}
+
+// AutoIID returns IDMPAUTO's idempotent ID for the fields fv (field, value,
+// ...): 16 bytes, the lane-wise sum of each pair's SHA-256 (truncated), so
+// the order of the pairs does not matter and a repeated pair counts twice.
+// Redis 8.6 derives its own 128-bit hash; only equality is observable.
+func AutoIID(fv [][]byte) []byte {
+	var lo, hi uint64
+	var n [8]byte
+	for i := 0; i+1 < len(fv); i += 2 {
+		h := sha256.New()
+		binary.BigEndian.PutUint64(n[:], uint64(len(fv[i])))
+		h.Write(n[:])
+		h.Write(fv[i])
+		binary.BigEndian.PutUint64(n[:], uint64(len(fv[i+1])))
+		h.Write(n[:])
+		h.Write(fv[i+1])
+		sum := h.Sum(nil)
+		hi += binary.BigEndian.Uint64(sum)
+		lo += binary.BigEndian.Uint64(sum[8:])
+	}
+	out := binary.BigEndian.AppendUint64(nil, hi)
+	return binary.BigEndian.AppendUint64(out, lo)
+}
+
+// IDMPInfo is XINFO STREAM's idempotent-production fields (Redis 8.6).
+type IDMPInfo struct {
+	DurationS, MaxSize int64
+	Pids, IIDs         uint64
+	Added, Duplicates  uint64
+}
+
+// LoadIDMPInfo returns the stream key's IDMP settings and counters: the
+// server's settings and zeros for a stream that never used IDMP.
+func LoadIDMPInfo(v *materialize.View, db uint8, key []byte, cfg Config) (IDMPInfo, error) {
+	e := newIDMPEdit(v, db, key, cfg)
+	if err := e.load(); err != nil {
+		return IDMPInfo{}, err
+	}
+	s := e.st
+	return IDMPInfo{int64(s.DurationS), int64(s.MaxSize), s.Pids, s.IIDs, s.Added, s.Duplicates}, nil
+}
+
+// idmpEdit stages one decision's changes to one stream's IDMP records: its
+// J value and the producers' counts, and the records it removed (which the
+// view still shows).
+type idmpEdit struct {
+	v      *materialize.View
+	db     uint8
+	key    []byte
+	cfg    Config
+	loaded bool
+	empty  bool // a stream being created: no records, whatever the view shows
+	st     codec.IDMPState
+	dirty  bool
+	counts map[string]uint64
+	gone   map[string]bool // V keys removed by the edit
+	events []codec.Event
+}
+
+func newIDMPEdit(v *materialize.View, db uint8, key []byte, cfg Config) *idmpEdit {
+	return &idmpEdit{v: v, db: db, key: key, cfg: cfg, counts: map[string]uint64{}, gone: map[string]bool{}}
+}
+
+// load reads the J value; a stream without one takes the server's
+// settings, which the first write stores (Redis copies them into a new
+// stream).
+func (e *idmpEdit) load() error {
+	if e.loaded {
+		return nil
+	}
+	e.loaded = true
+	b, ok, err := e.v.Get(codec.IDMPStateKey(e.db, e.key))
+	if err != nil {
+		return err
+	}
+	if ok {
+		if e.st, err = codec.DecodeIDMPState(b); err != nil {
+			return err
+		}
+	}
+	if e.st.DurationS == 0 {
+		e.st.DurationS = uint32(e.cfg.IDMPDurationS)
+	}
+	if e.st.MaxSize == 0 {
+		e.st.MaxSize = uint32(e.cfg.IDMPMaxSize)
+	}
+	return nil
+}
+
+// fresh starts the edit of a stream being created: the server's settings,
+// no records.
+func (e *idmpEdit) fresh() {
+	e.loaded, e.empty = true, true
+	e.st = codec.IDMPState{DurationS: uint32(e.cfg.IDMPDurationS), MaxSize: uint32(e.cfg.IDMPMaxSize)}
+	e.dirty = true
+}
+
+func (e *idmpEdit) deadline(id codec.ID) int64 {
+	ms := int64(min(id.Ms, math.MaxInt64/2))
+	return ms + int64(e.st.DurationS)*1000
+}
+
+func (e *idmpEdit) count(pid []byte) (uint64, error) {
+	if n, ok := e.counts[string(pid)]; ok || e.empty {
+		return n, nil
+	}
+	b, ok, err := e.v.Get(codec.IDMPProducerKey(e.db, e.key, pid))
+	if err != nil || !ok {
+		return 0, err
+	}
+	n, err := codec.DecodeInt64Arg(b)
+	e.counts[string(pid)] = uint64(n)
+	return uint64(n), err
+}
+
+// del removes one record (evicted or expired).
+func (e *idmpEdit) del(pid, iid []byte, id codec.ID) error {
+	n, err := e.count(pid)
+	if err != nil {
+		return err
+	}
+	if n == 0 || e.st.IIDs == 0 {
+		return codec.ErrCorrupt
+	}
+	n--
+	e.counts[string(pid)] = n
+	e.gone[string(codec.IDMPByIDKey(e.db, e.key, pid, id))] = true
+	e.events = append(e.events, codec.IDMPDelEvent(e.db, e.key, pid, iid, id, e.deadline(id), n))
+	e.st.IIDs--
+	if n == 0 {
+		e.st.Pids--
+	}
+	e.dirty = true
+	return nil
+}
+
+// head returns the producer's oldest record not removed by the edit.
+func (e *idmpEdit) head(pid []byte, visit func(id codec.ID, iid []byte) (bool, error)) error {
+	if e.empty {
+		return nil
+	}
+	p := codec.IDMPProducerPrefix(codec.TagIDMPByID, e.db, e.key, pid)
+	return e.v.Iterate(p, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
+		if e.gone[string(k)] {
+			return true, nil
+		}
+		id, err := codec.DecodeID(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		return visit(id, append([]byte(nil), val...))
+	})
+}
+
+// expireHead removes the producer's records whose deadline passed at now,
+// oldest first (the sweep may not have reached them yet).
+func (e *idmpEdit) expireHead(pid []byte, now int64) error {
+	var dead []codec.ID
+	var iids [][]byte
+	err := e.head(pid, func(id codec.ID, iid []byte) (bool, error) {
+		if e.deadline(id) > now {
+			return false, nil
+		}
+		dead, iids = append(dead, id), append(iids, iid)
+		return true, nil
+	})
+	for i := range dead {
+		if err == nil {
+			err = e.del(pid, iids[i], dead[i])
+		}
+	}
+	return err
+}
+
+// lookup returns the entry ID pid recorded for iid.
+func (e *idmpEdit) lookup(pid, iid []byte) (codec.ID, bool, error) {
+	b, ok, err := e.v.Get(codec.IDMPByIIDKey(e.db, e.key, pid, iid))
+	if err != nil || !ok {
+		return codec.ID{}, false, err
+	}
+	id, err := codec.DecodeID(b)
+	if err != nil || e.gone[string(codec.IDMPByIDKey(e.db, e.key, pid, id))] {
+		return codec.ID{}, false, err
+	}
+	return id, true, nil
+}
+
+// add records iid for the entry id, evicting the producer's oldest
+// records while it holds maxsize.
+func (e *idmpEdit) add(pid, iid []byte, id codec.ID) error {
+	n, err := e.count(pid)
+	if err != nil {
+		return err
+	}
+	for n >= uint64(e.st.MaxSize) && n > 0 {
+		var oldest codec.ID
+		var oldIID []byte
+		found := false
+		err := e.head(pid, func(id codec.ID, iid []byte) (bool, error) {
+			oldest, oldIID, found = id, iid, true
+			return false, nil
+		})
+		if err != nil {
+			return err
+		}
+		if !found {
+			return codec.ErrCorrupt // the count says records remain
+		}
+		if err := e.del(pid, oldIID, oldest); err != nil {
+			return err
+		}
+		n--
+	}
+	if n == 0 {
+		e.st.Pids++
+	}
+	n++
+	e.counts[string(pid)] = n
+	e.events = append(e.events, codec.IDMPSetEvent(e.db, e.key, pid, iid, id, e.deadline(id), n))
+	e.st.IIDs++
+	e.st.Added++
+	e.dirty = true
+	return nil
+}
+
+// finish returns the edit's events, the J value last.
+func (e *idmpEdit) finish() []codec.Event {
+	if e.dirty {
+		e.events = append(e.events, codec.IDMPStateEvent(e.db, e.key, e.st))
+	}
+	return e.events
+}
+
+// SetIDMPConfig sets the stream key's idmp-duration and idmp-maxsize
+// (XCFGSET; nil: unchanged). When either changes, every producer's
+// records are dropped (pids-tracked and iids-tracked become 0;
+// iids-added and iids-duplicates stay). It returns false when key does not
+// exist. Errors: materialize.ErrWrongType.
+// https://redis.io/docs/latest/commands/xcfgset/
+func SetIDMPConfig(v *materialize.View, db uint8, key []byte, durationS, maxSize *int64, cfg Config) (bool, []codec.Event, error) {
+	_, ok, evs, err := metaForWrite(v, db, key)
+	if err != nil || !ok {
+		return false, evs, err
+	}
+	e := newIDMPEdit(v, db, key, cfg)
+	if err := e.load(); err != nil {
+		return true, nil, err
+	}
+	changed := false
+	if durationS != nil && uint32(*durationS) != e.st.DurationS {
+		e.st.DurationS, changed = uint32(*durationS), true
+	}
+	if maxSize != nil && uint32(*maxSize) != e.st.MaxSize {
+		e.st.MaxSize, changed = uint32(*maxSize), true
+	}
+	var events []codec.Event
+	if changed {
+		events = append(events, codec.IDMPClearEvent(db, key))
+		e.st.Pids, e.st.IIDs = 0, 0
+	}
+	return true, append(events, codec.IDMPStateEvent(db, key, e.st)), nil
+}
+
+// ExpireIDMP is one round of the idempotent-ID sweep: it walks the M index
+// up to the decision time and removes, through events, up to limit
+// records whose deadline passed, as Redis's cron does about once a second.
+// M keys whose record is gone (its stream deleted, renamed or cleared by
+// XCFGSET) are removed too. Its cost is the keys it removes.
+func ExpireIDMP(v *materialize.View, limit int) ([]codec.Event, error) {
+	upper := binary.BigEndian.AppendUint64([]byte{byte(codec.TagIDMPExpiry)}, uint64(max(v.NowMs(), 0)+1))
+	type streamKey struct {
+		db  uint8
+		key string
+	}
+	edits := map[streamKey]*idmpEdit{}
+	var order []*idmpEdit
+	var stale []codec.Event
+	n := 0
+	err := v.Iterate([]byte{byte(codec.TagIDMPExpiry)}, upper, false, func(k, _ []byte) (bool, error) {
+		if n >= limit {
+			return false, nil
+		}
+		n++
+		deadline, db, key, pid, id, err := codec.DecodeIDMPExpiryKey(k)
+		if err != nil {
+			return false, err
+		}
+		sk := streamKey{db, string(key)}
+		e := edits[sk]
+		if e == nil {
+			e = newIDMPEdit(v, db, append([]byte(nil), key...), Config{})
+			if err := e.load(); err != nil {
+				return false, err
+			}
+			edits[sk] = e
+			order = append(order, e)
+		}
+		pid = append([]byte(nil), pid...)
+		vk := codec.IDMPByIDKey(db, key, pid, id)
+		iid, ok, err := v.Get(vk)
+		if err != nil {
+			return false, err
+		}
+		if !ok || e.gone[string(vk)] || e.deadline(id) != deadline {
+			// Stale: only the M key goes (an empty iid).
+			stale = append(stale, codec.IDMPDelEvent(db, e.key, pid, nil, id, deadline, 0))
+			return true, nil
+		}
+		return true, e.del(pid, iid, id)
+	})
+	if err != nil {
+		return nil, err
+	}
+	events := stale
+	for _, e := range order {
+		events = append(events, e.finish()...)
+	}
+	return events, nil
+}
