@@ -2152,6 +2152,7 @@ var confNewerFields = map[string]bool{
 	// XINFO STREAM (and FULL), 8.6: idempotent production.
 	"idmp-duration": true, "idmp-maxsize": true, "pids-tracked": true,
 	"iids-tracked": true, "iids-added": true, "iids-duplicates": true,
+	"nacked-count": true, // XINFO STREAM FULL groups, 8.8
 }
 
 // confDropNewer returns the map-shaped reply r without confNewerFields.
@@ -2171,6 +2172,9 @@ func confDropNewer(r confReply) confReply {
 }
 
 func confFullGroupTimes(gs []confReply) {
+	for i := range gs {
+		gs[i] = confDropNewer(gs[i])
+	}
 	t := confReply{kind: confSimple, str: "<time>"}
 	pel := func(r confReply, at int) {
 		for _, e := range r.arr {

@@ -319,6 +319,8 @@ var limitNoNumbers = []string{
 	"xdelex", "xackdel",
 	// Redis 8.6: its ranges are checked by TestXCfgSet.
 	"xcfgset",
+	// Redis 8.8: numids and RETRYCOUNT are checked by TestXNack.
+	"xnack",
 	"ping", "echo", "quit", "client", "command", "info", "time", "config", "reset", "auth", "role", "monitor", "shutdown",
 	"subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe", "publish", "spublish", "pubsub",
 	"multi", "exec", "discard", "watch", "unwatch",

@@ -190,6 +190,15 @@ func (c *consumers) readyLocked(v *materialize.View, events []codec.Event, recor
 		var pops bool // only the pops: the key was pushed onto or created
 		switch e.Op {
 		case codec.OpXAdd, codec.OpDelKey, codec.OpGroupDel:
+		case codec.OpPELSet:
+			// An entry released by XNACK is claimable at once: blocked
+			// XREADGROUP CLAIM readers try again (others find nothing new).
+			if len(e.Args) < 3 {
+				continue
+			}
+			if pe, err := codec.DecodePELEntry(e.Args[2]); err != nil || !pe.Nacked() {
+				continue
+			}
 		case codec.OpLSet, codec.OpZAdd, codec.OpSetMeta, codec.OpCopyKey:
 			pops = true
 		case codec.OpFlushDB, codec.OpFlushAll, codec.OpSwapDB:

@@ -428,4 +428,15 @@ func TestXReadGroupClaimBlock(t *testing.T) {
 	if got := <-done; got != "[[s [[2-0 [f 2] 0 0]]]]" {
 		t.Fatalf("blocked CLAIM read served by XADD: %s", got)
 	}
+	// An XNACK (Redis 8.8) serves it too: the released entry is claimable.
+	go func() {
+		c2 := ts.client(t)
+		v, _ := c2.Do(context.Background(), "XREADGROUP", "GROUP", "g", "c5", "BLOCK", "10000", "CLAIM", "60000", "STREAMS", "s", ">").Result()
+		done <- fmt.Sprint(v)
+	}()
+	waitBlocked(t, c, 1)
+	mustDo(t, c, "XNACK", "s", "g", "SILENT", "IDS", "1", "2-0")
+	if got := <-done; !strings.HasPrefix(got, "[[s [[2-0 [f 2] ") || !strings.HasSuffix(got, " 0]]]]") {
+		t.Fatalf("blocked CLAIM read served by XNACK: %s", got)
+	}
 }

@@ -214,3 +214,84 @@ func TestIDMPConfigAndPersistence(t *testing.T) {
 		t.Fatalf("long: %s", got)
 	}
 }
+
+// TestXNack: XNACK (Redis 8.8) releases pending entries without
+// acknowledging them: unowned, delivery time 0, counts by mode, in the
+// NACK zone that XREADGROUP CLAIM serves first, in release order.
+// https://redis.io/docs/latest/commands/xnack/
+func TestXNack(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.client(t)
+	ctx := context.Background()
+	for i := 1; i <= 5; i++ {
+		mustDo(t, c, "XADD", "s", fmt.Sprintf("%d-0", i), "f", i)
+	}
+	mustDo(t, c, "XGROUP", "CREATE", "s", "g", "0")
+	mustDo(t, c, "XREADGROUP", "GROUP", "g", "c1", "COUNT", "4", "STREAMS", "s", ">") // 1..4, count 1
+	mustDo(t, c, "XCLAIM", "s", "g", "c1", "0", "2-0", "3-0")                         // 2, 3: count 2
+	// Released in the order 3, 1, 2: SILENT undoes a delivery, FAIL keeps
+	// the count, FATAL sets the largest; 9-0 is not pending (skipped).
+	if n := mustDo(t, c, "XNACK", "s", "g", "SILENT", "IDS", "2", "3-0", "9-0"); n != int64(1) {
+		t.Fatalf("XNACK SILENT = %v", n)
+	}
+	mustDo(t, c, "XNACK", "s", "g", "FAIL", "IDS", "1", "1-0")
+	mustDo(t, c, "XNACK", "s", "g", "FATAL", "IDS", "1", "2-0")
+	pend := fmt.Sprint(mustDo(t, c, "XPENDING", "s", "g", "-", "+", "10"))
+	for _, want := range []string{"[1-0  ", "[2-0  ", "[3-0  ", "[4-0 c1 "} {
+		if !strings.Contains(pend, want) {
+			t.Fatalf("XPENDING %s: no %q", pend, want)
+		}
+	}
+	if !strings.Contains(pend, " 1] [2-0  ") || !strings.Contains(pend, " 9223372036854775807] [3-0  ") || !strings.Contains(pend, " 1] [4-0") {
+		t.Fatalf("XPENDING counts: %s", pend)
+	}
+	// The summary counts them; no consumer owns them.
+	if got := fmt.Sprint(mustDo(t, c, "XPENDING", "s", "g")); got != "[4 1-0 4-0 [[c1 1]]]" {
+		t.Fatalf("XPENDING summary: %s", got)
+	}
+	full, err := c.XInfoStreamFull(ctx, "s", 0).Result()
+	if err != nil || full.Groups[0].NackedCount != 3 {
+		t.Fatalf("XINFO STREAM FULL nacked-count: %+v, %v", full.Groups, err)
+	}
+	// CLAIM serves the NACK zone first, in release order, then idle and new
+	// entries.
+	got := fmt.Sprint(mustDo(t, c, "XREADGROUP", "GROUP", "g", "c2", "COUNT", "3", "CLAIM", "60000", "STREAMS", "s", ">"))
+	if !strings.HasPrefix(got, "[[s [[3-0 [f 3] ") || !strings.Contains(got, "[1-0 [f 1] ") || !strings.Contains(got, " 1] [2-0 [f 2] ") {
+		t.Fatalf("CLAIM after XNACK: %s", got)
+	}
+	if full, err = c.XInfoStreamFull(ctx, "s", 0).Result(); err != nil || full.Groups[0].NackedCount != 0 {
+		t.Fatalf("nacked-count after the claim: %+v, %v", full, err)
+	}
+	// RETRYCOUNT sets the count; FORCE takes an entry nobody read.
+	if n := mustDo(t, c, "XNACK", "s", "g", "FAIL", "FORCE", "IDS", "2", "5-0", "6-0", "RETRYCOUNT", "7"); n != int64(1) {
+		t.Fatalf("XNACK FORCE = %v", n)
+	}
+	if got := fmt.Sprint(mustDo(t, c, "XPENDING", "s", "g", "5-0", "5-0", "1")); !strings.HasPrefix(got, "[[5-0  ") || !strings.HasSuffix(got, " 7]]") {
+		t.Fatalf("forced entry: %s", got)
+	}
+	// XACK of a released entry.
+	if n := mustDo(t, c, "XACK", "s", "g", "5-0"); n != int64(1) {
+		t.Fatalf("XACK of a NACKed entry = %v", n)
+	}
+	if full, err = c.XInfoStreamFull(ctx, "s", 0).Result(); err != nil || full.Groups[0].NackedCount != 0 || full.Groups[0].PelCount != 4 {
+		t.Fatalf("after XACK: %+v", full.Groups[0])
+	}
+}
+
+func TestXNackErrors(t *testing.T) {
+	runScript(t, script(addN("s", 2), []scriptStep{
+		st("OK", "XGROUP", "CREATE", "s", "g", "0"),
+		st("ERR wrong number of arguments for 'xnack' command", "XNACK", "s", "g", "FAIL", "IDS", "1"),
+		st("ERR mode must be SILENT, FAIL, or FATAL", "XNACK", "s", "g", "LOUD", "IDS", "1", "1-0"),
+		st("ERR numids must be a positive integer", "XNACK", "s", "g", "FAIL", "IDS", "0", "1-0"),
+		st("ERR numids must be a positive integer", "XNACK", "s", "g", "FAIL", "IDS", "x", "1-0"),
+		st("ERR number of IDs doesn't match numids", "XNACK", "s", "g", "FAIL", "IDS", "3", "1-0", "2-0"),
+		st("ERR Invalid RETRYCOUNT value, must be >= 0", "XNACK", "s", "g", "FAIL", "IDS", "1", "1-0", "RETRYCOUNT", "-1"),
+		st("ERR Unrecognized XNACK option 'LATER'", "XNACK", "s", "g", "FAIL", "IDS", "1", "1-0", "LATER"),
+		st("ERR syntax error, expected IDS keyword", "XNACK", "s", "g", "FAIL", "FORCE", "RETRYCOUNT", "1"),
+		st("NOGROUP No such key 's' or consumer group 'nog'", "XNACK", "s", "nog", "FAIL", "IDS", "1", "1-0"),
+		st("NOGROUP No such key 'nokey' or consumer group 'g'", "XNACK", "nokey", "g", "FAIL", "IDS", "1", "1-0"),
+		st("ERR Invalid stream ID specified as stream command argument", "XNACK", "s", "g", "FAIL", "IDS", "2", "1-0", "bad"),
+		st("0", "XNACK", "s", "g", "FAIL", "IDS", "1", "1-0"),
+	}))
+}

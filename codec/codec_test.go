@@ -571,13 +571,14 @@ func TestGroupRoundTrip(t *testing.T) {
 	for _, g := range []Group{
 		{},
 		{LastDeliveredID: ID{1, 2}, EntriesRead: -1},
-		{ID{1700000000000, 5}, 42, PELStats{3, ID{1700000000000, 1}}, false, false},
-		{MaxID, math.MaxInt64, PELStats{math.MaxUint64, MaxID}, false, true},
+		{LastDeliveredID: ID{1700000000000, 5}, EntriesRead: 42, PEL: PELStats{3, ID{1700000000000, 1}}},
+		{LastDeliveredID: MaxID, EntriesRead: math.MaxInt64, PEL: PELStats{math.MaxUint64, MaxID}, TimeIndexed: true},
 		{LastDeliveredID: ID{0, 1}, EntriesRead: math.MinInt64},
+		{LastDeliveredID: ID{0, 1}, TimeIndexed: true, NackNext: 7, Nacked: 3},
 	} {
 		enc := AppendGroup(nil, g)
-		if len(enc) != 49 {
-			t.Fatalf("AppendGroup is %d bytes, want 49", len(enc))
+		if want := map[bool]int{false: 49, true: 65}[g.NackNext != 0 || g.Nacked != 0]; len(enc) != want {
+			t.Fatalf("AppendGroup is %d bytes, want %d", len(enc), want)
 		}
 		if got, err := DecodeGroup(enc); err != nil || got != g {
 			t.Errorf("DecodeGroup(AppendGroup(%+v)) = %+v, %v", g, got, err)
@@ -588,7 +589,7 @@ func TestGroupRoundTrip(t *testing.T) {
 	}
 	// The legacy 24-byte layout decodes with PELUnknown set.
 	legacy := AppendGroup(nil, Group{LastDeliveredID: ID{7, 8}, EntriesRead: 5})[:24]
-	if got, err := DecodeGroup(legacy); err != nil || got != (Group{ID{7, 8}, 5, PELStats{}, true, false}) {
+	if got, err := DecodeGroup(legacy); err != nil || got != (Group{LastDeliveredID: ID{7, 8}, EntriesRead: 5, PELUnknown: true}) {
 		t.Errorf("DecodeGroup(legacy) = %+v, %v", got, err)
 	}
 	// The 48-byte layout (before the flags byte) decodes unindexed.
@@ -632,17 +633,22 @@ func TestConsumerRoundTrip(t *testing.T) {
 func TestPELEntryRoundTrip(t *testing.T) {
 	for _, name := range binaryNames {
 		for _, e := range []PELEntry{
-			{0, 0, name},
-			{1700000000500, 1, name},
-			{-1, math.MaxUint64, name},
-			{math.MaxInt64, 7, name},
+			{0, 0, name, 0},
+			{1700000000500, 1, name, 0},
+			{-1, math.MaxUint64, name, 0},
+			{math.MaxInt64, 7, name, 0},
+			{0, 3, nil, 42}, // NACKed: no owner, a place in the NACK zone
 		} {
 			enc := AppendPELEntry(nil, e)
-			if len(enc) != 20+len(name) {
-				t.Fatalf("AppendPELEntry is %d bytes, want %d", len(enc), 20+len(name))
+			want := 20 + len(e.Consumer)
+			if e.Nacked() {
+				want += 8
+			}
+			if len(enc) != want {
+				t.Fatalf("AppendPELEntry is %d bytes, want %d", len(enc), want)
 			}
 			got, err := DecodePELEntry(enc)
-			if err != nil || got.DeliveryTimeMs != e.DeliveryTimeMs || got.DeliveryCount != e.DeliveryCount || !bytes.Equal(got.Consumer, e.Consumer) {
+			if err != nil || got.DeliveryTimeMs != e.DeliveryTimeMs || got.DeliveryCount != e.DeliveryCount || !bytes.Equal(got.Consumer, e.Consumer) || got.NackSeq != e.NackSeq {
 				t.Fatalf("DecodePELEntry(AppendPELEntry(%+v)) = %+v, %v", e, got, err)
 			}
 		}
@@ -809,7 +815,7 @@ func opEvents() []Event {
 		{OpGroupSet, 0, key, [][]byte{group, AppendGroup(nil, Group{LastDeliveredID: id, EntriesRead: -1})}},
 		{OpGroupDel, 0, key, [][]byte{group}},
 		{OpConsumerSet, 0, key, [][]byte{group, consumer, AppendConsumer(nil, Consumer{SeenTimeMs: 1, ActiveTimeMs: -1})}},
-		{OpPELSet, 0, key, [][]byte{group, IDArg(id), AppendPELEntry(nil, PELEntry{1, 1, consumer}), {}}},
+		{OpPELSet, 0, key, [][]byte{group, IDArg(id), AppendPELEntry(nil, PELEntry{DeliveryTimeMs: 1, DeliveryCount: 1, Consumer: consumer}), {}}},
 		{OpPELDel, 0, key, [][]byte{group, IDArg(id), consumer}},
 		{OpTTLDel, 0, key, [][]byte{Int64Arg(1700000060000)}},
 		{OpFlushDB, 3, nil, [][]byte{{0x00, 0x69, 0x3f, 0xff}}},
@@ -825,7 +831,7 @@ func TestEventConstructors(t *testing.T) {
 	m := Meta{Type: TypeString, ExpireAtMs: 9, Value: []byte("v")}
 	g := Group{LastDeliveredID: id, EntriesRead: -1}
 	c := Consumer{SeenTimeMs: 5, ActiveTimeMs: -1}
-	pe := PELEntry{7, 2, consumer}
+	pe := PELEntry{DeliveryTimeMs: 7, DeliveryCount: 2, Consumer: consumer}
 	b := func(s ...[]byte) [][]byte { return s }
 	for _, tc := range []struct {
 		got, want Event
@@ -1339,7 +1345,7 @@ func decoders() []decoder {
 	var fieldsIn, pelIn, keysIn, ttlIn, eventsIn, recordsIn [][]byte
 	fieldsIn = append(fieldsIn, AppendFields(nil, nil), AppendFields(nil, binaryNames))
 	for _, name := range binaryNames[:6] {
-		pelIn = append(pelIn, AppendPELEntry(nil, PELEntry{1, 2, name}))
+		pelIn = append(pelIn, AppendPELEntry(nil, PELEntry{DeliveryTimeMs: 1, DeliveryCount: 2, Consumer: name}))
 		keysIn = append(keysIn, MetaKey(0, name), ConsumerPELKey(3, name, []byte("g"), []byte("c"), ID{1, 2}))
 		ttlIn = append(ttlIn, TTLKey(2, name, 1700000000000))
 	}

@@ -209,7 +209,9 @@ func FuzzDecodeMeta(f *testing.F) {
 	f.Add(AppendMeta(nil, Meta{Type: TypeSet, ExpireAtMs: 7, Count: 1}))
 	f.Add(AppendGroup(nil, Group{LastDeliveredID: ID{1, 2}, EntriesRead: -1}))
 	f.Add(AppendConsumer(nil, Consumer{SeenTimeMs: 1, ActiveTimeMs: -1}))
-	f.Add(AppendPELEntry(nil, PELEntry{1, 2, []byte("alice\x00")}))
+	f.Add(AppendPELEntry(nil, PELEntry{DeliveryTimeMs: 1, DeliveryCount: 2, Consumer: []byte("alice\x00")}))
+	f.Add(AppendPELEntry(nil, PELEntry{DeliveryCount: 2, NackSeq: 9}))
+	f.Add(AppendGroup(nil, Group{TimeIndexed: true, NackNext: 3, Nacked: 1}))
 	f.Add(AppendFields(nil, [][]byte{[]byte("f"), {}, {0}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		in := bytes.Clone(b)

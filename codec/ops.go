@@ -83,7 +83,7 @@ func XTrimEvent(db uint8, key []byte, first, last ID, ids []ID) Event {
 
 // GroupSetEvent builds an OpGroupSet event.
 func GroupSetEvent(db uint8, key, group []byte, g Group) Event {
-	return Event{Op: OpGroupSet, DB: db, Key: key, Args: [][]byte{group, AppendGroup(make([]byte, 0, groupLegacyLen+pelStatsLen+1), g)}}
+	return Event{Op: OpGroupSet, DB: db, Key: key, Args: [][]byte{group, AppendGroup(make([]byte, 0, groupLegacyLen+pelStatsLen+1+16), g)}}
 }
 
 // GroupDelEvent builds an OpGroupDel event.
@@ -111,7 +111,7 @@ func PELSetEvent(db uint8, key, group []byte, id ID, e PELEntry, prev *PELEntry)
 		if owner == nil {
 			owner = []byte{}
 		}
-		args = append(args, owner, Int64Arg(prev.DeliveryTimeMs))
+		args = append(args, owner, Int64Arg(prev.IndexTime()))
 	}
 	return Event{Op: OpPELSet, DB: db, Key: key, Args: args}
 }
@@ -119,7 +119,7 @@ func PELSetEvent(db uint8, key, group []byte, id ID, e PELEntry, prev *PELEntry)
 // PELDelEvent builds an OpPELDel event acknowledging id, whose entry was
 // prev (its owner and delivery time).
 func PELDelEvent(db uint8, key, group []byte, id ID, prev PELEntry) Event {
-	return Event{Op: OpPELDel, DB: db, Key: key, Args: [][]byte{group, IDArg(id), prev.Consumer, Int64Arg(prev.DeliveryTimeMs)}}
+	return Event{Op: OpPELDel, DB: db, Key: key, Args: [][]byte{group, IDArg(id), prev.Consumer, Int64Arg(prev.IndexTime())}}
 }
 
 // TTLDelEvent builds an OpTTLDel event removing the TTL index entry of key at deadlineMs.

@@ -303,6 +303,9 @@ type Group struct {
 	// PEL can be read in delivery-time order. Groups created before that
 	// index was kept lack it; it is never set afterwards.
 	TimeIndexed bool
+	// NackNext is the NACK sequence the next XNACK'd entry gets; Nacked
+	// counts the entries in the NACK zone (XINFO's nacked-count).
+	NackNext, Nacked uint64
 }
 
 // groupFlagTimeIndexed is Group.TimeIndexed in the flags byte.
@@ -319,13 +322,19 @@ func AppendGroup(b []byte, g Group) []byte {
 	if g.TimeIndexed {
 		flags |= groupFlagTimeIndexed
 	}
-	return append(b, flags)
+	b = append(b, flags)
+	if g.NackNext != 0 || g.Nacked != 0 {
+		b = binary.BigEndian.AppendUint64(b, g.NackNext)
+		b = binary.BigEndian.AppendUint64(b, g.Nacked)
+	}
+	return b
 }
 
 // DecodeGroup decodes a Group value (49 bytes; 48 or 24 for the legacy
 // layouts).
 func DecodeGroup(b []byte) (Group, error) {
-	if len(b) != groupLegacyLen && len(b) != groupLegacyLen+pelStatsLen && len(b) != groupLegacyLen+pelStatsLen+1 {
+	full := groupLegacyLen + pelStatsLen + 1
+	if len(b) != groupLegacyLen && len(b) != groupLegacyLen+pelStatsLen && len(b) != full && len(b) != full+16 {
 		return Group{}, corruptf("group of %d bytes", len(b))
 	}
 	id, _ := DecodeID(b)
@@ -335,8 +344,14 @@ func DecodeGroup(b []byte) (Group, error) {
 	} else {
 		g.PEL = decodePELStats(b[groupLegacyLen:])
 	}
-	if len(b) == groupLegacyLen+pelStatsLen+1 {
-		g.TimeIndexed = b[len(b)-1]&groupFlagTimeIndexed != 0
+	if len(b) >= full {
+		g.TimeIndexed = b[full-1]&groupFlagTimeIndexed != 0
+	}
+	if len(b) == full+16 {
+		g.NackNext, g.Nacked = binary.BigEndian.Uint64(b[full:]), binary.BigEndian.Uint64(b[full+8:])
+		if g.NackNext == 0 && g.Nacked == 0 {
+			return Group{}, corruptf("group with empty NACK fields")
+		}
 	}
 	return g, nil
 }
@@ -381,11 +396,29 @@ func DecodeConsumer(b []byte) (Consumer, error) {
 // PELEntry is a pending entry's value under a P key: who owns it, when it was
 // last delivered (Unix ms) and how many times.
 //
-//	| delivery-time (8) | delivery-count (8) | consumer-len (4) | consumer |
+//	| delivery-time (8) | delivery-count (8) | consumer-len (4) | consumer | [nack-seq (8)] |
+//
+// An entry released by XNACK (Redis 8.8) has no owner (an empty consumer)
+// and a NackSeq: its place in the group's NACK zone, first in first out,
+// ahead of every delivered entry in the delivery-time index (IndexTime).
 type PELEntry struct {
 	DeliveryTimeMs int64
 	DeliveryCount  uint64
 	Consumer       []byte
+	NackSeq        uint64 // 0: owned by Consumer
+}
+
+// Nacked reports whether the entry is in the NACK zone (unowned).
+func (e PELEntry) Nacked() bool { return e.NackSeq > 0 }
+
+// IndexTime is the entry's place in the delivery-time index (W keys): its
+// NACK sequence when NACKed (small numbers, below any real delivery time),
+// else its delivery time.
+func (e PELEntry) IndexTime() int64 {
+	if e.NackSeq > 0 {
+		return int64(min(e.NackSeq, 1<<62))
+	}
+	return e.DeliveryTimeMs
 }
 
 // pelEntryLen is a PEL entry's encoded length without its consumer's name.
@@ -395,7 +428,11 @@ const pelEntryLen = 8 + 8 + 4
 func AppendPELEntry(b []byte, e PELEntry) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(e.DeliveryTimeMs))
 	b = binary.BigEndian.AppendUint64(b, e.DeliveryCount)
-	return AppendName(b, e.Consumer)
+	b = AppendName(b, e.Consumer)
+	if e.NackSeq > 0 {
+		b = binary.BigEndian.AppendUint64(b, e.NackSeq)
+	}
+	return b
 }
 
 // DecodePELEntry decodes a PEL value. Consumer aliases b.
@@ -407,8 +444,15 @@ func DecodePELEntry(b []byte) (PELEntry, error) {
 	if err != nil {
 		return PELEntry{}, err
 	}
-	if len(rest) != 0 {
+	e := PELEntry{DeliveryTimeMs: int64(binary.BigEndian.Uint64(b)), DeliveryCount: binary.BigEndian.Uint64(b[8:]), Consumer: name}
+	switch len(rest) {
+	case 0:
+	case 8:
+		if e.NackSeq = binary.BigEndian.Uint64(rest); e.NackSeq == 0 {
+			return PELEntry{}, corruptf("PEL entry with a zero NACK sequence")
+		}
+	default:
 		return PELEntry{}, corruptf("%d trailing bytes after PEL entry", len(rest))
 	}
-	return PELEntry{int64(binary.BigEndian.Uint64(b)), binary.BigEndian.Uint64(b[8:]), name}, nil
+	return e, nil
 }

@@ -80,9 +80,9 @@ func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.En
 		case a.RetryCount >= 0:
 			pe.DeliveryCount = uint64(a.RetryCount)
 		case !a.JustID:
-			pe.DeliveryCount++
+			pe.DeliveryCount = redelivered(pe.DeliveryCount)
 		}
-		pe.Consumer = a.Consumer
+		pe.Consumer, pe.NackSeq = a.Consumer, 0
 		if err := edit.set(id, pe, prev); err != nil {
 			return nil, nil, err
 		}
@@ -178,9 +178,9 @@ func AutoClaim(v *materialize.View, db uint8, key []byte, a AutoClaimArgs) (next
 		pe, prev := s.pe, s.pe
 		pe.DeliveryTimeMs = now
 		if !a.JustID {
-			pe.DeliveryCount++
+			pe.DeliveryCount = redelivered(pe.DeliveryCount)
 		}
-		pe.Consumer = a.Consumer
+		pe.Consumer, pe.NackSeq = a.Consumer, 0
 		if err := edit.set(s.id, pe, &prev); err != nil {
 			return codec.ID{}, nil, nil, nil, err
 		}

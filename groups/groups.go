@@ -456,6 +456,7 @@ type GroupInfo struct {
 	EntriesRead     int64 // InvalidEntriesRead: unknown
 	Lag             int64 // valid only when LagKnown
 	LagKnown        bool
+	Nacked          int64 // entries in the NACK zone (Redis 8.8's nacked-count)
 }
 
 // Infos returns every group of key in name order (XINFO GROUPS), with its
@@ -479,7 +480,7 @@ func Infos(v *materialize.View, db uint8, key []byte, m codec.StreamMeta) ([]Gro
 			return false, err
 		}
 		out = append(out, GroupInfo{Name: append([]byte(nil), name...), LastDeliveredID: g.LastDeliveredID,
-			EntriesRead: g.EntriesRead, Pending: int64(g.PEL.Count)})
+			EntriesRead: g.EntriesRead, Pending: int64(g.PEL.Count), Nacked: int64(g.Nacked)})
 		return true, nil
 	})
 	if err != nil {

@@ -115,19 +115,35 @@ func (e *pelEdit) touch(name []byte, now int64, delivered bool) error {
 // set records a delivery of id to pe.Consumer. prev is id's entry when
 // it was pending (nil when not): its owner (a consumer name may be empty)
 // and delivery time.
+//
+// A NACKed entry (Redis 8.8) has no owner: it is in no consumer's PEL, and
+// the group counts it in Nacked.
 func (e *pelEdit) set(id codec.ID, pe codec.PELEntry, prev *codec.PELEntry) error {
 	e.stage(id, &pe)
 	e.events = append(e.events, codec.PELSetEvent(e.db, e.key, e.group, id, pe, prev))
 	if prev == nil {
 		e.gDirty = true
 		e.gEdit.add(&e.g.PEL, id)
-	} else {
-		if bytes.Equal(prev.Consumer, pe.Consumer) {
-			return nil
-		}
+	}
+	if prev != nil && prev.Nacked() {
+		e.g.Nacked--
+		e.gDirty = true
+	}
+	if pe.Nacked() {
+		e.g.Nacked++
+		e.gDirty = true
+	}
+	prevOwned := prev != nil && !prev.Nacked()
+	if prevOwned && !pe.Nacked() && bytes.Equal(prev.Consumer, pe.Consumer) {
+		return nil
+	}
+	if prevOwned {
 		if err := e.removeFromConsumer(prev.Consumer, id); err != nil {
 			return err
 		}
+	}
+	if pe.Nacked() {
+		return nil
 	}
 	ce, err := e.consumer(pe.Consumer)
 	if err != nil {
@@ -152,6 +168,10 @@ func (e *pelEdit) del(id codec.ID, prev codec.PELEntry) error {
 	e.gDirty = true
 	if err := e.gEdit.remove(&e.g.PEL, id); err != nil {
 		return err
+	}
+	if prev.Nacked() {
+		e.g.Nacked--
+		return nil
 	}
 	return e.removeFromConsumer(prev.Consumer, id)
 }
@@ -274,7 +294,7 @@ func (e *pelEdit) finish() ([]codec.Event, error) {
 // setGroup replaces the group's value but keeps its PEL stats (the caller
 // changes last-delivered-id or entries-read).
 func (e *pelEdit) setGroup(g codec.Group) {
-	g.PEL, g.PELUnknown = e.g.PEL, false
+	g.PEL, g.PELUnknown, g.NackNext, g.Nacked = e.g.PEL, false, e.g.NackNext, e.g.Nacked
 	e.g, e.gDirty = g, true
 }
 

@@ -144,7 +144,7 @@ func (s *Session) ReadClaim(key []byte, a ReadArgs) ([]Delivered, error) {
 		}
 		prev := p.pe
 		pe := prev
-		pe.Consumer, pe.DeliveryTimeMs, pe.DeliveryCount = a.Consumer, now, prev.DeliveryCount+1
+		pe.Consumer, pe.DeliveryTimeMs, pe.DeliveryCount, pe.NackSeq = a.Consumer, now, redelivered(prev.DeliveryCount), 0
 		if err := edit.set(p.id, pe, &prev); err != nil {
 			return nil, err
 		}
@@ -196,7 +196,7 @@ func (s *Session) idlePending(edit *pelEdit, minIdle int64, count int, now int64
 			if err != nil || !pending {
 				return err == nil, err
 			}
-			if now-pe.DeliveryTimeMs >= minIdle {
+			if now-pe.IndexTime() >= minIdle {
 				pe.Consumer = append([]byte(nil), pe.Consumer...)
 				out = append(out, idleEntry{id, pe})
 			}
@@ -206,8 +206,8 @@ func (s *Session) idlePending(edit *pelEdit, minIdle int64, count int, now int64
 			return nil, err
 		}
 		slices.SortFunc(out, func(a, b idleEntry) int {
-			if a.pe.DeliveryTimeMs != b.pe.DeliveryTimeMs {
-				return cmp.Compare(a.pe.DeliveryTimeMs, b.pe.DeliveryTimeMs)
+			if a.pe.IndexTime() != b.pe.IndexTime() {
+				return cmp.Compare(a.pe.IndexTime(), b.pe.IndexTime())
 			}
 			return a.id.Compare(b.id)
 		})
@@ -230,7 +230,7 @@ func (s *Session) idlePending(edit *pelEdit, minIdle int64, count int, now int64
 			return false, err
 		}
 		pe, pending, err := edit.entry(id)
-		if err != nil || !pending || max(pe.DeliveryTimeMs, 0) != t {
+		if err != nil || !pending || max(pe.IndexTime(), 0) != t {
 			return err == nil, err // acknowledged or re-delivered since: a stale key
 		}
 		pe.Consumer = append([]byte(nil), pe.Consumer...)
@@ -298,7 +298,7 @@ func (s *Session) ReadHistory(key []byte, a ReadArgs, after codec.ID) ([]streams
 		if ok {
 			prev := pe
 			pe.DeliveryTimeMs = now
-			pe.DeliveryCount++
+			pe.DeliveryCount = redelivered(pe.DeliveryCount)
 			edit.update(id, pe, prev)
 		}
 	}

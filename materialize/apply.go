@@ -255,11 +255,13 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 				return err
 			}
 		}
-		if err := b.Set(codec.PELTimeKey(e.DB, e.Key, a[0], pe.DeliveryTimeMs, id), nil, nil); err != nil {
+		if err := b.Set(codec.PELTimeKey(e.DB, e.Key, a[0], pe.IndexTime(), id), nil, nil); err != nil {
 			return err
 		}
-		if err := b.Set(codec.ConsumerPELKey(e.DB, e.Key, a[0], pe.Consumer, id), nil, nil); err != nil {
-			return err
+		if !pe.Nacked() { // a NACKed entry has no owner, so no Q key
+			if err := b.Set(codec.ConsumerPELKey(e.DB, e.Key, a[0], pe.Consumer, id), nil, nil); err != nil {
+				return err
+			}
 		}
 		return b.Set(codec.PELKey(e.DB, e.Key, a[0], id), a[2], nil)
 

@@ -226,7 +226,7 @@ func xinfoStreamFull(x *command.Ctx, v *materialize.View, key []byte, s codec.St
 		if err != nil {
 			return err
 		}
-		w.Map(7)
+		w.Map(8)
 		w.BulkString("name")
 		w.Bulk(g.Name)
 		w.BulkString("last-delivered-id")
@@ -268,6 +268,8 @@ func xinfoStreamFull(x *command.Ctx, v *materialize.View, key []byte, s codec.St
 				w.Uint(p.DeliveryCount)
 			}
 		}
+		w.BulkString("nacked-count") // Redis 8.8
+		w.Int(g.Nacked)
 	}
 	return nil
 }
