@@ -295,3 +295,34 @@ func TestXNackErrors(t *testing.T) {
 		st("0", "XNACK", "s", "g", "FAIL", "IDS", "1", "1-0"),
 	}))
 }
+
+// TestXReadMaxCountMaxSize: XREAD and XREADGROUP MAXCOUNT and MAXSIZE
+// (Redis 8.10): caps across all the streams of one read, in the order
+// given; the streams after the cap are skipped, and the first entry always
+// comes, whatever its size. XREADGROUP delivers only what it returns.
+// https://redis.io/docs/latest/commands/xread/
+func TestXReadMaxCountMaxSize(t *testing.T) {
+	runScript(t, script(addN("s1", 3), addN("s2", 3), addN("s3", 3), []scriptStep{
+		st("[[s1 [[1-0 [f 1]] [2-0 [f 2]]]] [s2 [[1-0 [f 1]]]]]", "XREAD", "COUNT", "2", "MAXCOUNT", "3", "STREAMS", "s1", "s2", "s3", "0", "0", "0"),
+		st("[[s1 [[1-0 [f 1]] [2-0 [f 2]] [3-0 [f 3]]]] [s2 [[1-0 [f 1]]]]]", "XREAD", "MAXCOUNT", "4", "STREAMS", "s1", "s2", "s3", "0", "0", "0"),
+		st("ERR MAXCOUNT must be a positive integer", "XREAD", "MAXCOUNT", "0", "STREAMS", "s1", "0"),
+		st("ERR MAXCOUNT must be a positive integer", "XREAD", "MAXCOUNT", "x", "STREAMS", "s1", "0"),
+		st("ERR MAXSIZE must be a positive integer", "XREAD", "MAXSIZE", "-1", "STREAMS", "s1", "0"),
+		st("ERR MAXCOUNT must be greater than or equal to COUNT", "XREAD", "COUNT", "3", "MAXCOUNT", "2", "STREAMS", "s1", "0"),
+		// MAXSIZE: entries of 5 bytes here ("1-0" + "f" + "1"): 12 bytes
+		// take two; 1 byte still takes the first.
+		st("[[s1 [[1-0 [f 1]] [2-0 [f 2]]]]]", "XREAD", "MAXSIZE", "12", "STREAMS", "s1", "s2", "0", "0"),
+		st("[[s1 [[1-0 [f 1]]]]]", "XREAD", "MAXSIZE", "1", "STREAMS", "s1", "s2", "0", "0"),
+		st("[[s1 [[1-0 [f 1]] [2-0 [f 2]] [3-0 [f 3]]]] [s2 [[1-0 [f 1]]]]]", "XREAD", "MAXSIZE", "20", "STREAMS", "s1", "s2", "0", "0"),
+		// XREADGROUP: what is not returned is not delivered.
+		st("OK", "XGROUP", "CREATE", "s1", "g", "0"),
+		st("OK", "XGROUP", "CREATE", "s2", "g", "0"),
+		st("[[s1 [[1-0 [f 1]] [2-0 [f 2]]]]]", "XREADGROUP", "GROUP", "g", "c", "MAXCOUNT", "2", "STREAMS", "s1", "s2", ">", ">"),
+		st("[2 1-0 2-0 [[c 2]]]", "XPENDING", "s1", "g"),
+		st("[0 <nil> <nil> <nil>]", "XPENDING", "s2", "g"),
+		st("[[s1 [[3-0 [f 3]]]] [s2 [[1-0 [f 1]]]]]", "XREADGROUP", "GROUP", "g", "c", "MAXSIZE", "10", "STREAMS", "s1", "s2", ">", ">"),
+		st("[1 1-0 1-0 [[c 1]]]", "XPENDING", "s2", "g"),
+		// History reads are capped the same way.
+		st("[[s1 [[1-0 [f 1]]]]]", "XREADGROUP", "GROUP", "g", "c", "MAXCOUNT", "1", "STREAMS", "s1", "s2", "0", "0"),
+	}))
+}

@@ -198,6 +198,56 @@ type ReadArgs struct {
 	NoAck           bool
 	// MinIdleMs is CLAIM's min-idle-time (Redis 8.4), for Session.ReadClaim.
 	MinIdleMs int64
+	// Bytes, when not nil, is MAXSIZE's budget (Redis 8.10): reads return
+	// entries while they fit in it (the first entry of the whole command
+	// always) and take their size from it.
+	Bytes *Budget
+}
+
+// Budget is the bytes an XREAD or XREADGROUP MAXSIZE may still return
+// across its streams. An entry's size is its ID's text plus its fields
+// and values (EntrySize).
+type Budget struct {
+	Left  int64
+	Taken bool // an entry was returned: the next must fit
+	Full  bool // an entry did not fit: nothing more is returned
+}
+
+// EntrySize is an entry's size for MAXSIZE: its ID as text plus the bytes
+// of its fields and values (Sediment's measure; Redis counts its reply's
+// bytes, protocol included, which it does not document).
+func EntrySize(e streams.Entry) int64 {
+	n := int64(len(e.ID.String()))
+	for _, f := range e.Fields {
+		n += int64(len(f))
+	}
+	return n
+}
+
+// Fits reports whether e fits the budget, and takes its size if so. A nil
+// budget takes everything.
+func (b *Budget) Fits(e streams.Entry) bool {
+	if b == nil {
+		return true
+	}
+	size := EntrySize(e)
+	if b.Full || (b.Taken && size > b.Left) {
+		b.Full = true
+		return false
+	}
+	b.Left -= size
+	b.Taken = true
+	return true
+}
+
+// Cut returns the longest prefix of entries that fits the budget.
+func (b *Budget) Cut(entries []streams.Entry) []streams.Entry {
+	for i, e := range entries {
+		if !b.Fits(e) {
+			return entries[:i]
+		}
+	}
+	return entries
 }
 
 // ReadNew is Session.ReadNew alone in its decision, with its events.

@@ -65,6 +65,7 @@ func (s *Session) ReadNew(key []byte, a ReadArgs) ([]streams.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	entries = a.Bytes.Cut(entries)
 	now := s.v.NowMs()
 	// active-time (Redis 7.2) moves only when entries enter the PEL.
 	if err := edit.touch(a.Consumer, now, len(entries) > 0 && !a.NoAck); err != nil {
@@ -142,6 +143,9 @@ func (s *Session) ReadClaim(key []byte, a ReadArgs) ([]Delivered, error) {
 		if !found {
 			continue
 		}
+		if !a.Bytes.Fits(e) {
+			break
+		}
 		prev := p.pe
 		pe := prev
 		pe.Consumer, pe.DeliveryTimeMs, pe.DeliveryCount, pe.NackSeq = a.Consumer, now, redelivered(prev.DeliveryCount), 0
@@ -156,6 +160,7 @@ func (s *Session) ReadClaim(key []byte, a ReadArgs) ([]Delivered, error) {
 		if entries, err = streams.After(s.v, s.db, key, edit.g.LastDeliveredID, max(rest, 0)); err != nil {
 			return nil, err
 		}
+		entries = a.Bytes.Cut(entries)
 	}
 	if err := edit.touch(a.Consumer, now, claimed > 0 || (len(entries) > 0 && !a.NoAck)); err != nil {
 		return nil, err
@@ -287,8 +292,14 @@ func (s *Session) ReadHistory(key []byte, a ReadArgs, after codec.ID) ([]streams
 		if !found {
 			// Deleted since delivery: reported with nil fields and, as in
 			// Redis, not counted as delivered again.
+			if !a.Bytes.Fits(streams.Entry{ID: id}) {
+				break
+			}
 			out = append(out, streams.Entry{ID: id})
 			continue
+		}
+		if !a.Bytes.Fits(e) {
+			break
 		}
 		out = append(out, e)
 		pe, ok, err := edit.entry(id)

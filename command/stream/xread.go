@@ -31,6 +31,12 @@ const (
 	errClaimOnXRead  command.WireError = "ERR The CLAIM option is only supported by XREADGROUP. You called XREAD instead."
 	errMinIdleNotInt command.WireError = "ERR min-idle-time is not an integer or out of range"
 	errMinIdleNeg    command.WireError = "ERR min-idle-time must be a positive integer"
+	// MAXCOUNT's and MAXSIZE's (Redis 8.10). The third is Sediment's
+	// wording: Redis refuses a MAXCOUNT below COUNT with a text it does
+	// not document.
+	errMaxCount        command.WireError = "ERR MAXCOUNT must be a positive integer"
+	errMaxSize         command.WireError = "ERR MAXSIZE must be a positive integer"
+	errMaxCountBelowCt command.WireError = "ERR MAXCOUNT must be greater than or equal to COUNT"
 )
 
 // errNoGroupRead is XREADGROUP's NOGROUP for a missing key or group.
@@ -62,7 +68,50 @@ type xread struct {
 	noAck           bool
 	claim           bool  // CLAIM given (the last one counts)
 	minIdleMs       int64 // CLAIM's min-idle-time
+	maxCount        int   // MAXCOUNT: entries across all streams; 0: no limit
+	maxSize         int64 // MAXSIZE: bytes across all streams (groups.Budget); 0: no limit
 	keys, ids       [][]byte
+}
+
+// caps is one read's MAXCOUNT and MAXSIZE left, across its streams in the
+// order given (Redis 8.10): once either is spent the remaining streams are
+// skipped.
+type caps struct {
+	count  int // entries left; -1: no MAXCOUNT
+	bytes  *groups.Budget
+	cCount int // COUNT (0: none)
+}
+
+func (c xread) caps() *caps {
+	cp := &caps{count: -1, cCount: c.count}
+	if c.maxCount > 0 {
+		cp.count = c.maxCount
+	}
+	if c.maxSize > 0 {
+		cp.bytes = &groups.Budget{Left: c.maxSize}
+	}
+	return cp
+}
+
+// spent reports whether the streams left are skipped.
+func (cp *caps) spent() bool { return cp.count == 0 || (cp.bytes != nil && cp.bytes.Full) }
+
+// next returns the COUNT for the next stream (0: no limit).
+func (cp *caps) next() int {
+	if cp.count < 0 {
+		return cp.cCount
+	}
+	if cp.cCount > 0 {
+		return min(cp.cCount, cp.count)
+	}
+	return cp.count
+}
+
+// took counts n entries returned.
+func (cp *caps) took(n int) {
+	if cp.count > 0 {
+		cp.count -= n
+	}
 }
 
 func parseXRead(args [][]byte, isGroup bool) (xread, error) {
@@ -106,6 +155,20 @@ func parseXRead(args [][]byte, isGroup bool) (xread, error) {
 				return c, errNoAckOnXRead
 			}
 			c.noAck = true
+		case (command.EqualFold(a, "MAXCOUNT") || command.EqualFold(a, "MAXSIZE")) && more > 0:
+			i++
+			n, ok := command.ParseInt(args[i])
+			isCount := command.EqualFold(a, "MAXCOUNT")
+			switch {
+			case (!ok || n < 1) && isCount:
+				return c, errMaxCount
+			case !ok || n < 1:
+				return c, errMaxSize
+			case isCount:
+				c.maxCount = int(min(n, math.MaxInt32))
+			default:
+				c.maxSize = n
+			}
 		case command.EqualFold(a, "CLAIM") && more > 0:
 			if !isGroup {
 				return c, errClaimOnXRead
@@ -128,6 +191,9 @@ func parseXRead(args [][]byte, isGroup bool) (xread, error) {
 	}
 	if isGroup && c.group == nil {
 		return c, errMissingGroup
+	}
+	if c.maxCount > 0 && c.count > c.maxCount {
+		return c, errMaxCountBelowCt
 	}
 	n := (len(args) - streamsAt) / 2
 	c.keys, c.ids = args[streamsAt:streamsAt+n], args[streamsAt+n:]
@@ -284,11 +350,17 @@ func runXRead(x *command.Ctx) error {
 		var out []streamReply
 		v := x.View()
 		db := v.StorageDB(x.SelectedDB()) // a wake after a SWAPDB reads the swapped db
+		cp := c.caps()
 		for i, key := range c.keys {
-			entries, err := streams.After(v, db, key, after[i], c.count)
+			if cp.spent() {
+				break
+			}
+			entries, err := streams.After(v, db, key, after[i], cp.next())
 			if err != nil && !errors.Is(err, materialize.ErrWrongType) {
 				return nil, err
 			}
+			entries = cp.bytes.Cut(entries)
+			cp.took(len(entries))
 			if len(entries) > 0 {
 				out = append(out, streamReply{key: key, entries: entries})
 			}
@@ -340,7 +412,13 @@ func runXReadGroup(x *command.Ctx) error {
 		// the first read of it delivered.
 		db := v.StorageDB(x.SelectedDB())
 		sess := groups.NewSession(v, db)
+		cp := c.caps()
 		for i, key := range c.keys {
+			if cp.spent() {
+				break // MAXCOUNT or MAXSIZE reached: the other streams are skipped
+			}
+			args := args
+			args.Count, args.Bytes = cp.next(), cp.bytes
 			var (
 				entries []streams.Entry
 				err     error
@@ -374,6 +452,7 @@ func runXReadGroup(x *command.Ctx) error {
 			if err != nil {
 				return nil, nil, err
 			}
+			cp.took(len(entries) + len(claimed))
 			switch {
 			case claim:
 				if len(claimed) > 0 {
