@@ -713,6 +713,44 @@ var conformanceCases = []confCase{
 	// '~' removes whole nodes of 100 entries ever added, as Redis's radix
 	// tree nodes fill, also after exact trims have cut the first node short,
 	// and LIMIT counts whole nodes.
+	// stream-node-max-entries sets the node size of '~' trims (and their
+	// default LIMIT, 100 nodes); the case restores Redis's defaults.
+	{name: "stream-node-max-entries and -bytes", steps: confSteps(
+		[]confStep{
+			cc("CONFIG", "GET", "stream-node-max-entries"), // one at a time: Redis's order of several varies
+			cc("CONFIG", "GET", "stream-node-max-bytes"),
+			cc("CONFIG", "SET", "stream-node-max-entries", "x"),
+			cc("CONFIG", "SET", "stream-node-max-entries", "-1"),
+			cc("CONFIG", "SET", "stream-node-max-entries", "+5"),
+			cc("CONFIG", "SET", "stream-node-max-bytes", "-1"),
+			cc("CONFIG", "SET", "stream-node-max-bytes", "1.5"),
+			cc("CONFIG", "SET", "stream-node-max-bytes", "4xb"),
+			cc("CONFIG", "SET", "stream-node-max-bytes", "99999999999999999999"),
+			cc("CONFIG", "SET", "stream-node-max-bytes", "9223372036854775808"),
+			cc("CONFIG", "SET", "stream-node-max-bytes", "8GB"),
+			cc("CONFIG", "GET", "stream-node-max-bytes"),
+			cc("CONFIG", "SET", "stream-node-max-bytes", "1m"),
+			cc("CONFIG", "GET", "stream-node-max-bytes"),
+			cc("CONFIG", "SET", "stream-node-max-bytes", "4kb", "stream-node-max-entries", "10"),
+			cc("CONFIG", "GET", "stream-node-max-entries"),
+			cc("CONFIG", "GET", "stream-node-max-bytes"),
+		},
+		confAddN("s", 35),
+		[]confStep{
+			cc("XTRIM", "s", "MAXLEN", "~", "12"),
+			cc("XLEN", "s"),
+			cc("XADD", "s", "MAXLEN", "~", "1", "36-1", "f", "v"),
+			cc("XLEN", "s"),
+			cc("XTRIM", "s", "MAXLEN", "~", "0", "LIMIT", "5"),
+			cc("XTRIM", "s", "MAXLEN", "~", "0", "LIMIT", "10"),
+			cc("XLEN", "s"),
+			cc("CONFIG", "SET", "stream-node-max-entries", "0"),
+			cc("XTRIM", "s", "MAXLEN", "~", "0"),
+			cc("XLEN", "s"),
+			cc("CONFIG", "SET", "stream-node-max-bytes", "4096", "stream-node-max-entries", "100"),
+			cc("CONFIG", "GET", "stream-node-max-entries"),
+		},
+	)},
 	{name: "xtrim approximate nodes after exact trims", steps: append(confAddN("s", 1000),
 		cc("XTRIM", "s", "MAXLEN", "666"),
 		cc("XTRIM", "s", "MAXLEN", "~", "444", "LIMIT", "50"),

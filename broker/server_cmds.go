@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -302,6 +303,8 @@ func runConfig(x *exec) error {
 		{"tracking-table-max-keys", strconv.Itoa(s.track.maxKeys())},
 		{"stream-idmp-duration", strconv.FormatInt(s.streamCfg.Load().IDMPDurationS, 10)},
 		{"stream-idmp-maxsize", strconv.FormatInt(s.streamCfg.Load().IDMPMaxSize, 10)},
+		{"stream-node-max-bytes", strconv.FormatInt(s.streamCfg.Load().NodeMaxBytes, 10)},
+		{"stream-node-max-entries", strconv.FormatInt(s.streamCfg.Load().NodeMaxEntries, 10)},
 		{"protected-mode", map[bool]string{false: "yes", true: "no"}[s.opts.ProtectedModeOff]},
 		{"client-output-buffer-limit", fmt.Sprintf("normal 0 0 0 slave 268435456 67108864 60 pubsub %d %d %d",
 			s.opts.PubSubLimit.Hard, s.opts.PubSubLimit.Soft, int64(s.opts.PubSubLimit.SoftFor/time.Second))},
@@ -338,6 +341,21 @@ func runConfigSet(x *exec) error {
 	for i := 2; i < len(x.args); i += 2 {
 		name := command.Lower(x.args[i])
 		switch name {
+		case "stream-node-max-entries":
+			v, ok := parseInt(x.args[i+1])
+			switch {
+			case !ok:
+				return errConfigSetFailed(name, "argument couldn't be parsed into an integer")
+			case v < 0:
+				return errConfigSetFailed(name, "argument must be between 0 and 9223372036854775807 inclusive")
+			}
+			streamCfg.NodeMaxEntries = v
+		case "stream-node-max-bytes":
+			v, err := parseMemory(x.args[i+1])
+			if err != nil {
+				return errConfigSetFailed(name, err.Error())
+			}
+			streamCfg.NodeMaxBytes = v
 		case "stream-idmp-duration", "stream-idmp-maxsize":
 			hi, at := int64(streams.IDMPDurationMax), &streamCfg.IDMPDurationS
 			if name == "stream-idmp-maxsize" {
@@ -569,4 +587,32 @@ func executable() string {
 		return ""
 	}
 	return p
+}
+
+// parseMemory parses a memory value as Redis's CONFIG SET does (util.c
+// memtoull): decimal digits with an optional unit, case-insensitive: b, k
+// (1000), kb (1024), m, mb, g, gb; signs, decimal points and other units
+// are refused. The error is CONFIG SET's reason text.
+func parseMemory(b []byte) (int64, error) {
+	s := strings.ToLower(string(b))
+	units := []struct {
+		suffix string
+		mul    uint64
+	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"b", 1}, {"k", 1000}, {"m", 1000 * 1000}, {"g", 1000 * 1000 * 1000}}
+	mul := uint64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mul = s[:len(s)-len(u.suffix)], u.mul
+			break
+		}
+	}
+	errMem := errors.New("argument must be a memory value")
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, errMem
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || (mul > 1 && n > math.MaxUint64/mul) || n*mul > math.MaxInt64 {
+		return 0, fmt.Errorf("argument must be between 0 and %d inclusive", int64(math.MaxInt64))
+	}
+	return int64(n * mul), nil
 }

@@ -16,10 +16,23 @@ type Config struct {
 	// 1..86400) and stream-idmp-maxsize (1..10000): a stream's idempotent
 	// IDs expire after the duration and a producer keeps at most maxsize.
 	IDMPDurationS, IDMPMaxSize int64
+	// NodeMaxEntries is stream-node-max-entries (0: no bound), the node
+	// size of approximate trimming. NodeMaxBytes is stream-node-max-bytes,
+	// kept and reported only: Sediment's nodes are counted in entries.
+	NodeMaxEntries, NodeMaxBytes int64
 }
 
-// DefaultConfig is Redis 8.6's defaults.
-var DefaultConfig = Config{IDMPDurationS: 100, IDMPMaxSize: 100}
+// DefaultConfig is Redis's defaults (8.6's for IDMP).
+var DefaultConfig = Config{IDMPDurationS: 100, IDMPMaxSize: 100, NodeMaxEntries: DefaultNodeMaxEntries, NodeMaxBytes: 4096}
+
+// NodeSize returns the node size of approximate trimming:
+// stream-node-max-entries, or no bound (math.MaxUint64) for 0.
+func (c Config) NodeSize() uint64 {
+	if c.NodeMaxEntries <= 0 {
+		return math.MaxUint64
+	}
+	return uint64(c.NodeMaxEntries)
+}
 
 // The ranges XCFGSET and CONFIG SET accept (Redis 8.6).
 const (

@@ -3,6 +3,7 @@ package streams
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/materialize"
@@ -21,23 +22,42 @@ var (
 	ErrSeqOverflow = errors.New("streams: sequence overflow")
 )
 
-// NodeMaxEntries is Redis's stream-node-max-entries default. Sediment has no
-// radix-tree nodes; approximate (~) trimming removes entries in multiples of
-// it, which is what Redis does for streams whose nodes are full.
-const NodeMaxEntries = 100
+// DefaultNodeMaxEntries is Redis's stream-node-max-entries default.
+// Sediment has no radix-tree nodes; approximate (~) trimming removes
+// entries in multiples of the node size, which is what Redis does for
+// streams whose nodes are full.
+const DefaultNodeMaxEntries = 100
+
+// nodeSize returns the node size n stands for: 0 is the default.
+func nodeSize(n uint64) uint64 {
+	if n == 0 {
+		return DefaultNodeMaxEntries
+	}
+	return n
+}
+
+// ceilDiv is ⌈a/b⌉ without overflow.
+func ceilDiv(a, b uint64) uint64 {
+	q := a / b
+	if a%b != 0 {
+		q++
+	}
+	return q
+}
 
 // RadixTreeKeys returns XINFO STREAM's radix-tree-keys for a stream: the
 // Redis nodes its live entries span in the node model of approximate
-// trimming (NodeMaxEntries entries each, numbered from the node origin;
-// planTrim). After an XDEL inside the live range the live entries are taken
-// to be the last Length added, so the figure is an estimate.
-func RadixTreeKeys(s codec.StreamMeta) uint64 {
+// trimming (n entries each, 0 for the default, numbered from the node
+// origin; planTrim). After an XDEL inside the live range the live entries
+// are taken to be the last Length added, so the figure is an estimate.
+func RadixTreeKeys(s codec.StreamMeta, n uint64) uint64 {
 	if s.Length == 0 || s.EntriesAdded < s.NodeOrigin {
 		return 0
 	}
+	n = nodeSize(n)
 	end := s.EntriesAdded - s.NodeOrigin // entries added since the origin
 	start := end - min(s.Length, end)
-	return (end+NodeMaxEntries-1)/NodeMaxEntries - start/NodeMaxEntries
+	return ceilDiv(end, n) - start/n
 }
 
 // RadixTreeNodes returns XINFO STREAM's radix-tree-nodes: Redis counts the
@@ -45,8 +65,8 @@ func RadixTreeKeys(s codec.StreamMeta) uint64 {
 // 1 for no key, 2 for one, and 2 per key plus 2 above that: Redis 7.0 gave
 // exactly that for 2 and 3 keys and 24 for 10 keys, 102 for 50 (entries
 // added by one client, IDs from the clock).
-func RadixTreeNodes(s codec.StreamMeta) uint64 {
-	switch k := RadixTreeKeys(s); k {
+func RadixTreeNodes(s codec.StreamMeta, n uint64) uint64 {
+	switch k := RadixTreeKeys(s, n); k {
 	case 0, 1:
 		return k + 1
 	default:
@@ -346,11 +366,24 @@ type Trim struct {
 	Policy   RefPolicy
 	// Refs answers Policy's questions; required unless Policy is KeepRef.
 	Refs Refs
+	// NodeSize is stream-node-max-entries (0: the default, 100), the node
+	// size of '~' trims.
+	NodeSize uint64
 }
 
 // DefaultApproxLimit is the LIMIT Redis applies to '~' trimming when none is
-// given: 100 * stream-node-max-entries.
-const DefaultApproxLimit = 100 * NodeMaxEntries
+// given: 100 * stream-node-max-entries (with its default).
+const DefaultApproxLimit = 100 * DefaultNodeMaxEntries
+
+// ApproxLimit is that LIMIT for node size n (0: the default; MaxUint64,
+// no entry bound: no limit, 0).
+func ApproxLimit(n uint64) int64 {
+	n = nodeSize(n)
+	if n > math.MaxInt64/100 {
+		return 0
+	}
+	return int64(100 * n)
+}
 
 // PointTrimMax is the largest trim applied as point deletions of each
 // removed entry; larger trims are one range deletion from the stream's old
@@ -382,7 +415,7 @@ type trimPlan struct {
 // a node is removed while the stream keeps at least MaxLen entries without
 // it (MAXLEN) or its last entry is below MinID (MINID), and while the
 // removed count stays within Limit. Sediment has no radix-tree nodes; it
-// places Redis's node boundaries at every NodeMaxEntries-th entry ever
+// places Redis's node boundaries at every node-size-th entry ever
 // added since the stream was last empty (the node origin), which is where
 // Redis's nodes start when entries are only appended and trimmed (a node
 // counts its entries deleted from inside it too; an empty stream has no
@@ -414,11 +447,11 @@ func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending [
 // in the node model (planTrimKeep), and whether that is known: it is not
 // after an XDEL inside the live range, and nodes are then counted from the
 // first live entry.
-func firstNodeSize(s codec.StreamMeta) (uint64, bool) {
+func firstNodeSize(s codec.StreamMeta, n uint64) (uint64, bool) {
 	if s.MaxDeletedID.IsZero() || s.MaxDeletedID.Less(s.FirstID) {
-		return NodeMaxEntries - nodePos(s), true
+		return n - nodePos(s, n), true
 	}
-	return NodeMaxEntries, false
+	return n, false
 }
 
 // walkLive calls visit for every live entry of the stream in ID order: the
@@ -477,7 +510,8 @@ func planTrimAcked(v *materialize.View, db uint8, key []byte, m codec.Meta, pend
 		nodeIDs  []codec.ID
 		rerr     error
 	)
-	size, _ := firstNodeSize(s)
+	n := nodeSize(t.NodeSize)
+	size, _ := firstNodeSize(s, n)
 	keep := func(id codec.ID) {
 		if !firstSet {
 			pl.first, firstSet = id, true
@@ -529,7 +563,7 @@ func planTrimAcked(v *materialize.View, db uint8, key []byte, m codec.Meta, pend
 			return true
 		}
 		ok := node(nodeIDs)
-		nodeIDs, size = nodeIDs[:0], NodeMaxEntries
+		nodeIDs, size = nodeIDs[:0], n
 		stopped = !ok
 		return ok
 	})
@@ -567,7 +601,7 @@ func planTrimKeep(v *materialize.View, db uint8, key []byte, m codec.Meta, pendi
 	var node uint64
 	if t.Approx {
 		var known bool
-		if node, known = firstNodeSize(s); known {
+		if node, known = firstNodeSize(s, nodeSize(t.NodeSize)); known {
 			// With no XDEL gap the first node's size is known: when it cannot go, nothing
 			// goes (closeNode's first decision, from counts alone). This
 			// spares the common capped XADD a walk of up to a node.
@@ -629,7 +663,7 @@ func planTrimKeep(v *materialize.View, db uint8, key []byte, m codec.Meta, pendi
 		for _, id := range nodeIDs {
 			take(id)
 		}
-		nodeIDs, nodeCount, node = nodeIDs[:0], 0, NodeMaxEntries
+		nodeIDs, nodeCount, node = nodeIDs[:0], 0, nodeSize(t.NodeSize)
 		return true
 	}
 	if err := walkLive(v, db, key, s, pending, visit); err != nil {
@@ -651,8 +685,8 @@ func planTrimKeep(v *materialize.View, db uint8, key []byte, m codec.Meta, pendi
 // moves its node origin with it, so that the first live entry keeps its
 // place in its node (Redis's nodes do not change), as far as the new count
 // allows.
-func setEntriesAdded(s *codec.StreamMeta, n uint64) {
-	pos := nodePos(*s)
+func setEntriesAdded(s *codec.StreamMeta, n, size uint64) {
+	pos := nodePos(*s, size)
 	s.EntriesAdded = n
 	if n < s.Length+pos {
 		s.NodeOrigin = 0
@@ -662,13 +696,13 @@ func setEntriesAdded(s *codec.StreamMeta, n uint64) {
 }
 
 // nodePos is the first live entry's position in its node, in Redis's
-// numbering: entries are added to nodes of NodeMaxEntries from the node
-// origin on, and trims leave the first node's removed entries counted in it.
-func nodePos(s codec.StreamMeta) uint64 {
+// numbering: entries are added to nodes of n from the node origin on, and
+// trims leave the first node's removed entries counted in it.
+func nodePos(s codec.StreamMeta, n uint64) uint64 {
 	if s.EntriesAdded < s.Length+s.NodeOrigin {
 		return 0 // not reachable but by a corrupt or hand-set value
 	}
-	return (s.EntriesAdded - s.Length - s.NodeOrigin) % NodeMaxEntries
+	return (s.EntriesAdded - s.Length - s.NodeOrigin) % n
 }
 
 // applyTrim updates m for the trim pl and returns its event.
@@ -697,6 +731,7 @@ func TrimStream(v *materialize.View, db uint8, key []byte, t Trim) (uint64, []co
 type SetIDArgs struct {
 	EntriesAdded int64    // -1: unchanged
 	MaxDeletedID codec.ID // zero: unchanged
+	NodeSize     uint64   // stream-node-max-entries (0: the default)
 }
 
 // Errors of SetID, in Redis 7.0's order of checks.
@@ -733,7 +768,7 @@ func SetID(v *materialize.View, db uint8, key []byte, id codec.ID, a SetIDArgs) 
 	}
 	s.LastID = id
 	if a.EntriesAdded != -1 {
-		setEntriesAdded(s, uint64(a.EntriesAdded))
+		setEntriesAdded(s, uint64(a.EntriesAdded), nodeSize(a.NodeSize))
 	}
 	if !a.MaxDeletedID.IsZero() {
 		s.MaxDeletedID = a.MaxDeletedID

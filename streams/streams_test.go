@@ -897,7 +897,7 @@ func TestRadixTreeKeys(t *testing.T) {
 		{"1000 appended", codec.StreamMeta{Length: 1000, EntriesAdded: 1000}, 10, 22},
 		{"emptied, then 150 more", codec.StreamMeta{Length: 150, EntriesAdded: 1150, NodeOrigin: 1000}, 2, 6},
 	} {
-		if k, n := streams.RadixTreeKeys(c.s), streams.RadixTreeNodes(c.s); k != c.wantKeys || n != c.wantNode {
+		if k, n := streams.RadixTreeKeys(c.s, 0), streams.RadixTreeNodes(c.s, 0); k != c.wantKeys || n != c.wantNode {
 			t.Errorf("%s: keys, nodes = %d, %d; want %d, %d", c.name, k, n, c.wantKeys, c.wantNode)
 		}
 	}

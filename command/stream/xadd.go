@@ -34,7 +34,10 @@ type xadd struct {
 // order. A reference policy (Redis 8.2) may come once among the options: a
 // second one is XTRIM's syntax error and XADD's ID (an invalid one); XADD
 // takes a policy without MAXLEN or MINID and does nothing with it.
-func parseTrimOptions(args [][]byte, i int, isAdd bool, add *streams.AddArgs) (*streams.Trim, int, error) {
+//
+// nodeSize is stream-node-max-entries (streams.Config.NodeSize): the trim's
+// node size, and 100 times it the LIMIT of a '~' trim without one.
+func parseTrimOptions(args [][]byte, i int, isAdd bool, add *streams.AddArgs, nodeSize uint64) (*streams.Trim, int, error) {
 	var (
 		t         streams.Trim
 		limitSet  bool
@@ -131,15 +134,16 @@ done:
 	if t.Strategy == 0 {
 		return nil, i, nil
 	}
+	t.NodeSize = nodeSize
 	if t.Approx && !limitSet {
-		t.Limit = streams.DefaultApproxLimit
+		t.Limit = streams.ApproxLimit(nodeSize)
 	}
 	return &t, i, nil
 }
 
-func parseXAdd(args [][]byte) (xadd, error) {
+func parseXAdd(args [][]byte, cfg streams.Config) (xadd, error) {
 	c := xadd{key: args[1]}
-	trim, i, err := parseTrimOptions(args, 2, true, &c.args)
+	trim, i, err := parseTrimOptions(args, 2, true, &c.args, cfg.NodeSize())
 	if err != nil {
 		return c, err
 	}
@@ -175,7 +179,8 @@ func parseXAdd(args [][]byte) (xadd, error) {
 }
 
 func runXAdd(x *command.Ctx) error {
-	c, err := parseXAdd(x.Args)
+	cfg := x.StreamConfig()
+	c, err := parseXAdd(x.Args, cfg)
 	if err != nil {
 		return err
 	}
@@ -183,9 +188,7 @@ func runXAdd(x *command.Ctx) error {
 		id    codec.ID
 		added bool
 	)
-	if c.args.IDMP != nil {
-		c.args.Config = x.StreamConfig()
-	}
+	c.args.Config = cfg
 	return x.Write(func(v *materialize.View) ([]codec.Event, error) {
 		a := c.args
 		var refs *groups.Refs
@@ -216,7 +219,7 @@ func runXAdd(x *command.Ctx) error {
 // Reply: integer, the number of entries deleted.
 // https://redis.io/docs/latest/commands/xtrim/
 func runXTrim(x *command.Ctx) error {
-	t, _, err := parseTrimOptions(x.Args, 2, false, nil)
+	t, _, err := parseTrimOptions(x.Args, 2, false, nil, x.StreamConfig().NodeSize())
 	if err != nil {
 		return err
 	}

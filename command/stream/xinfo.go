@@ -88,7 +88,7 @@ func runXInfo(x *command.Ctx) error {
 			return err
 		}
 		w.Map(16)
-		writeStreamHeader(w, m.Stream, idmp)
+		writeStreamHeader(w, m.Stream, idmp, x.StreamConfig().NodeSize())
 		w.BulkString("groups")
 		w.Int(ngroups)
 		w.BulkString("first-entry")
@@ -143,13 +143,13 @@ func runXInfo(x *command.Ctx) error {
 // pair).
 //
 // Redis 8.6's idempotent-production fields follow, in its order.
-func writeStreamHeader(w reply.Writer, s codec.StreamMeta, idmp streams.IDMPInfo) {
+func writeStreamHeader(w reply.Writer, s codec.StreamMeta, idmp streams.IDMPInfo, nodeSize uint64) {
 	w.BulkString("length")
 	w.Uint(s.Length)
 	w.BulkString("radix-tree-keys")
-	w.Uint(streams.RadixTreeKeys(s))
+	w.Uint(streams.RadixTreeKeys(s, nodeSize))
 	w.BulkString("radix-tree-nodes")
-	w.Uint(streams.RadixTreeNodes(s))
+	w.Uint(streams.RadixTreeNodes(s, nodeSize))
 	w.BulkString("last-generated-id")
 	WriteID(w, s.LastID)
 	w.BulkString("max-deleted-entry-id")
@@ -212,7 +212,7 @@ func xinfoStreamFull(x *command.Ctx, v *materialize.View, key []byte, s codec.St
 	}
 	w := x.Reply
 	w.Map(15)
-	writeStreamHeader(w, s, idmp)
+	writeStreamHeader(w, s, idmp, x.StreamConfig().NodeSize())
 	w.BulkString("entries")
 	WriteEntries(w, entries)
 	w.BulkString("groups")

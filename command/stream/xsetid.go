@@ -15,7 +15,7 @@ func runXSetID(x *command.Ctx) error {
 	if err != nil {
 		return err
 	}
-	a := streams.SetIDArgs{EntriesAdded: -1}
+	a := streams.SetIDArgs{EntriesAdded: -1, NodeSize: x.StreamConfig().NodeSize()}
 	for i := 3; i < len(x.Args); i += 2 {
 		opt, more := x.Args[i], i+1 < len(x.Args)
 		switch {
