@@ -140,6 +140,15 @@ func BenchmarkCommands(b *testing.B) {
 		{"HGET", func(i int) []string { return []string{"HGET", "h", "f:" + strconv.Itoa(i%10000)} }, false},
 		{"SADD", func(i int) []string { return []string{"SADD", "s", "m:" + strconv.Itoa(i%10000)} }, false},
 		{"XADD", func(i int) []string { return []string{"XADD", "x", "MAXLEN", "~", "1000", "*", "field", "value"} }, false},
+		// Idempotent production (Redis 8.6): a new idempotent ID each time
+		// (recorded, the oldest of the producer evicted at 100), and
+		// duplicates only (after the warm-up's 10,000, ids cycle over 100).
+		{"XADD-IDMP", func(i int) []string {
+			return []string{"XADD", "xi", "IDMP", "p", "r:" + strconv.Itoa(i), "MAXLEN", "~", "1000", "*", "field", "value"}
+		}, true},
+		{"XADD-IDMP-dup", func(i int) []string {
+			return []string{"XADD", "xd", "IDMP", "p", "r:" + strconv.Itoa(i%100), "MAXLEN", "~", "1000", "*", "field", "value"}
+		}, false},
 		{"SET-new", func(i int) []string { return []string{"SET", "new:" + strconv.Itoa(i), "value-value-value"} }, true},
 		{"GET-absent", func(i int) []string { return []string{"GET", "absent:" + strconv.Itoa(i)} }, true},
 	}

@@ -575,9 +575,10 @@ func TestGroupRoundTrip(t *testing.T) {
 		{LastDeliveredID: MaxID, EntriesRead: math.MaxInt64, PEL: PELStats{math.MaxUint64, MaxID}, TimeIndexed: true},
 		{LastDeliveredID: ID{0, 1}, EntriesRead: math.MinInt64},
 		{LastDeliveredID: ID{0, 1}, TimeIndexed: true, NackNext: 7, Nacked: 3},
+		{TimeIndexed: true, TimeFirst: PELTimePos{1700000000000, ID{5, 6}}},
 	} {
 		enc := AppendGroup(nil, g)
-		if want := map[bool]int{false: 49, true: 65}[g.NackNext != 0 || g.Nacked != 0]; len(enc) != want {
+		if want := map[bool]int{false: 49, true: 89}[g.NackNext != 0 || g.Nacked != 0 || g.TimeFirst != (PELTimePos{})]; len(enc) != want {
 			t.Fatalf("AppendGroup is %d bytes, want %d", len(enc), want)
 		}
 		if got, err := DecodeGroup(enc); err != nil || got != g {

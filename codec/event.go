@@ -102,8 +102,8 @@ const (
 	// blocks.
 	OpZRanks Op = 'r'
 	// OpIDMPSet records an idempotent ID (Redis 8.6's XADD IDMP): Args:
-	// pid, iid, stream ID, deadline (i64 ms), the producer's count after
-	// (i64); writes the U, V, M and O keys (codec/idmp.go).
+	// pid, iid, stream ID, deadline (i64 ms), the producer's O value after
+	// (count and first ID); writes the U, V, M and O keys (codec/idmp.go).
 	OpIDMPSet Op = 'n'
 	// OpIDMPDel removes one (evicted or expired), same Args; the count 0
 	// removes the producer's O key.

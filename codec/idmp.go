@@ -10,7 +10,7 @@ import "encoding/binary"
 // recorded ID in order of its expiry deadline (M, for the sweep).
 const (
 	TagIDMPState    Tag = 'J' // J|slot|db|key → IDMPState
-	TagIDMPProducer Tag = 'O' // O|slot|db|key|pid → count (8)
+	TagIDMPProducer Tag = 'O' // O|slot|db|key|pid → count (8) | first stream ID (16)
 	TagIDMPByIID    Tag = 'U' // U|slot|db|key|pid|iid → stream ID (16)
 	TagIDMPByID     Tag = 'V' // V|slot|db|key|pid|stream ID (16) → iid
 	TagIDMPExpiry   Tag = 'M' // M|deadline(8)|db|keylen|key|pid|stream ID (16) → empty
@@ -107,18 +107,35 @@ func DecodeIDMPExpiryKey(k []byte) (deadlineMs int64, db uint8, key, pid []byte,
 }
 
 // IDMPSetEvent builds an OpIDMPSet event: the producer pid recorded iid
-// for the entry id, to expire at deadlineMs; count is the producer's count
-// after it.
-func IDMPSetEvent(db uint8, key, pid, iid []byte, id ID, deadlineMs int64, count uint64) Event {
-	return Event{Op: OpIDMPSet, DB: db, Key: key, Args: [][]byte{pid, iid, IDArg(id), Int64Arg(deadlineMs), Int64Arg(int64(count))}}
+// for the entry id, to expire at deadlineMs; count and first are the
+// producer's count and oldest recorded entry ID after it (the O value,
+// AppendIDMPProducer).
+func IDMPSetEvent(db uint8, key, pid, iid []byte, id ID, deadlineMs int64, count uint64, first ID) Event {
+	return Event{Op: OpIDMPSet, DB: db, Key: key, Args: [][]byte{pid, iid, IDArg(id), Int64Arg(deadlineMs), AppendIDMPProducer(nil, count, first)}}
+}
+
+// AppendIDMPProducer appends an O value: | count (8) | first entry ID (16) |.
+// The first ID lets the producer's V keys be read from their first live
+// one, past the deletions that evictions and expiries leave before it.
+func AppendIDMPProducer(b []byte, count uint64, first ID) []byte {
+	return AppendID(binary.BigEndian.AppendUint64(b, count), first)
+}
+
+// DecodeIDMPProducer decodes an O value.
+func DecodeIDMPProducer(b []byte) (count uint64, first ID, err error) {
+	if len(b) != 8+IDLen {
+		return 0, ID{}, corruptf("IDMP producer of %d bytes", len(b))
+	}
+	first, err = DecodeID(b[8:])
+	return binary.BigEndian.Uint64(b), first, err
 }
 
 // IDMPDelEvent builds an OpIDMPDel event: the record of IDMPSetEvent with
-// the same arguments goes (evicted or expired); count is the producer's
-// count after it (0: the producer goes). An empty iid removes only the M
+// the same arguments goes (evicted or expired); count and first are the
+// producer's after it (count 0: the producer goes). An empty iid removes only the M
 // key (a stale one, whose record is already gone).
-func IDMPDelEvent(db uint8, key, pid, iid []byte, id ID, deadlineMs int64, count uint64) Event {
-	return Event{Op: OpIDMPDel, DB: db, Key: key, Args: [][]byte{pid, iid, IDArg(id), Int64Arg(deadlineMs), Int64Arg(int64(count))}}
+func IDMPDelEvent(db uint8, key, pid, iid []byte, id ID, deadlineMs int64, count uint64, first ID) Event {
+	return Event{Op: OpIDMPDel, DB: db, Key: key, Args: [][]byte{pid, iid, IDArg(id), Int64Arg(deadlineMs), AppendIDMPProducer(nil, count, first)}}
 }
 
 // IDMPStateEvent builds an OpIDMPState event setting the stream's J value.

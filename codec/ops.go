@@ -83,7 +83,7 @@ func XTrimEvent(db uint8, key []byte, first, last ID, ids []ID) Event {
 
 // GroupSetEvent builds an OpGroupSet event.
 func GroupSetEvent(db uint8, key, group []byte, g Group) Event {
-	return Event{Op: OpGroupSet, DB: db, Key: key, Args: [][]byte{group, AppendGroup(make([]byte, 0, groupLegacyLen+pelStatsLen+1+16), g)}}
+	return Event{Op: OpGroupSet, DB: db, Key: key, Args: [][]byte{group, AppendGroup(make([]byte, 0, groupLegacyLen+pelStatsLen+1+groupTailLen), g)}}
 }
 
 // GroupDelEvent builds an OpGroupDel event.

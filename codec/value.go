@@ -306,7 +306,32 @@ type Group struct {
 	// NackNext is the NACK sequence the next XNACK'd entry gets; Nacked
 	// counts the entries in the NACK zone (XINFO's nacked-count).
 	NackNext, Nacked uint64
+	// TimeFirst is the group's first W key (PELTimeKey's time and ID),
+	// kept with every PEL change so that a reader of the delivery-time
+	// order seeks past the deletions that claims and acknowledgements leave
+	// at the index's start; meaningful only while PEL.Count > 0 and
+	// TimeIndexed.
+	TimeFirst PELTimePos
 }
+
+// PELTimePos is a place in the W index: an entry's IndexTime and its ID.
+type PELTimePos struct {
+	Time int64
+	ID   ID
+}
+
+// Less orders positions as their W keys sort (times below 0 as 0).
+func (p PELTimePos) Less(o PELTimePos) bool {
+	a, b := max(p.Time, 0), max(o.Time, 0)
+	if a != b {
+		return a < b
+	}
+	return p.ID.Less(o.ID)
+}
+
+// groupTailLen is the optional tail of a Group value: NackNext, Nacked,
+// TimeFirst's time and ID, written when any is set.
+const groupTailLen = 8 + 8 + 8 + IDLen
 
 // groupFlagTimeIndexed is Group.TimeIndexed in the flags byte.
 const groupFlagTimeIndexed = 1
@@ -323,18 +348,20 @@ func AppendGroup(b []byte, g Group) []byte {
 		flags |= groupFlagTimeIndexed
 	}
 	b = append(b, flags)
-	if g.NackNext != 0 || g.Nacked != 0 {
+	if g.NackNext != 0 || g.Nacked != 0 || g.TimeFirst != (PELTimePos{}) {
 		b = binary.BigEndian.AppendUint64(b, g.NackNext)
 		b = binary.BigEndian.AppendUint64(b, g.Nacked)
+		b = binary.BigEndian.AppendUint64(b, uint64(g.TimeFirst.Time))
+		b = AppendID(b, g.TimeFirst.ID)
 	}
 	return b
 }
 
-// DecodeGroup decodes a Group value (49 bytes; 48 or 24 for the legacy
-// layouts).
+// DecodeGroup decodes a Group value (49 or 89 bytes; 48 or 24 for the
+// legacy layouts).
 func DecodeGroup(b []byte) (Group, error) {
 	full := groupLegacyLen + pelStatsLen + 1
-	if len(b) != groupLegacyLen && len(b) != groupLegacyLen+pelStatsLen && len(b) != full && len(b) != full+16 {
+	if len(b) != groupLegacyLen && len(b) != groupLegacyLen+pelStatsLen && len(b) != full && len(b) != full+groupTailLen {
 		return Group{}, corruptf("group of %d bytes", len(b))
 	}
 	id, _ := DecodeID(b)
@@ -347,10 +374,13 @@ func DecodeGroup(b []byte) (Group, error) {
 	if len(b) >= full {
 		g.TimeIndexed = b[full-1]&groupFlagTimeIndexed != 0
 	}
-	if len(b) == full+16 {
-		g.NackNext, g.Nacked = binary.BigEndian.Uint64(b[full:]), binary.BigEndian.Uint64(b[full+8:])
-		if g.NackNext == 0 && g.Nacked == 0 {
-			return Group{}, corruptf("group with empty NACK fields")
+	if len(b) == full+groupTailLen {
+		t := b[full:]
+		g.NackNext, g.Nacked = binary.BigEndian.Uint64(t), binary.BigEndian.Uint64(t[8:])
+		g.TimeFirst.Time = int64(binary.BigEndian.Uint64(t[16:]))
+		g.TimeFirst.ID, _ = DecodeID(t[24:])
+		if g.NackNext == 0 && g.Nacked == 0 && g.TimeFirst == (PELTimePos{}) {
+			return Group{}, corruptf("group with an empty tail")
 		}
 	}
 	return g, nil

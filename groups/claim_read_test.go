@@ -1,6 +1,8 @@
 package groups_test
 
 import (
+	"bytes"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -78,6 +80,58 @@ func TestReadClaimOrder(t *testing.T) {
 		// The index holds exactly the pending entries.
 		if n := countPrefix(t, s, codec.GroupPrefix(codec.TagPELTime, 0, key, grp)); indexed && n != 5 {
 			t.Errorf("W keys: %d, want 5 (1, 3, 4, 5, 6 pending)", n)
+		}
+	}
+}
+
+// TestTimeFirstModel: after every PEL change of a random mix (deliveries,
+// history reads, claims, XNACK, acknowledgements), the group's TimeFirst
+// is its first W key and the W index has one key per pending entry.
+func TestTimeFirstModel(t *testing.T) {
+	s, c := open(t)
+	addN(t, s, key, 1, 200)
+	mustCreate(t, s, key, grp, groups.CreateArgs{EntriesRead: groups.InvalidEntriesRead})
+	rng := rand.New(rand.NewPCG(7, 7))
+	p := codec.GroupPrefix(codec.TagPELTime, 0, key, grp)
+	for step := 0; step < 600; step++ {
+		c.Advance(int64(rng.IntN(3)))
+		who := [][]byte{alice, bob}[rng.IntN(2)]
+		switch rng.IntN(5) {
+		case 0:
+			readNew(t, s, key, groups.ReadArgs{Group: grp, Consumer: who, Count: 1 + rng.IntN(4)})
+		case 1:
+			readHistory(t, s, key, groups.ReadArgs{Group: grp, Consumer: who, Count: 2}, codec.ID{})
+		case 2:
+			readClaim(t, s, groups.ReadArgs{Group: grp, Consumer: who, Count: 1 + rng.IntN(3), MinIdleMs: int64(rng.IntN(3))})
+		case 3:
+			ack(t, s, key, grp, id(uint64(1+rng.IntN(200))), id(uint64(1+rng.IntN(200))))
+		case 4:
+			err := commit(t, s, func(v *materialize.View) ([]codec.Event, error) {
+				_, evs, err := groups.Nack(v, 0, key, grp, groups.NackArgs{Mode: groups.NackFail, RetryCount: -1, IDs: []codec.ID{id(uint64(1 + rng.IntN(200)))}})
+				return evs, err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		g := lookup(t, s, key, grp)
+		var first []byte
+		n := 0
+		err := s.View().Iterate(p, codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
+			if first == nil {
+				first = append([]byte(nil), k...)
+			}
+			n++
+			return true, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uint64(n) != g.PEL.Count {
+			t.Fatalf("step %d: %d W keys, %d pending", step, n, g.PEL.Count)
+		}
+		if n > 0 && !bytes.Equal(first, codec.PELTimeKey(0, key, grp, g.TimeFirst.Time, g.TimeFirst.ID)) {
+			t.Fatalf("step %d: TimeFirst %+v is not the first W key %x", step, g.TimeFirst, first)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package groups
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/sediment-dev/sediment/codec"
@@ -36,6 +37,12 @@ type pelEdit struct {
 	// dropped), so that an ID named twice, or a stream read twice in one
 	// decision, sees the first change (entry).
 	staged map[codec.ID]*codec.PELEntry
+
+	// The W keys (delivery-time index) the edit added and removed, and
+	// whether the group's first W key (Group.TimeFirst) left.
+	wAdded, wRemoved map[codec.PELTimePos]bool
+	wStale           bool
+	timeFirst0       codec.PELTimePos // TimeFirst when the edit began
 }
 
 // pelDelta is what one edit did to one PEL (the group's or a consumer's):
@@ -57,7 +64,87 @@ type consumerEdit struct {
 
 // newPELEdit starts an edit of group, whose current value (from Lookup) is g.
 func newPELEdit(v *materialize.View, db uint8, key, group []byte, g codec.Group) *pelEdit {
-	return &pelEdit{v: v, db: db, key: key, group: group, g: g, consumers: map[string]*consumerEdit{}}
+	return &pelEdit{v: v, db: db, key: key, group: group, g: g, consumers: map[string]*consumerEdit{}, timeFirst0: g.TimeFirst}
+}
+
+func timePos(id codec.ID, pe codec.PELEntry) codec.PELTimePos {
+	return codec.PELTimePos{Time: pe.IndexTime(), ID: id}
+}
+
+// wAdd records a W key written; empty tells whether the PEL was empty
+// before it.
+func (e *pelEdit) wAdd(p codec.PELTimePos, empty bool) {
+	if e.wAdded == nil {
+		e.wAdded, e.wRemoved = map[codec.PELTimePos]bool{}, map[codec.PELTimePos]bool{}
+	}
+	e.wAdded[p] = true
+	delete(e.wRemoved, p)
+	if empty || p.Less(e.g.TimeFirst) {
+		e.g.TimeFirst, e.wStale = p, false
+	}
+}
+
+// wRemove records a W key deleted.
+func (e *pelEdit) wRemove(p codec.PELTimePos) {
+	if e.wAdded == nil {
+		e.wAdded, e.wRemoved = map[codec.PELTimePos]bool{}, map[codec.PELTimePos]bool{}
+	}
+	e.wRemoved[p] = true
+	delete(e.wAdded, p)
+	if p == e.g.TimeFirst {
+		e.wStale = true
+	}
+}
+
+// settleTime finds Group.TimeFirst again when the first W key left: the
+// smallest of the keys this edit added and the first stored key at or
+// above the old first that this edit did not remove.
+func (e *pelEdit) settleTime() error {
+	if !e.wStale {
+		return nil
+	}
+	e.wStale = false
+	if e.g.PEL.Count == 0 {
+		e.g.TimeFirst = codec.PELTimePos{}
+		return nil
+	}
+	best, found := codec.PELTimePos{}, false
+	for p := range e.wAdded {
+		if !found || p.Less(best) {
+			best, found = p, true
+		}
+	}
+	pre := codec.GroupPrefix(codec.TagPELTime, e.db, e.key, e.group)
+	upper := codec.PrefixEnd(pre)
+	if found {
+		upper = codec.PELTimeKey(e.db, e.key, e.group, best.Time, best.ID)
+	}
+	lower := codec.PELTimeKey(e.db, e.key, e.group, e.g.TimeFirst.Time, e.g.TimeFirst.ID)
+	err := e.v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
+		p, err := decodeTimeKey(k[len(pre):])
+		if err != nil || e.wRemoved[p] {
+			return err == nil, err
+		}
+		best, found = p, true
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	if !found {
+		best = codec.PELTimePos{} // the index lacks keys (a group from before it): readers scan from its start
+	}
+	e.g.TimeFirst = best
+	return nil
+}
+
+// decodeTimeKey decodes the time and ID after a W key's group prefix.
+func decodeTimeKey(b []byte) (codec.PELTimePos, error) {
+	if len(b) != 8+codec.IDLen {
+		return codec.PELTimePos{}, codec.ErrCorrupt
+	}
+	id, err := codec.DecodeID(b[8:])
+	return codec.PELTimePos{Time: int64(binary.BigEndian.Uint64(b)), ID: id}, err
 }
 
 // entry returns id's PEL entry as this edit left it: staged by the edit, or
@@ -121,6 +208,10 @@ func (e *pelEdit) touch(name []byte, now int64, delivered bool) error {
 func (e *pelEdit) set(id codec.ID, pe codec.PELEntry, prev *codec.PELEntry) error {
 	e.stage(id, &pe)
 	e.events = append(e.events, codec.PELSetEvent(e.db, e.key, e.group, id, pe, prev))
+	if prev != nil {
+		e.wRemove(timePos(id, *prev))
+	}
+	e.wAdd(timePos(id, pe), e.g.PEL.Count == 0)
 	if prev == nil {
 		e.gDirty = true
 		e.gEdit.add(&e.g.PEL, id)
@@ -159,12 +250,15 @@ func (e *pelEdit) set(id codec.ID, pe codec.PELEntry, prev *codec.PELEntry) erro
 func (e *pelEdit) update(id codec.ID, pe, prev codec.PELEntry) {
 	e.stage(id, &pe)
 	e.events = append(e.events, codec.PELSetEvent(e.db, e.key, e.group, id, pe, &prev))
+	e.wRemove(timePos(id, prev))
+	e.wAdd(timePos(id, pe), false)
 }
 
 // del acknowledges id, whose pending entry is prev.
 func (e *pelEdit) del(id codec.ID, prev codec.PELEntry) error {
 	e.stage(id, nil)
 	e.events = append(e.events, codec.PELDelEvent(e.db, e.key, e.group, id, prev))
+	e.wRemove(timePos(id, prev))
 	e.gDirty = true
 	if err := e.gEdit.remove(&e.g.PEL, id); err != nil {
 		return err
@@ -282,6 +376,12 @@ func (e *pelEdit) finish() ([]codec.Event, error) {
 		}
 		e.events = append(e.events, codec.ConsumerSetEvent(e.db, e.key, e.group, ce.name, ce.c))
 	}
+	if err := e.settleTime(); err != nil {
+		return nil, err
+	}
+	if e.g.TimeFirst != e.timeFirst0 {
+		e.gDirty = true
+	}
 	if e.gDirty {
 		if err := e.gEdit.settle(e.v, &e.g.PEL, codec.GroupPrefix(codec.TagPEL, e.db, e.key, e.group)); err != nil {
 			return nil, err
@@ -294,7 +394,7 @@ func (e *pelEdit) finish() ([]codec.Event, error) {
 // setGroup replaces the group's value but keeps its PEL stats (the caller
 // changes last-delivered-id or entries-read).
 func (e *pelEdit) setGroup(g codec.Group) {
-	g.PEL, g.PELUnknown, g.NackNext, g.Nacked = e.g.PEL, false, e.g.NackNext, e.g.Nacked
+	g.PEL, g.PELUnknown, g.NackNext, g.Nacked, g.TimeFirst = e.g.PEL, false, e.g.NackNext, e.g.Nacked, e.g.TimeFirst
 	e.g, e.gDirty = g, true
 }
 

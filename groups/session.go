@@ -222,7 +222,10 @@ func (s *Session) idlePending(edit *pelEdit, minIdle int64, count int, now int64
 		return out, nil
 	}
 	p := codec.GroupPrefix(codec.TagPELTime, s.db, edit.key, edit.group)
-	err := s.v.Iterate(p, codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
+	// From the group's first W key: a lower bound even mid-decision (the
+	// edit moves it down when it adds a smaller key).
+	lower := codec.PELTimeKey(s.db, edit.key, edit.group, edit.g.TimeFirst.Time, edit.g.TimeFirst.ID)
+	err := s.v.Iterate(lower, codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
 		if len(k) != len(p)+8+codec.IDLen {
 			return false, codec.ErrCorrupt
 		}

@@ -399,7 +399,7 @@ func applyIDMP(b *pebble.Batch, e codec.Event) error {
 	if err != nil {
 		return err
 	}
-	count, err := codec.DecodeInt64Arg(a[4])
+	count, _, err := codec.DecodeIDMPProducer(a[4])
 	if err != nil {
 		return err
 	}
@@ -425,7 +425,7 @@ func applyIDMP(b *pebble.Batch, e codec.Event) error {
 	if count == 0 {
 		return b.Delete(pk, nil)
 	}
-	return b.Set(pk, codec.Int64Arg(count), nil)
+	return b.Set(pk, a[4], nil)
 }
 
 func deletePrefix(b *pebble.Batch, p []byte) error {

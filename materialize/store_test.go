@@ -205,7 +205,7 @@ func streamEvents(db uint8, key string, expireAt int64) []codec.Event {
 		codec.GroupSetEvent(db, k, g, codec.Group{LastDeliveredID: codec.ID{Ms: 1}, EntriesRead: 1}),
 		codec.ConsumerSetEvent(db, k, g, c, codec.Consumer{SeenTimeMs: 1, ActiveTimeMs: 1}),
 		codec.PELSetEvent(db, k, g, codec.ID{Ms: 1}, codec.PELEntry{DeliveryTimeMs: 1, DeliveryCount: 1, Consumer: c}, nil),
-		codec.IDMPSetEvent(db, k, []byte("p"), []byte("i"), codec.ID{Ms: 2}, 10, 1),
+		codec.IDMPSetEvent(db, k, []byte("p"), []byte("i"), codec.ID{Ms: 2}, 10, 1, codec.ID{Ms: 2}),
 		codec.IDMPStateEvent(db, k, codec.IDMPState{DurationS: 1, MaxSize: 1, Pids: 1, IIDs: 1, Added: 1}),
 	}
 }

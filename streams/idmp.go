@@ -101,13 +101,13 @@ type idmpEdit struct {
 	empty  bool // a stream being created: no records, whatever the view shows
 	st     codec.IDMPState
 	dirty  bool
-	counts map[string]uint64
+	prods  map[string]*producer
 	gone   map[string]bool // V keys removed by the edit
 	events []codec.Event
 }
 
 func newIDMPEdit(v *materialize.View, db uint8, key []byte, cfg Config) *idmpEdit {
-	return &idmpEdit{v: v, db: db, key: key, cfg: cfg, counts: map[string]uint64{}, gone: map[string]bool{}}
+	return &idmpEdit{v: v, db: db, key: key, cfg: cfg, prods: map[string]*producer{}, gone: map[string]bool{}}
 }
 
 // load reads the J value; a stream without one takes the server's
@@ -149,76 +149,119 @@ func (e *idmpEdit) deadline(id codec.ID) int64 {
 	return ms + int64(e.st.DurationS)*1000
 }
 
-func (e *idmpEdit) count(pid []byte) (uint64, error) {
-	if n, ok := e.counts[string(pid)]; ok || e.empty {
-		return n, nil
+// producer is one producer's O value as the edit leaves it: how many
+// records it has and the entry ID of its oldest.
+type producer struct {
+	n     uint64
+	first codec.ID
+	// front caches the producer's oldest records (up to frontLen, none
+	// removed by the edit), read with one iterator: expiring or evicting
+	// the oldest, then finding the next first, costs one seek.
+	front  []record
+	loaded bool // front was read (and is exact while it is not empty)
+}
+
+type record struct {
+	id  codec.ID
+	iid []byte
+}
+
+const frontLen = 4
+
+func (e *idmpEdit) producer(pid []byte) (*producer, error) {
+	if p, ok := e.prods[string(pid)]; ok {
+		return p, nil
+	}
+	p := &producer{}
+	e.prods[string(pid)] = p
+	if e.empty {
+		return p, nil
 	}
 	b, ok, err := e.v.Get(codec.IDMPProducerKey(e.db, e.key, pid))
 	if err != nil || !ok {
-		return 0, err
+		return p, err
 	}
-	n, err := codec.DecodeInt64Arg(b)
-	e.counts[string(pid)] = uint64(n)
-	return uint64(n), err
+	p.n, p.first, err = codec.DecodeIDMPProducer(b)
+	return p, err
 }
 
 // del removes one record (evicted or expired).
 func (e *idmpEdit) del(pid, iid []byte, id codec.ID) error {
-	n, err := e.count(pid)
+	p, err := e.producer(pid)
 	if err != nil {
 		return err
 	}
-	if n == 0 || e.st.IIDs == 0 {
+	if p.n == 0 || e.st.IIDs == 0 {
 		return codec.ErrCorrupt
 	}
-	n--
-	e.counts[string(pid)] = n
+	p.n--
 	e.gone[string(codec.IDMPByIDKey(e.db, e.key, pid, id))] = true
-	e.events = append(e.events, codec.IDMPDelEvent(e.db, e.key, pid, iid, id, e.deadline(id), n))
+	if len(p.front) > 0 && p.front[0].id == id {
+		p.front = p.front[1:]
+	}
+	if p.n > 0 && id == p.first {
+		next, _, err := e.oldest(pid)
+		if err != nil {
+			return err
+		}
+		p.first = next.id
+	}
+	e.events = append(e.events, codec.IDMPDelEvent(e.db, e.key, pid, iid, id, e.deadline(id), p.n, p.first))
 	e.st.IIDs--
-	if n == 0 {
+	if p.n == 0 {
 		e.st.Pids--
 	}
 	e.dirty = true
 	return nil
 }
 
-// head returns the producer's oldest record not removed by the edit.
-func (e *idmpEdit) head(pid []byte, visit func(id codec.ID, iid []byte) (bool, error)) error {
-	if e.empty {
-		return nil
+// oldest returns the producer's oldest record not removed by the edit.
+// Records are read from the producer's first ID: the V keys below it are
+// deletions.
+func (e *idmpEdit) oldest(pid []byte) (record, bool, error) {
+	pr, err := e.producer(pid)
+	if err != nil || pr.n == 0 {
+		return record{}, false, err
 	}
-	p := codec.IDMPProducerPrefix(codec.TagIDMPByID, e.db, e.key, pid)
-	return e.v.Iterate(p, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
-		if e.gone[string(k)] {
-			return true, nil
-		}
-		id, err := codec.DecodeID(k[len(p):])
+	if len(pr.front) == 0 {
+		p := codec.IDMPProducerPrefix(codec.TagIDMPByID, e.db, e.key, pid)
+		lower := codec.IDMPByIDKey(e.db, e.key, pid, pr.first)
+		err := e.v.Iterate(lower, codec.PrefixEnd(p), false, func(k, val []byte) (bool, error) {
+			if e.gone[string(k)] {
+				return true, nil
+			}
+			id, err := codec.DecodeID(k[len(p):])
+			if err != nil {
+				return false, err
+			}
+			pr.front = append(pr.front, record{id, append([]byte(nil), val...)})
+			return len(pr.front) < frontLen, nil
+		})
 		if err != nil {
-			return false, err
+			return record{}, false, err
 		}
-		return visit(id, append([]byte(nil), val...))
-	})
+		if len(pr.front) == 0 {
+			return record{}, false, codec.ErrCorrupt // the count says records remain
+		}
+	}
+	return pr.front[0], true, nil
 }
 
 // expireHead removes the producer's records whose deadline passed at now,
 // oldest first (the sweep may not have reached them yet).
 func (e *idmpEdit) expireHead(pid []byte, now int64) error {
-	var dead []codec.ID
-	var iids [][]byte
-	err := e.head(pid, func(id codec.ID, iid []byte) (bool, error) {
-		if e.deadline(id) > now {
-			return false, nil
+	if p, err := e.producer(pid); err != nil || p.n == 0 || e.deadline(p.first) > now {
+		return err // the oldest record has not expired: no read of the V keys
+	}
+	for {
+		r, ok, err := e.oldest(pid)
+		if err != nil || !ok || e.deadline(r.id) > now {
+			return err
 		}
-		dead, iids = append(dead, id), append(iids, iid)
-		return true, nil
-	})
-	for i := range dead {
-		if err == nil {
-			err = e.del(pid, iids[i], dead[i])
+		if err := e.del(pid, r.iid, r.id); err != nil {
+			return err
 		}
 	}
-	return err
 }
 
 // lookup returns the entry ID pid recorded for iid.
@@ -237,35 +280,28 @@ func (e *idmpEdit) lookup(pid, iid []byte) (codec.ID, bool, error) {
 // add records iid for the entry id, evicting the producer's oldest
 // records while it holds maxsize.
 func (e *idmpEdit) add(pid, iid []byte, id codec.ID) error {
-	n, err := e.count(pid)
+	p, err := e.producer(pid)
 	if err != nil {
 		return err
 	}
-	for n >= uint64(e.st.MaxSize) && n > 0 {
-		var oldest codec.ID
-		var oldIID []byte
-		found := false
-		err := e.head(pid, func(id codec.ID, iid []byte) (bool, error) {
-			oldest, oldIID, found = id, iid, true
-			return false, nil
-		})
+	for p.n >= uint64(e.st.MaxSize) && p.n > 0 {
+		r, _, err := e.oldest(pid)
 		if err != nil {
 			return err
 		}
-		if !found {
-			return codec.ErrCorrupt // the count says records remain
-		}
-		if err := e.del(pid, oldIID, oldest); err != nil {
+		if err := e.del(pid, r.iid, r.id); err != nil {
 			return err
 		}
-		n--
 	}
-	if n == 0 {
+	if p.n == 0 {
 		e.st.Pids++
+		p.first = id
 	}
-	n++
-	e.counts[string(pid)] = n
-	e.events = append(e.events, codec.IDMPSetEvent(e.db, e.key, pid, iid, id, e.deadline(id), n))
+	if p.n < frontLen && (len(p.front) == int(p.n) || p.n == 0) {
+		p.front = append(p.front, record{id, iid}) // the front stays exact
+	}
+	p.n++
+	e.events = append(e.events, codec.IDMPSetEvent(e.db, e.key, pid, iid, id, e.deadline(id), p.n, p.first))
 	e.st.IIDs++
 	e.st.Added++
 	e.dirty = true
@@ -352,7 +388,7 @@ func ExpireIDMP(v *materialize.View, limit int) ([]codec.Event, error) {
 		}
 		if !ok || e.gone[string(vk)] || e.deadline(id) != deadline {
 			// Stale: only the M key goes (an empty iid).
-			stale = append(stale, codec.IDMPDelEvent(db, e.key, pid, nil, id, deadline, 0))
+			stale = append(stale, codec.IDMPDelEvent(db, e.key, pid, nil, id, deadline, 0, codec.ID{}))
 			return true, nil
 		}
 		return true, e.del(pid, iid, id)
