@@ -237,7 +237,7 @@ func TestXNack(t *testing.T) {
 	mustDo(t, c, "XNACK", "s", "g", "FAIL", "IDS", "1", "1-0")
 	mustDo(t, c, "XNACK", "s", "g", "FATAL", "IDS", "1", "2-0")
 	pend := fmt.Sprint(mustDo(t, c, "XPENDING", "s", "g", "-", "+", "10"))
-	for _, want := range []string{"[1-0  ", "[2-0  ", "[3-0  ", "[4-0 c1 "} {
+	for _, want := range []string{"[1-0  -1 ", "[2-0  -1 ", "[3-0  -1 ", "[4-0 c1 "} {
 		if !strings.Contains(pend, want) {
 			t.Fatalf("XPENDING %s: no %q", pend, want)
 		}
@@ -325,4 +325,23 @@ func TestXReadMaxCountMaxSize(t *testing.T) {
 		// History reads are capped the same way.
 		st("[[s1 [[1-0 [f 1]]]]]", "XREADGROUP", "GROUP", "g", "c", "MAXCOUNT", "1", "STREAMS", "s1", "s2", "0", "0"),
 	}))
+}
+
+// TestIDMPRenameExpires: RENAME and COPY take a stream's idempotent IDs
+// along, and the sweep still expires them under the new name.
+func TestIDMPRenameExpires(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.client(t)
+	mustDo(t, c, "CONFIG", "SET", "stream-idmp-duration", "1")
+	mustDo(t, c, "XADD", "a", "IDMP", "p", "r", "*", "f", "v")
+	mustDo(t, c, "RENAME", "a", "b")
+	mustDo(t, c, "COPY", "b", "c")
+	want := "idmp-duration=1 idmp-maxsize=100 pids-tracked=0 iids-tracked=0 iids-added=1 iids-duplicates=0"
+	deadline := time.Now().Add(5 * time.Second)
+	for xinfoIDMP(t, c, "b") != want || xinfoIDMP(t, c, "c") != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 5 s: b %s; c %s", xinfoIDMP(t, c, "b"), xinfoIDMP(t, c, "c"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

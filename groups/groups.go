@@ -489,7 +489,13 @@ func PendingRange(v *materialize.View, db uint8, key, group []byte, a RangeArgs)
 		if idle < 0 {
 			idle = 0
 		}
-		if idle >= a.MinIdleMs {
+		ok := idle >= a.MinIdleMs
+		if pe.Nacked() {
+			// Released by XNACK: idle -1 (the XNACK page's XPENDING
+			// example), and claimable whatever IDLE asks.
+			idle, ok = -1, true
+		}
+		if ok {
 			out = append(out, Pending{id, append([]byte(nil), pe.Consumer...), idle, pe.DeliveryTimeMs, pe.DeliveryCount})
 		}
 		return int64(len(out)) < a.Count, nil

@@ -3,7 +3,6 @@ package groups
 import (
 	"cmp"
 	"encoding/binary"
-	"math"
 	"slices"
 
 	"github.com/sediment-dev/sediment/codec"
@@ -119,9 +118,10 @@ type Delivered struct {
 // them, oldest delivery first (ties in ID order), claimed for a.Consumer
 // (delivery count + 1, delivered now; NOACK does not apply to them), then
 // new entries as ReadNew delivers them, together at most a.Count. Pending
-// entries deleted from the stream are neither returned nor removed from
-// the PEL, but count against a.Count, which bounds the walk (as Redis's
-// code does). Claims do not move last-delivered-id. Errors: ErrNoGroup,
+// entries deleted from the stream are not returned and are removed from
+// the PEL, as XAUTOCLAIM does (Redis 8.4 leaves them, so they keep taking
+// COUNT from every CLAIM read and never clear); they do not count against
+// a.Count. Claims do not move last-delivered-id. Errors: ErrNoGroup,
 // materialize.ErrWrongType.
 // https://redis.io/docs/latest/commands/xreadgroup/
 func (s *Session) ReadClaim(key []byte, a ReadArgs) ([]Delivered, error) {
@@ -130,33 +130,26 @@ func (s *Session) ReadClaim(key []byte, a ReadArgs) ([]Delivered, error) {
 		return nil, err
 	}
 	now := s.v.NowMs()
-	idle, err := s.idlePending(edit, a.MinIdleMs, a.Count, now)
-	if err != nil {
-		return nil, err
-	}
 	var out []Delivered
-	for _, p := range idle {
-		e, found, err := streams.Get(s.v, s.db, key, p.id)
+	// Deleted entries do not take COUNT: read on past them (each walk
+	// removes what it found deleted, so the rounds end).
+	for want := a.Count; ; {
+		idle, err := s.idlePending(edit, a.MinIdleMs, want, now)
 		if err != nil {
 			return nil, err
 		}
-		if !found {
-			continue
-		}
-		if !a.Bytes.Fits(e) {
-			break
-		}
-		prev := p.pe
-		pe := prev
-		pe.Consumer, pe.DeliveryTimeMs, pe.DeliveryCount, pe.NackSeq = a.Consumer, now, redelivered(prev.DeliveryCount), 0
-		if err := edit.set(p.id, pe, &prev); err != nil {
+		dropped, err := s.claimIdle(edit, key, idle, a, now, &out)
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, Delivered{Entry: e, IdleMs: max(now-prev.DeliveryTimeMs, 0), Deliveries: prev.DeliveryCount})
+		if dropped == 0 || a.Count <= 0 || len(idle) < want || (a.Bytes != nil && a.Bytes.Full) {
+			break
+		}
+		want = dropped
 	}
 	claimed := len(out)
 	var entries []streams.Entry
-	if rest := a.Count - len(idle); a.Count <= 0 || rest > 0 {
+	if rest := a.Count - claimed; a.Count <= 0 || rest > 0 {
 		if entries, err = streams.After(s.v, s.db, key, edit.g.LastDeliveredID, max(rest, 0)); err != nil {
 			return nil, err
 		}
@@ -172,6 +165,37 @@ func (s *Session) ReadClaim(key []byte, a ReadArgs) ([]Delivered, error) {
 		out = append(out, Delivered{Entry: e})
 	}
 	return out, nil
+}
+
+// claimIdle claims the idle entries for a.Consumer, appending them to out,
+// and removes from the PEL those whose stream entry is gone; it returns
+// how many it removed. It stops when MAXSIZE's budget is spent.
+func (s *Session) claimIdle(edit *pelEdit, key []byte, idle []idleEntry, a ReadArgs, now int64, out *[]Delivered) (int, error) {
+	dropped := 0
+	for _, p := range idle {
+		e, found, err := streams.Get(s.v, s.db, key, p.id)
+		if err != nil {
+			return 0, err
+		}
+		if !found {
+			if err := edit.del(p.id, p.pe); err != nil {
+				return 0, err
+			}
+			dropped++
+			continue
+		}
+		if !a.Bytes.Fits(e) {
+			break
+		}
+		prev := p.pe
+		pe := prev
+		pe.Consumer, pe.DeliveryTimeMs, pe.DeliveryCount, pe.NackSeq = a.Consumer, now, redelivered(prev.DeliveryCount), 0
+		if err := edit.set(p.id, pe, &prev); err != nil {
+			return 0, err
+		}
+		*out = append(*out, Delivered{Entry: e, IdleMs: max(now-prev.DeliveryTimeMs, 0), Deliveries: prev.DeliveryCount})
+	}
+	return dropped, nil
 }
 
 type idleEntry struct {
@@ -248,24 +272,37 @@ func (s *Session) idlePending(edit *pelEdit, minIdle int64, count int, now int64
 	return out, err
 }
 
-// OldestDelivery returns the delivery time (Unix ms) of the group's
-// oldest pending entry, false when nothing is pending: when a blocked
-// XREADGROUP CLAIM can next find something to claim.
-func OldestDelivery(v *materialize.View, db uint8, key, group []byte) (int64, bool, error) {
+// NextClaimable returns when (Unix ms) the group's first pending entry
+// that is not yet idle minIdle ms becomes so: when a blocked XREADGROUP
+// CLAIM, which found nothing to claim, may find something; false when no
+// such entry is pending. (Entries already idle enough but not claimed are
+// ones whose stream entry is gone: they never wake a reader.)
+func NextClaimable(v *materialize.View, db uint8, key, group []byte, minIdle int64) (int64, bool, error) {
 	_, g, err := Lookup(v, db, key, group)
-	if err != nil || g.PEL.Count == 0 {
+	if err != nil || g.PEL.Count == 0 || !g.TimeIndexed {
 		return 0, false, err
 	}
-	s := NewSession(v, db)
-	_, edit, err := s.lookup(key, group)
-	if err != nil {
-		return 0, false, err
+	now := v.NowMs()
+	if minIdle > now {
+		return 0, false, nil // nothing delivered since the epoch is idle enough yet: never, in practice
 	}
-	idle, err := s.idlePending(edit, math.MinInt64/2, 1, v.NowMs())
-	if err != nil || len(idle) == 0 {
-		return 0, false, err
-	}
-	return idle[0].pe.DeliveryTimeMs, true, nil
+	from := max(g.TimeFirst.Time, now-minIdle+1)
+	p := codec.GroupPrefix(codec.TagPELTime, db, key, group)
+	var at int64
+	found := false
+	err = v.Iterate(codec.PELTimeKey(db, key, group, from, codec.ID{}), codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
+		pos, err := decodeTimeKey(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		pe, pending, err := pelEntry(v, db, key, group, pos.ID)
+		if err != nil || !pending || max(pe.IndexTime(), 0) != pos.Time {
+			return err == nil, err // a stale key
+		}
+		at, found = pos.Time+minIdle, true
+		return false, nil
+	})
+	return at, found, err
 }
 
 // ReadHistory returns the consumer's own pending entries with ID > after, up

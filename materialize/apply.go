@@ -1,7 +1,9 @@
 package materialize
 
 import (
+	"errors"
 	"fmt"
+	"math"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -460,6 +462,45 @@ func copyKey(b *pebble.Batch, t codec.Type, srcDB uint8, src []byte, db uint8, d
 			if err := b.Set(append(to[:len(to):len(to)], kv[0]...), kv[1], nil); err != nil {
 				return err
 			}
+		}
+		if tag == codec.TagIDMPByID && len(kvs) > 0 {
+			if err := copyIDMPExpiry(b, srcDB, src, db, dst, kvs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// copyIDMPExpiry writes the store-wide expiry index (M) of the idempotent
+// IDs a stream copy took along (V keys, given by their suffix after the key
+// prefix), under the destination's name: M is not under the key's prefix,
+// so the copy of the key's sub-keys does not carry it.
+func copyIDMPExpiry(b *pebble.Batch, srcDB uint8, src []byte, db uint8, dst []byte, kvs [][2][]byte) error {
+	val, closer, err := b.Get(codec.IDMPStateKey(srcDB, src))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil // records without settings: not written by this version
+	}
+	if err != nil {
+		return err
+	}
+	st, err := codec.DecodeIDMPState(val)
+	closer.Close()
+	if err != nil {
+		return err
+	}
+	for _, kv := range kvs {
+		pid, rest, err := codec.SplitName(kv[0])
+		if err != nil {
+			return err
+		}
+		id, err := codec.DecodeID(rest)
+		if err != nil {
+			return err
+		}
+		deadline := int64(min(id.Ms, math.MaxInt64/2)) + int64(st.DurationS)*1000
+		if err := b.Set(codec.IDMPExpiryKey(deadline, db, dst, pid, id), nil, nil); err != nil {
+			return err
 		}
 	}
 	return nil

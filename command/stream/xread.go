@@ -201,8 +201,8 @@ func parseXRead(args [][]byte, isGroup bool) (xread, error) {
 }
 
 // untilClaimable returns how long until an entry pending in c's group on
-// one of c's streams has been idle for CLAIM's min-idle-time (at least a
-// millisecond), false when nothing is pending.
+// one of c's streams, not yet idle enough, has been idle for CLAIM's
+// min-idle-time (at least a millisecond), false when there is none.
 func untilClaimable(x *command.Ctx, c xread) (time.Duration, bool) {
 	v := x.View()
 	db := v.StorageDB(x.SelectedDB())
@@ -211,14 +211,11 @@ func untilClaimable(x *command.Ctx, c xread) (time.Duration, bool) {
 		found bool
 	)
 	for _, key := range c.keys {
-		t, ok, err := groups.OldestDelivery(v, db, key, c.group)
+		t, ok, err := groups.NextClaimable(v, db, key, c.group, c.minIdleMs)
 		if err != nil || !ok {
 			continue
 		}
-		if c.minIdleMs > math.MaxInt64-max(t, 0) {
-			continue // never, in practice
-		}
-		if t += c.minIdleMs; !found || t < at {
+		if !found || t < at {
 			at, found = t, true
 		}
 	}
