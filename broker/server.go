@@ -472,10 +472,16 @@ func (s *Server) every(d time.Duration, fn func()) {
 // whose stream's idmp-duration passed (streams.ExpireIDMP).
 func (s *Server) activeExpiry() {
 	tick := 0
+	var idmpFrom int64 // the sweep's cursor (streams.ExpireIDMP)
 	s.every(100*time.Millisecond, func() {
 		if tick++; tick%10 == 0 {
 			_, err := s.store.Write(func(v *materialize.View) ([]codec.Event, error) {
-				return streams.ExpireIDMP(v, 1000)
+				from := idmpFrom
+				evs, err := streams.ExpireIDMP(v, &from, 1000)
+				if err == nil {
+					idmpFrom = from
+				}
+				return evs, err
 			})
 			if err != nil && !errors.Is(err, materialize.ErrClosed) {
 				s.opts.Logger.Warn("idempotent-ID expiry failed", "err", err)

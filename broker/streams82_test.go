@@ -447,3 +447,27 @@ func TestXReadGroupClaimBlock(t *testing.T) {
 		t.Fatalf("blocked CLAIM read served by XNACK: %s", got)
 	}
 }
+
+// TestTrimPolicyOnExpiredStream: an XADD that replaces an expired stream
+// trims the new stream, which has no consumer groups; the old one's groups
+// must neither keep its entry (ACKED) nor come back (DELREF).
+func TestTrimPolicyOnExpiredStream(t *testing.T) {
+	for _, policy := range []string{"DELREF", "ACKED"} {
+		ts := newTestServer(t)
+		c := ts.client(t)
+		for i := 1; i <= 3; i++ {
+			mustDo(t, c, "XADD", "s", fmt.Sprintf("%d-0", i), "f", "v")
+		}
+		mustDo(t, c, "XGROUP", "CREATE", "s", "g", "0")
+		mustDo(t, c, "XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")
+		mustDo(t, c, "PEXPIRE", "s", "1")
+		time.Sleep(5 * time.Millisecond)
+		mustDo(t, c, "XADD", "s", policy, "MAXLEN", "0", "6-0", "f", "v")
+		if n := mustDo(t, c, "XLEN", "s"); n != int64(0) {
+			t.Errorf("%s: XLEN %v, want 0", policy, n)
+		}
+		if g := fmt.Sprint(mustDo(t, c, "XINFO", "GROUPS", "s")); g != "[]" {
+			t.Errorf("%s: the expired stream's groups came back: %s", policy, g)
+		}
+	}
+}

@@ -37,6 +37,11 @@ func (r *Refs) load() error {
 		return nil
 	}
 	r.loaded = true
+	// A stream that expired and is being replaced in this decision (XADD
+	// re-creating it) has no groups, whatever keys the view still shows.
+	if _, ok, err := streams.Meta(r.v, r.db, r.key); err != nil || !ok {
+		return err
+	}
 	p := codec.KeyPrefix(codec.TagGroup, r.db, r.key)
 	err := r.v.IterateKeys(p, codec.PrefixEnd(p), func(k, val []byte) (bool, error) {
 		name, _, err := codec.SplitName(k[len(p):])

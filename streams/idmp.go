@@ -16,9 +16,9 @@ type Config struct {
 	// 1..86400) and stream-idmp-maxsize (1..10000): a stream's idempotent
 	// IDs expire after the duration and a producer keeps at most maxsize.
 	IDMPDurationS, IDMPMaxSize int64
-	// NodeMaxEntries is stream-node-max-entries (0: no bound), the node
-	// size of approximate trimming. NodeMaxBytes is stream-node-max-bytes,
-	// kept and reported only: Sediment's nodes are counted in entries.
+	// NodeMaxEntries is stream-node-max-entries, the node size of
+	// approximate trimming. NodeMaxBytes is stream-node-max-bytes, kept and
+	// reported only: Sediment's nodes are counted in entries.
 	NodeMaxEntries, NodeMaxBytes int64
 }
 
@@ -26,10 +26,13 @@ type Config struct {
 var DefaultConfig = Config{IDMPDurationS: 100, IDMPMaxSize: 100, NodeMaxEntries: DefaultNodeMaxEntries, NodeMaxBytes: 4096}
 
 // NodeSize returns the node size of approximate trimming:
-// stream-node-max-entries, or no bound (math.MaxUint64) for 0.
+// stream-node-max-entries, or the default (100) for 0. Redis bounds its
+// nodes by stream-node-max-bytes alone then; Sediment, which counts nodes
+// in entries, keeps the default rather than make one node of the whole
+// stream (with which '~' would never trim and MINID '~' would walk it all).
 func (c Config) NodeSize() uint64 {
 	if c.NodeMaxEntries <= 0 {
-		return math.MaxUint64
+		return DefaultNodeMaxEntries
 	}
 	return uint64(c.NodeMaxEntries)
 }
@@ -347,11 +350,16 @@ func SetIDMPConfig(v *materialize.View, db uint8, key []byte, durationS, maxSize
 }
 
 // ExpireIDMP is one round of the idempotent-ID sweep: it walks the M index
-// up to the decision time and removes, through events, up to limit
-// records whose deadline passed, as Redis's cron does about once a second.
-// M keys whose record is gone (its stream deleted, renamed or cleared by
-// XCFGSET) are removed too. Its cost is the keys it removes.
-func ExpireIDMP(v *materialize.View, limit int) ([]codec.Event, error) {
+// from the deadline *from up to the decision time and removes, through
+// events, up to limit records whose deadline passed, as Redis's cron does
+// about once a second. M keys whose record is gone (its stream deleted,
+// renamed or cleared by XCFGSET) are removed too. It moves *from to the
+// last deadline it reached: the keys below it are deletions the next round
+// need not walk again (every new M key's deadline is later: an ID's time
+// plus at least a second). Its cost is the keys it removes. *from starts
+// at 0 (a restart walks the index once).
+func ExpireIDMP(v *materialize.View, from *int64, limit int) ([]codec.Event, error) {
+	lower := binary.BigEndian.AppendUint64([]byte{byte(codec.TagIDMPExpiry)}, uint64(max(*from, 0)))
 	upper := binary.BigEndian.AppendUint64([]byte{byte(codec.TagIDMPExpiry)}, uint64(max(v.NowMs(), 0)+1))
 	type streamKey struct {
 		db  uint8
@@ -361,7 +369,7 @@ func ExpireIDMP(v *materialize.View, limit int) ([]codec.Event, error) {
 	var order []*idmpEdit
 	var stale []codec.Event
 	n := 0
-	err := v.Iterate([]byte{byte(codec.TagIDMPExpiry)}, upper, false, func(k, _ []byte) (bool, error) {
+	err := v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
 		if n >= limit {
 			return false, nil
 		}
@@ -370,6 +378,7 @@ func ExpireIDMP(v *materialize.View, limit int) ([]codec.Event, error) {
 		if err != nil {
 			return false, err
 		}
+		*from = deadline
 		sk := streamKey{db, string(key)}
 		e := edits[sk]
 		if e == nil {
