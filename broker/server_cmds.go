@@ -342,12 +342,9 @@ func runConfigSet(x *exec) error {
 		name := command.Lower(x.args[i])
 		switch name {
 		case "stream-node-max-entries":
-			v, ok := parseInt(x.args[i+1])
-			switch {
-			case !ok:
-				return errConfigSetFailed(name, "argument couldn't be parsed into an integer")
-			case v < 0:
-				return errConfigSetFailed(name, "argument must be between 0 and 9223372036854775807 inclusive")
+			v, err := configInt(name, x.args[i+1], 0, math.MaxInt64)
+			if err != nil {
+				return err
 			}
 			streamCfg.NodeMaxEntries = v
 		case "stream-node-max-bytes":
@@ -361,23 +358,17 @@ func runConfigSet(x *exec) error {
 			if name == "stream-idmp-maxsize" {
 				hi, at = streams.IDMPMaxSizeMax, &streamCfg.IDMPMaxSize
 			}
-			v, ok := parseInt(x.args[i+1])
-			switch {
-			case !ok:
-				return errConfigSetFailed(name, "argument couldn't be parsed into an integer")
-			case v < 1 || v > hi:
-				return errConfigSetFailed(name, fmt.Sprintf("argument must be between 1 and %d inclusive", hi))
+			v, err := configInt(name, x.args[i+1], 1, hi)
+			if err != nil {
+				return err
 			}
 			*at = v
 		case "requirepass":
 			pass = string(x.args[i+1])
 		case "tracking-table-max-keys":
-			v, ok := parseInt(x.args[i+1])
-			switch {
-			case !ok:
-				return errConfigSetFailed(name, "argument couldn't be parsed into an integer")
-			case v < 0:
-				return errConfigSetFailed(name, "argument must be between 0 and 9223372036854775807 inclusive")
+			v, err := configInt(name, x.args[i+1], 0, math.MaxInt64)
+			if err != nil {
+				return err
 			}
 			trackMax = int(v)
 		case "slowlog-log-slower-than", "slowlog-max-len":
@@ -615,4 +606,17 @@ func parseMemory(b []byte) (int64, error) {
 		return 0, fmt.Errorf("argument must be between 0 and %d inclusive", int64(math.MaxInt64))
 	}
 	return int64(n * mul), nil
+}
+
+// configInt parses an integer CONFIG SET value within [lo, hi], with
+// Redis's reasons (config.c) in its error.
+func configInt(name string, arg []byte, lo, hi int64) (int64, error) {
+	v, ok := parseInt(arg)
+	switch {
+	case !ok:
+		return 0, errConfigSetFailed(name, "argument couldn't be parsed into an integer")
+	case v < lo || v > hi:
+		return 0, errConfigSetFailed(name, fmt.Sprintf("argument must be between %d and %d inclusive", lo, hi))
+	}
+	return v, nil
 }

@@ -130,20 +130,9 @@ func DelConsumer(v *materialize.View, db uint8, key, group, consumer []byte) (in
 		return 0, nil, err
 	}
 	edit := newPELEdit(v, db, key, group, g)
-	p := codec.ConsumerPELPrefix(db, key, group, consumer)
-	var ids []codec.ID
-	if lower, upper, ok := pendingBounds(p, c.PEL, codec.ID{}, codec.MaxID); ok {
-		err = v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
-			id, err := codec.DecodeID(k[len(p):])
-			if err != nil {
-				return false, err
-			}
-			ids = append(ids, id)
-			return true, nil
-		})
-		if err != nil {
-			return 0, nil, err
-		}
+	ids, err := pendingIDs(v, codec.ConsumerPELPrefix(db, key, group, consumer), c.PEL, codec.ID{}, codec.MaxID)
+	if err != nil {
+		return 0, nil, err
 	}
 	n := 0
 	for _, id := range ids {

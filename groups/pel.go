@@ -477,6 +477,25 @@ func recount(v *materialize.View, p []byte, keep func(codec.ID) (bool, error)) (
 	return s, err
 }
 
+// pendingIDs returns the IDs in [start, end] of the PEL range under p
+// whose stats are s, as stored (not as an edit leaves them).
+func pendingIDs(v *materialize.View, p []byte, s codec.PELStats, start, end codec.ID) ([]codec.ID, error) {
+	lower, upper, ok := pendingBounds(p, s, start, end)
+	if !ok {
+		return nil, nil
+	}
+	var ids []codec.ID
+	err := v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
+		id, err := codec.DecodeID(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		ids = append(ids, id)
+		return true, nil
+	})
+	return ids, err
+}
+
 // pendingBounds returns the iterator bounds of the IDs in [start, end] of
 // the PEL range under p whose stats are s, clipped below at s.First. ok is
 // false when the range holds nothing.

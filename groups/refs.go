@@ -124,20 +124,7 @@ func (r *Refs) ReleaseRange(first, last codec.ID) error {
 		return err
 	}
 	for _, e := range r.edits {
-		p := codec.GroupPrefix(codec.TagPEL, r.db, r.key, e.group)
-		lower, upper, ok := pendingBounds(p, e.g.PEL, first, last)
-		if !ok {
-			continue
-		}
-		var ids []codec.ID
-		err := r.v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
-			id, err := codec.DecodeID(k[len(p):])
-			if err != nil {
-				return false, err
-			}
-			ids = append(ids, id)
-			return true, nil
-		})
+		ids, err := pendingIDs(r.v, codec.GroupPrefix(codec.TagPEL, r.db, r.key, e.group), e.g.PEL, first, last)
 		if err != nil {
 			return err
 		}
