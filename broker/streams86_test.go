@@ -345,3 +345,74 @@ func TestIDMPRenameExpires(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestDeadLetters: XGROUP DEADLETTER (a Sediment extension,
+// docs/rfcs/20261126_dead_letters_delayed_delivery.md): a claim that meets
+// an entry delivered MAXDELIVERIES times moves it, with its delivery
+// history, to the dead-letter stream, and goes on with the next.
+func TestDeadLetters(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.client(t)
+	for i := 1; i <= 3; i++ {
+		mustDo(t, c, "XADD", "s", fmt.Sprintf("%d-0", i), "f", i)
+	}
+	mustDo(t, c, "XGROUP", "CREATE", "s", "g", "0")
+	for _, bad := range [][]any{
+		{"XGROUP", "DEADLETTER", "nokey", "g", "dlq", "MAXDELIVERIES", "2"},
+		{"XGROUP", "DEADLETTER", "s", "nog", "dlq", "MAXDELIVERIES", "2"},
+		{"XGROUP", "DEADLETTER", "s", "g", "dlq", "MAXDELIVERIES", "0"},
+		{"XGROUP", "DEADLETTER", "s", "g", "s", "MAXDELIVERIES", "2"},
+		{"XGROUP", "DEADLETTER", "s", "g", "dlq"},
+		{"XGROUP", "DEADLETTER", "s", "g", "dlq", "MAXCOUNT", "2"},
+	} {
+		if _, err := do(t, c, bad...); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+	mustErr(t, c, "ERR MAXDELIVERIES must be a positive integer", "XGROUP", "DEADLETTER", "s", "g", "dlq", "MAXDELIVERIES", "0")
+	mustErr(t, c, "ERR the dead-letter stream must be another key", "XGROUP", "DEADLETTER", "s", "g", "s", "MAXDELIVERIES", "2")
+	mustDo(t, c, "XGROUP", "DEADLETTER", "s", "g", "dlq", "MAXDELIVERIES", "2")
+	info := func() string { return fmt.Sprint(mustDo(t, c, "XINFO", "DEADLETTER", "s", "g")) }
+	if got := info(); got != "[dead-letter-key dlq max-deliveries 2 dead-lettered 0]" {
+		t.Fatalf("XINFO DEADLETTER: %s", got)
+	}
+	mustDo(t, c, "XREADGROUP", "GROUP", "g", "c1", "STREAMS", "s", ">")
+	mustDo(t, c, "XCLAIM", "s", "g", "c2", "0", "1-0") // 1-0 delivered twice
+	// CLAIM moves 1-0 and claims the others (delivered once).
+	got := fmt.Sprint(mustDo(t, c, "XREADGROUP", "GROUP", "g", "c3", "CLAIM", "0", "STREAMS", "s", ">"))
+	if strings.Contains(got, "1-0") || !strings.Contains(got, "[2-0 [f 2] ") || !strings.Contains(got, "[3-0 [f 3] ") {
+		t.Fatalf("CLAIM with dead letters: %s", got)
+	}
+	dl := fmt.Sprint(mustDo(t, c, "XRANGE", "dlq", "-", "+"))
+	if !strings.HasSuffix(dl, " [dl-stream s dl-group g dl-id 1-0 dl-deliveries 2 dl-consumer c2 f 1]]]") {
+		t.Fatalf("dead-letter stream: %s", dl)
+	}
+	if got := fmt.Sprint(mustDo(t, c, "XPENDING", "s", "g")); got != "[2 2-0 3-0 [[c3 2]]]" {
+		t.Fatalf("XPENDING: %s", got)
+	}
+	// XAUTOCLAIM moves both (delivered twice now): nothing claimed.
+	if got := fmt.Sprint(mustDo(t, c, "XAUTOCLAIM", "s", "g", "c4", "0", "0")); got != "[0-0 [] []]" {
+		t.Fatalf("XAUTOCLAIM with dead letters: %s", got)
+	}
+	if got := info(); got != "[dead-letter-key dlq max-deliveries 2 dead-lettered 3]" {
+		t.Fatalf("XINFO DEADLETTER: %s", got)
+	}
+	if n := mustDo(t, c, "XLEN", "dlq"); n != int64(3) {
+		t.Fatalf("XLEN dlq = %v", n)
+	}
+	// OFF: claims deliver again; the count stays.
+	mustDo(t, c, "XGROUP", "DEADLETTER", "s", "g", "OFF")
+	if got := info(); got != "[dead-letter-key <nil> max-deliveries 0 dead-lettered 3]" {
+		t.Fatalf("XINFO DEADLETTER after OFF: %s", got)
+	}
+	// A dead-letter key of another type fails the claim, which changes nothing.
+	mustDo(t, c, "XADD", "s", "4-0", "f", "4")
+	mustDo(t, c, "XREADGROUP", "GROUP", "g", "c1", "STREAMS", "s", ">")
+	mustDo(t, c, "XCLAIM", "s", "g", "c1", "0", "4-0")
+	mustDo(t, c, "SET", "str", "v")
+	mustDo(t, c, "XGROUP", "DEADLETTER", "s", "g", "str", "MAXDELIVERIES", "1")
+	mustErr(t, c, "WRONGTYPE Operation against a key holding the wrong kind of value", "XAUTOCLAIM", "s", "g", "c4", "0", "0")
+	if got := fmt.Sprint(mustDo(t, c, "XPENDING", "s", "g")); got != "[1 4-0 4-0 [[c1 1]]]" {
+		t.Fatalf("XPENDING after the failed claim: %s", got)
+	}
+}

@@ -576,9 +576,14 @@ func TestGroupRoundTrip(t *testing.T) {
 		{LastDeliveredID: ID{0, 1}, EntriesRead: math.MinInt64},
 		{LastDeliveredID: ID{0, 1}, TimeIndexed: true, NackNext: 7, Nacked: 3},
 		{TimeIndexed: true, TimeFirst: PELTimePos{1700000000000, ID{5, 6}}},
+		{TimeIndexed: true, MaxDeliveries: 3, DeadLettered: 2, DeadLetterKey: "dlq\x00"},
 	} {
 		enc := AppendGroup(nil, g)
-		if want := map[bool]int{false: 49, true: 89}[g.NackNext != 0 || g.Nacked != 0 || g.TimeFirst != (PELTimePos{})]; len(enc) != want {
+		want := map[bool]int{false: 49, true: 89}[g.NackNext != 0 || g.Nacked != 0 || g.TimeFirst != (PELTimePos{}) || g.MaxDeliveries != 0]
+		if g.MaxDeliveries != 0 {
+			want += 16 + 4 + len(g.DeadLetterKey)
+		}
+		if len(enc) != want {
 			t.Fatalf("AppendGroup is %d bytes, want %d", len(enc), want)
 		}
 		if got, err := DecodeGroup(enc); err != nil || got != g {

@@ -312,6 +312,12 @@ type Group struct {
 	// at the index's start; meaningful only while PEL.Count > 0 and
 	// TimeIndexed.
 	TimeFirst PELTimePos
+	// Dead letters (a Sediment extension, docs/rfcs/
+	// 20261126_dead_letters_delayed_delivery.md): an entry delivered
+	// MaxDeliveries times (0: off) is moved to the stream DeadLetterKey by
+	// the next claim; DeadLettered counts the entries moved.
+	MaxDeliveries, DeadLettered uint64
+	DeadLetterKey               string
 }
 
 // PELTimePos is a place in the W index: an entry's IndexTime and its ID.
@@ -348,11 +354,17 @@ func AppendGroup(b []byte, g Group) []byte {
 		flags |= groupFlagTimeIndexed
 	}
 	b = append(b, flags)
-	if g.NackNext != 0 || g.Nacked != 0 || g.TimeFirst != (PELTimePos{}) {
+	dead := g.MaxDeliveries != 0 || g.DeadLettered != 0
+	if dead || g.NackNext != 0 || g.Nacked != 0 || g.TimeFirst != (PELTimePos{}) {
 		b = binary.BigEndian.AppendUint64(b, g.NackNext)
 		b = binary.BigEndian.AppendUint64(b, g.Nacked)
 		b = binary.BigEndian.AppendUint64(b, uint64(g.TimeFirst.Time))
 		b = AppendID(b, g.TimeFirst.ID)
+	}
+	if dead {
+		b = binary.BigEndian.AppendUint64(b, g.MaxDeliveries)
+		b = binary.BigEndian.AppendUint64(b, g.DeadLettered)
+		b = AppendName(b, []byte(g.DeadLetterKey))
 	}
 	return b
 }
@@ -361,7 +373,7 @@ func AppendGroup(b []byte, g Group) []byte {
 // legacy layouts).
 func DecodeGroup(b []byte) (Group, error) {
 	full := groupLegacyLen + pelStatsLen + 1
-	if len(b) != groupLegacyLen && len(b) != groupLegacyLen+pelStatsLen && len(b) != full && len(b) != full+groupTailLen {
+	if len(b) != groupLegacyLen && len(b) != groupLegacyLen+pelStatsLen && len(b) != full && len(b) < full+groupTailLen {
 		return Group{}, corruptf("group of %d bytes", len(b))
 	}
 	id, _ := DecodeID(b)
@@ -374,12 +386,24 @@ func DecodeGroup(b []byte) (Group, error) {
 	if len(b) >= full {
 		g.TimeIndexed = b[full-1]&groupFlagTimeIndexed != 0
 	}
-	if len(b) == full+groupTailLen {
+	if len(b) > full+groupTailLen {
+		d := b[full+groupTailLen:]
+		if len(d) < 16 {
+			return Group{}, corruptf("group dead-letter fields of %d bytes", len(d))
+		}
+		g.MaxDeliveries, g.DeadLettered = binary.BigEndian.Uint64(d), binary.BigEndian.Uint64(d[8:])
+		name, rest, err := SplitName(d[16:])
+		if err != nil || len(rest) != 0 || (g.MaxDeliveries == 0 && g.DeadLettered == 0) {
+			return Group{}, corruptf("group dead-letter fields")
+		}
+		g.DeadLetterKey = string(name)
+	}
+	if len(b) >= full+groupTailLen {
 		t := b[full:]
 		g.NackNext, g.Nacked = binary.BigEndian.Uint64(t), binary.BigEndian.Uint64(t[8:])
 		g.TimeFirst.Time = int64(binary.BigEndian.Uint64(t[16:]))
 		g.TimeFirst.ID, _ = DecodeID(t[24:])
-		if g.NackNext == 0 && g.Nacked == 0 && g.TimeFirst == (PELTimePos{}) {
+		if len(b) == full+groupTailLen && g.NackNext == 0 && g.Nacked == 0 && g.TimeFirst == (PELTimePos{}) {
 			return Group{}, corruptf("group with an empty tail")
 		}
 	}

@@ -70,6 +70,12 @@ func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.En
 			if a.MinIdleMs > 0 && now-pe.DeliveryTimeMs < a.MinIdleMs {
 				continue
 			}
+			if edit.deadLetters(pe) {
+				if err := edit.deadLetter(id, e.Fields, pe); err != nil {
+					return nil, nil, err
+				}
+				continue
+			}
 		case a.Force:
 			pe = codec.PELEntry{DeliveryCount: 1}
 		default:
@@ -174,6 +180,12 @@ func AutoClaim(v *materialize.View, db uint8, key []byte, a AutoClaimArgs) (next
 		}
 		if a.MinIdleMs > 0 && now-s.pe.DeliveryTimeMs < a.MinIdleMs {
 			continue
+		}
+		if edit.deadLetters(s.pe) {
+			if err := edit.deadLetter(s.id, e.Fields, s.pe); err != nil {
+				return codec.ID{}, nil, nil, nil, err
+			}
+			continue // does not take COUNT
 		}
 		pe, prev := s.pe, s.pe
 		pe.DeliveryTimeMs = now

@@ -1,6 +1,8 @@
 package groups
 
 import (
+	"bytes"
+	"errors"
 	"math"
 
 	"github.com/sediment-dev/sediment/codec"
@@ -102,4 +104,28 @@ func redelivered(n uint64) uint64 {
 		return math.MaxInt64
 	}
 	return n + 1
+}
+
+// ErrDeadLetterSelf: a group's dead-letter stream is its own stream.
+var ErrDeadLetterSelf = errors.New("groups: the dead-letter stream is the group's own stream")
+
+// SetDeadLetter turns dead letters on for group (XGROUP DEADLETTER, a
+// Sediment extension): from then on a claim (XREADGROUP CLAIM, XCLAIM,
+// XAUTOCLAIM) that meets a pending entry delivered maxDeliveries times
+// moves it to the stream dlq instead. maxDeliveries 0 turns them off.
+// Errors: ErrNoGroup, ErrDeadLetterSelf, materialize.ErrWrongType.
+// docs/rfcs/20261126_dead_letters_delayed_delivery.md
+func SetDeadLetter(v *materialize.View, db uint8, key, group, dlq []byte, maxDeliveries uint64) ([]codec.Event, error) {
+	_, g, err := Lookup(v, db, key, group)
+	if err != nil {
+		return nil, err
+	}
+	if maxDeliveries > 0 && bytes.Equal(dlq, key) {
+		return nil, ErrDeadLetterSelf
+	}
+	g.MaxDeliveries, g.DeadLetterKey = maxDeliveries, string(dlq)
+	if maxDeliveries == 0 {
+		g.DeadLetterKey = ""
+	}
+	return []codec.Event{codec.GroupSetEvent(db, key, group, g)}, nil
 }

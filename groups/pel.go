@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"strconv"
 
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
 )
 
 // pelEdit stages one decision's changes to a group's PEL and keeps the
@@ -43,6 +45,32 @@ type pelEdit struct {
 	wAdded, wRemoved map[codec.PELTimePos]bool
 	wStale           bool
 	timeFirst0       codec.PELTimePos // TimeFirst when the edit began
+
+	dead [][][]byte // the dead-letter entries' fields, added by finish
+}
+
+// deadLetters reports whether a claim must move the pending entry pe to
+// the group's dead-letter stream instead of delivering it: dead letters
+// are on and pe was delivered MaxDeliveries times.
+func (e *pelEdit) deadLetters(pe codec.PELEntry) bool {
+	return e.g.MaxDeliveries > 0 && pe.DeliveryCount >= e.g.MaxDeliveries
+}
+
+// deadLetter removes id (pending as prev, its stream entry entry, nil
+// fields when deleted) from the PEL and queues its dead-letter entry: the
+// source, the delivery history, then the entry's fields.
+func (e *pelEdit) deadLetter(id codec.ID, fields [][]byte, prev codec.PELEntry) error {
+	if err := e.del(id, prev); err != nil {
+		return err
+	}
+	fv := [][]byte{
+		[]byte("dl-stream"), e.key, []byte("dl-group"), e.group, []byte("dl-id"), []byte(id.String()),
+		[]byte("dl-deliveries"), []byte(strconv.FormatUint(prev.DeliveryCount, 10)), []byte("dl-consumer"), prev.Consumer,
+	}
+	e.dead = append(e.dead, append(fv, fields...))
+	e.g.DeadLettered++
+	e.gDirty = true
+	return nil
 }
 
 // pelDelta is what one edit did to one PEL (the group's or a consumer's):
@@ -381,6 +409,14 @@ func (e *pelEdit) finish() ([]codec.Event, error) {
 	}
 	if e.g.TimeFirst != e.timeFirst0 {
 		e.gDirty = true
+	}
+	if len(e.dead) > 0 {
+		_, evs, err := streams.AddAll(e.v, e.db, []byte(e.g.DeadLetterKey), e.dead)
+		if err != nil {
+			return nil, err
+		}
+		e.events = append(e.events, evs...)
+		e.dead = nil
 	}
 	if e.gDirty {
 		if err := e.gEdit.settle(e.v, &e.g.PEL, codec.GroupPrefix(codec.TagPEL, e.db, e.key, e.group)); err != nil {

@@ -184,6 +184,13 @@ func (s *Session) claimIdle(edit *pelEdit, key []byte, idle []idleEntry, a ReadA
 			dropped++
 			continue
 		}
+		if edit.deadLetters(p.pe) {
+			if err := edit.deadLetter(p.id, e.Fields, p.pe); err != nil {
+				return 0, err
+			}
+			dropped++ // does not take COUNT either
+			continue
+		}
 		if !a.Bytes.Fits(e) {
 			break
 		}

@@ -150,3 +150,39 @@ func Add(v *materialize.View, db uint8, key []byte, fv [][]byte, a AddArgs) (cod
 	events = append(events, codec.SetMetaEvent(db, key, m, prevExpire))
 	return id, true, events, nil
 }
+
+// AddAll appends entries with fields fvs[i] to key, in order, with IDs
+// from the clock ("*"), creating the stream if needed: several XADDs to one
+// key within one decision (a claim moving entries to a dead-letter
+// stream). Errors: ErrExhausted, materialize.ErrWrongType.
+func AddAll(v *materialize.View, db uint8, key []byte, fvs [][][]byte) ([]codec.ID, []codec.Event, error) {
+	m, ok, events, err := metaForWrite(v, db, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		m = NewStreamMeta()
+	}
+	prevExpire := m.ExpireAtMs
+	s := &m.Stream
+	ids := make([]codec.ID, 0, len(fvs))
+	for _, fv := range fvs {
+		if s.LastID == codec.MaxID {
+			return nil, nil, ErrExhausted
+		}
+		id, err := nextID(IDSpec{Auto: true}, s.LastID, v.NowMs())
+		if err != nil {
+			return nil, nil, err
+		}
+		events = append(events, codec.XAddEvent(db, key, id, fv))
+		if s.Length == 0 {
+			s.FirstID = id
+			s.NodeOrigin = s.EntriesAdded
+		}
+		s.Length++
+		s.LastID = id
+		s.EntriesAdded++
+		ids = append(ids, id)
+	}
+	return ids, append(events, codec.SetMetaEvent(db, key, m, prevExpire)), nil
+}

@@ -48,6 +48,9 @@ var xgroupHelp = []string{
 // arity, options, the key, the group, then the ID.
 // https://redis.io/docs/latest/commands/xgroup/
 func runXGroup(x *command.Ctx) error {
+	if command.EqualFold(x.Args[1], "DEADLETTER") {
+		return runXGroupDeadLetter(x)
+	}
 	sub, args := x.Args[1], x.Args
 	name, err := subcommand(args, "xgroup", xgroupSubcommands)
 	if err != nil {
@@ -172,4 +175,54 @@ func boolInt(b bool) int64 {
 		return 1
 	}
 	return 0
+}
+
+const (
+	errMaxDeliveries  command.WireError = "ERR MAXDELIVERIES must be a positive integer"
+	errDeadLetterSelf command.WireError = "ERR the dead-letter stream must be another key"
+)
+
+// XGROUP DEADLETTER key group dlq-key MAXDELIVERIES n | XGROUP DEADLETTER key group OFF
+// (a Sediment extension; docs/rfcs/20261126_dead_letters_delayed_delivery.md)
+// Reply: OK. From then on a claim (XREADGROUP CLAIM, XCLAIM, XAUTOCLAIM)
+// that meets an entry of the group delivered n times moves it, with its
+// delivery history, to the stream dlq-key instead of delivering it. OFF
+// turns that off. Errors: the key's (XGROUP's texts), then the group's,
+// then a dlq-key equal to key.
+func runXGroupDeadLetter(x *command.Ctx) error {
+	a := x.Args
+	var (
+		dlq []byte
+		max uint64
+	)
+	switch {
+	case len(a) == 5 && command.EqualFold(a[4], "OFF"):
+	case len(a) == 7 && command.EqualFold(a[5], "MAXDELIVERIES"):
+		n, ok := command.ParseInt(a[6])
+		if !ok || n < 1 {
+			return errMaxDeliveries
+		}
+		dlq, max = a[4], uint64(n)
+	case len(a) == 5 || len(a) == 7:
+		return command.ErrSubcommandSyntax(a[1], "xgroup")
+	default:
+		return command.ErrWrongArgsSub("xgroup", a[1])
+	}
+	key, group := a[2], a[3]
+	return x.Write(func(v *materialize.View) ([]codec.Event, error) {
+		if _, ok, err := streams.Meta(v, x.DB, key); err != nil || !ok {
+			if err == nil {
+				err = command.ErrXGroupNoKey
+			}
+			return nil, err
+		}
+		evs, err := groups.SetDeadLetter(v, x.DB, key, group, dlq, max)
+		switch {
+		case errors.Is(err, groups.ErrNoGroup):
+			return nil, command.ErrNoSuchGroup(key, group)
+		case errors.Is(err, groups.ErrDeadLetterSelf):
+			return nil, errDeadLetterSelf
+		}
+		return evs, err
+	}, func() { x.Reply.OK() })
 }

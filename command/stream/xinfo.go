@@ -12,7 +12,7 @@ import (
 	"github.com/sediment-dev/sediment/streams"
 )
 
-var xinfoSubcommands = map[string]int{"stream": -3, "groups": 3, "consumers": 4, "help": 2}
+var xinfoSubcommands = map[string]int{"stream": -3, "groups": 3, "consumers": 4, "help": 2, "deadletter": 4}
 
 var xinfoHelp = []string{
 	"XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -113,6 +113,27 @@ func runXInfo(x *command.Ctx) error {
 			WriteID(w, g.LastDeliveredID)
 			writeReadLag(w, g)
 		}
+	case "deadletter":
+		// A Sediment extension: the group's dead-letter settings
+		// (XGROUP DEADLETTER) and how many entries it moved.
+		_, g, err := groups.Lookup(v, x.DB, key, x.Args[3])
+		if errors.Is(err, groups.ErrNoGroup) {
+			return command.ErrNoSuchGroup(key, x.Args[3])
+		}
+		if err != nil {
+			return err
+		}
+		w.Map(3)
+		w.BulkString("dead-letter-key")
+		if g.MaxDeliveries == 0 {
+			w.NullBulk()
+		} else {
+			w.BulkString(g.DeadLetterKey)
+		}
+		w.BulkString("max-deliveries")
+		w.Uint(g.MaxDeliveries)
+		w.BulkString("dead-lettered")
+		w.Uint(g.DeadLettered)
 	case "consumers":
 		cs, err := groups.ConsumerInfos(v, x.DB, key, x.Args[3])
 		if errors.Is(err, groups.ErrNoGroup) {
