@@ -511,22 +511,9 @@ type GroupInfo struct {
 // https://redis.io/docs/latest/commands/xinfo-groups/
 func Infos(v *materialize.View, db uint8, key []byte, m codec.StreamMeta) ([]GroupInfo, error) {
 	var out []GroupInfo
-	p := codec.KeyPrefix(codec.TagGroup, db, key)
-	err := v.IterateKeys(p, codec.PrefixEnd(p), func(k, val []byte) (bool, error) {
-		name, _, err := codec.SplitName(k[len(p):])
-		if err != nil {
-			return false, err
-		}
-		g, err := codec.DecodeGroup(val)
-		if err != nil {
-			return false, err
-		}
-		if err := fillGroupPEL(v, db, key, name, &g); err != nil {
-			return false, err
-		}
-		out = append(out, GroupInfo{Name: append([]byte(nil), name...), LastDeliveredID: g.LastDeliveredID,
+	err := eachGroup(v, db, key, func(name []byte, g codec.Group) {
+		out = append(out, GroupInfo{Name: name, LastDeliveredID: g.LastDeliveredID,
 			EntriesRead: g.EntriesRead, Pending: int64(g.PEL.Count), Nacked: int64(g.Nacked)})
-		return true, nil
 	})
 	if err != nil {
 		return nil, err
@@ -540,6 +527,28 @@ func Infos(v *materialize.View, db uint8, key []byte, m codec.StreamMeta) ([]Gro
 	}
 	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].Name, out[j].Name) < 0 })
 	return out, nil
+}
+
+// eachGroup calls fn with every group of key (a copy of its name, and its
+// value with the PEL stats of a legacy value recounted), in key order.
+func eachGroup(v *materialize.View, db uint8, key []byte, fn func(name []byte, g codec.Group)) error {
+	p := codec.KeyPrefix(codec.TagGroup, db, key)
+	return v.IterateKeys(p, codec.PrefixEnd(p), func(k, val []byte) (bool, error) {
+		name, _, err := codec.SplitName(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		g, err := codec.DecodeGroup(val)
+		if err != nil {
+			return false, err
+		}
+		name = append([]byte(nil), name...)
+		if err := fillGroupPEL(v, db, key, name, &g); err != nil {
+			return false, err
+		}
+		fn(name, g)
+		return true, nil
+	})
 }
 
 // Count returns how many consumer groups key has (XINFO STREAM's groups).

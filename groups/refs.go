@@ -42,28 +42,13 @@ func (r *Refs) load() error {
 	if _, ok, err := streams.Meta(r.v, r.db, r.key); err != nil || !ok {
 		return err
 	}
-	p := codec.KeyPrefix(codec.TagGroup, r.db, r.key)
-	err := r.v.IterateKeys(p, codec.PrefixEnd(p), func(k, val []byte) (bool, error) {
-		name, _, err := codec.SplitName(k[len(p):])
-		if err != nil {
-			return false, err
-		}
-		g, err := codec.DecodeGroup(val)
-		if err != nil {
-			return false, err
-		}
-		name = append([]byte(nil), name...)
-		if err := fillGroupPEL(r.v, r.db, r.key, name, &g); err != nil {
-			return false, err
-		}
+	return eachGroup(r.v, r.db, r.key, func(name []byte, g codec.Group) {
 		if len(r.edits) == 0 || g.LastDeliveredID.Less(r.minLast) {
 			r.minLast = g.LastDeliveredID
 		}
 		r.names = append(r.names, name)
 		r.edits = append(r.edits, newPELEdit(r.v, r.db, r.key, name, g))
-		return true, nil
 	})
-	return err
 }
 
 // edit returns the group's edit, false when the stream has no such group.
@@ -209,33 +194,36 @@ func DelEx(v *materialize.View, db uint8, key []byte, m codec.Meta, ids []codec.
 // not pending in group (nothing happens to it), StillReferenced when policy
 // is Acked and another group may still need it (acknowledged, kept), else
 // Deleted (acknowledged and deleted, or already gone from the stream).
-// ok is false when the group does not exist.
+// Errors: ErrNoGroup (the caller replies -1 for every ID, as Redis).
 // https://redis.io/docs/latest/commands/xackdel/
-func AckDel(v *materialize.View, db uint8, key, group []byte, m codec.Meta, ids []codec.ID, policy streams.RefPolicy) (out []AckDelResult, ok bool, events []codec.Event, err error) {
+func AckDel(v *materialize.View, db uint8, key, group []byte, m codec.Meta, ids []codec.ID, policy streams.RefPolicy) ([]AckDelResult, []codec.Event, error) {
 	refs := NewRefs(v, db, key)
 	e, ok, err := refs.edit(group)
 	if err != nil || !ok {
-		return nil, false, nil, err
+		if err == nil {
+			err = ErrNoGroup
+		}
+		return nil, nil, err
 	}
 	d := streams.NewDeleter(v, db, key, m)
-	out = make([]AckDelResult, len(ids))
+	out := make([]AckDelResult, len(ids))
 	for i, id := range ids {
 		pe, pending, err := e.entry(id)
 		if err != nil {
-			return nil, true, nil, err
+			return nil, nil, err
 		}
 		if !pending {
 			out[i] = NotFound
 			continue
 		}
 		if err := e.del(id, pe); err != nil {
-			return nil, true, nil, err
+			return nil, nil, err
 		}
 		switch policy {
 		case streams.Acked:
 			ref, err := refs.Referenced(id)
 			if err != nil {
-				return nil, true, nil, err
+				return nil, nil, err
 			}
 			if ref {
 				out[i] = StillReferenced
@@ -243,16 +231,15 @@ func AckDel(v *materialize.View, db uint8, key, group []byte, m codec.Meta, ids 
 			}
 		case streams.DelRef:
 			if err := refs.Release(id); err != nil {
-				return nil, true, nil, err
+				return nil, nil, err
 			}
 		}
 		if _, err := d.Delete(id); err != nil {
-			return nil, true, nil, err
+			return nil, nil, err
 		}
 		out[i] = Deleted
 	}
-	out, events, err = finishDeletion(out, refs, d)
-	return out, true, events, err
+	return finishDeletion(out, refs, d)
 }
 
 func finishDeletion(out []AckDelResult, refs *Refs, d *streams.Deleter) ([]AckDelResult, []codec.Event, error) {

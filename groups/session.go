@@ -2,7 +2,6 @@ package groups
 
 import (
 	"cmp"
-	"encoding/binary"
 	"slices"
 
 	"github.com/sediment-dev/sediment/codec"
@@ -217,29 +216,24 @@ type idleEntry struct {
 // entry has since moved is skipped. Groups created before the index
 // (TimeIndexed unset) are scanned whole instead.
 func (s *Session) idlePending(edit *pelEdit, minIdle int64, count int, now int64) ([]idleEntry, error) {
-	if edit.g.PEL.Count == 0 && len(edit.gEdit.added) == 0 {
+	if edit.g.PEL.Count == 0 {
 		return nil, nil
 	}
 	var out []idleEntry
 	if !edit.g.TimeIndexed {
-		p := codec.GroupPrefix(codec.TagPEL, s.db, edit.key, edit.group)
-		err := s.v.Iterate(p, codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
-			id, err := codec.DecodeID(k[len(p):])
-			if err != nil {
-				return false, err
-			}
+		ids, err := pendingIDs(s.v, codec.GroupPrefix(codec.TagPEL, s.db, edit.key, edit.group), edit.g.PEL, codec.ID{}, codec.MaxID)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
 			pe, pending, err := edit.entry(id)
-			if err != nil || !pending {
-				return err == nil, err
+			if err != nil {
+				return nil, err
 			}
-			if now-pe.IndexTime() >= minIdle {
+			if pending && now-pe.IndexTime() >= minIdle {
 				pe.Consumer = append([]byte(nil), pe.Consumer...)
 				out = append(out, idleEntry{id, pe})
 			}
-			return true, nil
-		})
-		if err != nil {
-			return nil, err
 		}
 		slices.SortFunc(out, func(a, b idleEntry) int {
 			if a.pe.IndexTime() != b.pe.IndexTime() {
@@ -257,23 +251,19 @@ func (s *Session) idlePending(edit *pelEdit, minIdle int64, count int, now int64
 	// edit moves it down when it adds a smaller key).
 	lower := codec.PELTimeKey(s.db, edit.key, edit.group, edit.g.TimeFirst.Time, edit.g.TimeFirst.ID)
 	err := s.v.Iterate(lower, codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
-		if len(k) != len(p)+8+codec.IDLen {
-			return false, codec.ErrCorrupt
-		}
-		t := int64(binary.BigEndian.Uint64(k[len(p):]))
-		if now-t < minIdle {
-			return false, nil
-		}
-		id, err := codec.DecodeID(k[len(p)+8:])
+		pos, err := decodeTimeKey(k[len(p):])
 		if err != nil {
 			return false, err
 		}
-		pe, pending, err := edit.entry(id)
-		if err != nil || !pending || max(pe.IndexTime(), 0) != t {
+		if now-pos.Time < minIdle {
+			return false, nil
+		}
+		pe, pending, err := edit.entry(pos.ID)
+		if err != nil || !pending || max(pe.IndexTime(), 0) != pos.Time {
 			return err == nil, err // acknowledged or re-delivered since: a stale key
 		}
 		pe.Consumer = append([]byte(nil), pe.Consumer...)
-		out = append(out, idleEntry{id, pe})
+		out = append(out, idleEntry{pos.ID, pe})
 		return count <= 0 || len(out) < count, nil
 	})
 	return out, err

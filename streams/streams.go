@@ -394,13 +394,12 @@ var PointTrimMax uint64 = 64
 // trimPlan is what a trim removes: n entries, from the old first entry
 // through last, leaving first as the new first entry (0-0 when the stream
 // empties). ids lists the removed entries when n <= PointTrimMax, or when
-// sparse: an ACKED trim kept some entries between oldFirst and last.
+// an ACKED trim kept some entries between oldFirst and last.
 type trimPlan struct {
 	n              uint64
 	oldFirst, last codec.ID
 	first          codec.ID
 	ids            []codec.ID
-	sparse         bool
 }
 
 // planTrim decides which oldest entries t removes from a stream with
@@ -586,7 +585,6 @@ func planTrimAcked(v *materialize.View, db uint8, key []byte, m codec.Meta, pend
 		// The walk stops only where it keeps an entry.
 		return trimPlan{}, fmt.Errorf("streams: ACKED trim kept no first entry of %d: %w", s.Length-pl.n, codec.ErrCorrupt)
 	}
-	pl.sparse = kept
 	if !kept && pl.n > PointTrimMax {
 		pl.ids = nil // contiguous: one range deletion
 	}

@@ -146,7 +146,7 @@ func runXAckDel(x *command.Ctx) error {
 		if err != nil {
 			return nil, err
 		}
-		codes, _, evs, err = groups.AckDel(v, x.DB, key, group, m, ids, policy)
+		codes, evs, err = groups.AckDel(v, x.DB, key, group, m, ids, policy)
 		return evs, err
 	}, func() { writeAckDel(x, n, codes) })
 }

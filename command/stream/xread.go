@@ -280,8 +280,7 @@ func beforeLast(m codec.Meta, exists bool) (codec.ID, error) {
 type streamReply struct {
 	key     []byte
 	entries []streams.Entry
-	claimed []groups.Delivered
-	isClaim bool
+	claimed []groups.Delivered // non-nil for a CLAIM read
 }
 
 // writeStreamReplies writes [[key, entries], ...] (RESP3: a map of key to
@@ -295,7 +294,7 @@ func writeStreamReplies(x *command.Ctx, rs []streamReply) {
 	for _, r := range rs {
 		x.Reply.Entry()
 		x.Reply.Bulk(r.key)
-		if !r.isClaim {
+		if r.claimed == nil {
 			WriteEntries(x.Reply, r.entries)
 			continue
 		}
@@ -453,7 +452,7 @@ func runXReadGroup(x *command.Ctx) error {
 			switch {
 			case claim:
 				if len(claimed) > 0 {
-					out = append(out, streamReply{key: key, claimed: claimed, isClaim: true})
+					out = append(out, streamReply{key: key, claimed: claimed})
 				}
 			case len(entries) > 0 || !isGT(c.ids[i]):
 				out = append(out, streamReply{key: key, entries: entries})
