@@ -6,7 +6,7 @@ FUZZ     ?= FuzzDecodeKey
 FUZZTIME ?= 30s
 FUZZPKG  ?= ./codec
 
-.PHONY: all help run build churnbench zrankbench test test-short fuzz bench bench-rb bench-always bench-memory bench-large bench-churn bench-blocked bench-groups bench-zset bench-pubsub pubsubbench lint clean
+.PHONY: all help run build churnbench zrankbench test test-short fuzz bench bench-rb bench-always bench-memory bench-large bench-churn bench-blocked bench-groups bench-zset bench-pubsub bench-otel pubsubbench otlpsink lint clean
 
 all: help
 
@@ -15,7 +15,7 @@ help:
 	@echo "make test        run every test with -race (differential tests need redis-server on PATH)"
 	@echo "make test-short  skip the slow tests"
 	@echo "make fuzz        FUZZ=FuzzID FUZZPKG=./codec FUZZTIME=30s"
-	@echo "make bench       bench-rb, bench-always, bench-large, bench-churn, bench-blocked, bench-groups, bench-zset, then bench-pubsub (long: see docs/perf.md)"
+	@echo "make bench       bench-rb, bench-always, bench-large, bench-churn, bench-blocked, bench-groups, bench-zset, bench-pubsub, then bench-otel (long: see docs/perf.md)"
 	@echo "make bench-rb    redis-benchmark against Sediment and redis-server, side by side"
 	@echo "make bench-always   SET and XADD with appendfsync always on both servers"
 	@echo "make bench-memory   10M 64-byte stream entries: memory, data size, restart time (minutes; not in make bench)"
@@ -31,10 +31,12 @@ help:
 	@echo "                 ZSET_SIZES=\"10000 1000000\" ZSET_CALLS=2000 (the defaults)"
 	@echo "make bench-pubsub   PUBLISH rate and latency with 1 and 100 subscribers, against both"
 	@echo "                 PUBSUB_SUBS=\"1 100\" PUBSUB_N=20000 (the defaults)"
+	@echo "make bench-otel  SET, GET, XADD with telemetry off, traces sampled at 0 and at 1 (OTLP to bin/otlpsink)"
 	@echo "make build       build bin/sediment"
 	@echo "make churnbench  build bin/churnbench, the churn load generator"
 	@echo "make zrankbench  build bin/zrankbench, the sorted-set read benchmark"
 	@echo "make pubsubbench build bin/pubsubbench, the pub/sub benchmark"
+	@echo "make otlpsink    build bin/otlpsink, an OTLP/HTTP endpoint that discards (bench-otel)"
 	@echo "make lint        go vet + gofmt check"
 
 run:
@@ -71,7 +73,11 @@ pubsubbench:
 	@echo "> building bin/pubsubbench"
 	$(GO) build -trimpath -o bin/pubsubbench ./cmd/pubsubbench
 
-bench: build churnbench zrankbench pubsubbench
+otlpsink:
+	@echo "> building bin/otlpsink"
+	$(GO) build -trimpath -o bin/otlpsink ./cmd/otlpsink
+
+bench: build churnbench zrankbench pubsubbench otlpsink
 	@echo "> benchmarking against redis-server (redis-benchmark, appendfsync always, large values, churn, blocked, groups, sorted sets, then pub/sub)"
 	./scripts/bench.sh all
 
@@ -110,6 +116,10 @@ bench-zset: build zrankbench
 bench-pubsub: build pubsubbench
 	@echo "> benchmarking against redis-server (pub/sub)"
 	./scripts/bench.sh pubsub
+
+bench-otel: build otlpsink
+	@echo "> benchmarking telemetry's cost (off, sampled at 0, sampled at 1)"
+	./scripts/bench.sh otel
 
 lint:
 	$(GO) vet ./...

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/tidwall/redcon"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/command/reply"
@@ -30,12 +32,14 @@ const flushAt = 128 << 10
 
 // conn is one client connection.
 type conn struct {
-	s    *Server
-	nc   net.Conn
-	id   int64
-	w    *redcon.Writer
-	rd   *Reader
-	born time.Time
+	s  *Server
+	nc net.Conn
+	// otelNet are its client.* and server.* span attributes (telemetry.go).
+	otelNet []attribute.KeyValue
+	id      int64
+	w       *redcon.Writer
+	rd      *Reader
+	born    time.Time
 
 	// ctx is cancelled when the client goes away or the server closes.
 	ctx    context.Context
@@ -207,8 +211,11 @@ func (c *conn) idleSince(t int64) bool {
 // reply in its place in the request order.
 type pendingReply struct {
 	cmd    string
-	stat   *cmdStat // the command's counters, for a failure found at the commit
-	notes  []note   // keyspace notifications of its events (notify.go)
+	spec   *cmdSpec
+	stat   *cmdStat      // the command's counters, for a failure found at the commit
+	span   trace.Span    // the command's span, ended once it replied (telemetry.go)
+	d      time.Duration // the command's run time, recorded with its outcome (telemetry.go)
+	notes  []note        // keyspace notifications of its events (notify.go)
 	p      *materialize.Pending
 	events []codec.Event // the write's events, set by its decision
 	reply  func()
@@ -226,6 +233,9 @@ func (c *conn) drain() {
 			continue
 		}
 		seq, err := it.p.Wait()
+		if tl := c.s.tel; tl != nil && it.spec != nil {
+			tl.endCommand(it.span, it.spec, it.d, err)
+		}
 		if err != nil {
 			it.stat.failed.Add(1)
 			c.writeErr(it.cmd, err)
@@ -345,11 +355,26 @@ func (c *conn) execute(args [][]byte) {
 		c.s.track.remember(c, cmd, args) // before the read: a change after it invalidates
 	}
 	x := &exec{c: c, cmd: cmd, args: args}
+	tl := c.s.tel
+	if tl != nil {
+		x.span = tl.startCommand(c, cmd, args, nil)
+	}
 	start := monotonic()
 	c.lastStart.Store(int64(start))
 	err := x.run()
 	d := monotonic() - start - x.blocked
 	c.s.cmdstats.statFor(cmd, args).ran(d, err != nil)
+	if tl != nil {
+		if x.pend != nil && err == nil {
+			// A submitted write: its span and outcome end with its commit (drain).
+			x.pend.span, x.pend.d = x.span, d
+		} else {
+			if x.pend != nil {
+				x.pend.spec = nil // ended here, not at its commit
+			}
+			tl.endCommand(x.span, cmd, d, err)
+		}
+	}
 	c.s.slowlog.add(c, cmd, args, d)
 	c.s.feedMonitors(c, cmd, args)
 	if cmd.flags&flagReadonly != 0 && c.s.notify.Load()&notifyKeyMiss != 0 {
@@ -394,6 +419,8 @@ type exec struct {
 	bufUsed bool // the connection's view buffer holds one of the command's views
 	replied int
 	blocked time.Duration // time the command waited blocked, not counted as its run time
+	span    trace.Span    // the command's span; nil when not traced (telemetry.go)
+	pend    *pendingReply // its submitted write (writeAsync), when telemetry is on
 }
 
 // w returns the reply writer.
@@ -578,8 +605,12 @@ func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error
 		return nil
 	}
 	it := &pendingReply{cmd: x.cmd.name, stat: x.c.s.cmdstats.statFor(x.cmd, x.args), reply: reply}
+	if x.c.s.tel != nil {
+		it.spec = x.cmd
+		x.pend = it
+	}
 	db := x.db()
-	it.p = x.c.s.store.Submit(func(v *materialize.View) ([]codec.Event, error) {
+	it.p = x.c.s.store.SubmitTagged(spanTag(x.span), func(v *materialize.View) ([]codec.Event, error) {
 		evs, err := decide(v)
 		it.events = evs
 		if err == nil {
@@ -614,7 +645,7 @@ func (x *exec) write(decide func(v *materialize.View) ([]codec.Event, error)) er
 	var events []codec.Event
 	var notes []note
 	db := x.db()
-	seq, err := x.c.s.store.Write(func(v *materialize.View) ([]codec.Event, error) {
+	seq, err := x.c.s.store.WriteTagged(spanTag(x.span), func(v *materialize.View) ([]codec.Event, error) {
 		evs, err := decide(v)
 		events = evs
 		if err == nil {

@@ -150,7 +150,8 @@ func runExec(x *exec) error {
 	aborted := false
 	var events []codec.Event
 	var notes []note
-	seq, err := c.s.store.WriteTxn(func(tx *materialize.Txn) error {
+	tl := c.s.tel
+	seq, err := c.s.store.WriteTxnTagged(spanTag(x.span), func(tx *materialize.Txn) error {
 		if c.dirty.Load() { // touched by a write decided since the check above
 			aborted = true
 			return nil
@@ -167,10 +168,16 @@ func runExec(x *exec) error {
 			if c.trk.on {
 				c.s.track.remember(c, q.cmd, q.args)
 			}
+			if tl != nil && x.span != nil {
+				qx.span = tl.startCommand(c, q.cmd, q.args, x.span)
+			}
 			start := monotonic()
 			err := q.cmd.run(qx)
 			d := monotonic() - start
 			c.s.cmdstats.statFor(q.cmd, q.args).ran(d, err != nil)
+			if tl != nil {
+				tl.endCommand(qx.span, q.cmd, d, err)
+			}
 			c.s.slowlog.add(c, q.cmd, q.args, d)
 			c.s.feedMonitors(c, q.cmd, q.args)
 			if err != nil {

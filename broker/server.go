@@ -18,6 +18,7 @@ import (
 	"github.com/sediment-dev/sediment/keyspace"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/streams"
+	"github.com/sediment-dev/sediment/telemetry"
 )
 
 // Options configures a Server. The zero value runs a development server on
@@ -67,6 +68,11 @@ type Options struct {
 	// Logger receives lifecycle (Info), internal-error (Warn) and
 	// per-command (Debug) logs. The default discards.
 	Logger *slog.Logger
+	// Telemetry is the process's OpenTelemetry tracer and meter
+	// (telemetry.Setup): a span per command and per commit group, and the
+	// metrics of docs/telemetry.md. Nil, or with neither, is off. The
+	// server does not shut it down.
+	Telemetry *telemetry.Telemetry
 	// Limits bounds each client's requests; zero fields take Redis's defaults.
 	Limits Limits
 	// TLSAddr, when set, is a second listen address that speaks TLS
@@ -168,6 +174,7 @@ type Server struct {
 	slowlog     slowLog                        // SLOWLOG
 	mons        monitors                       // MONITOR connections (monitor.go)
 	feed        *feed.Publisher                // the change feed (docs/change-feed.md)
+	tel         *telem                         // OpenTelemetry; nil: off (telemetry.go)
 	cons        *consumers                     // blocked XREADGROUP clients, served by the writer
 	watch       *watches                       // WATCHed keys
 	scans       keyspace.ScanCursors           // SCAN positions inside hash slots
@@ -208,6 +215,14 @@ func New(opts Options) (*Server, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	tl, err := newTelem(o.Telemetry)
+	if err != nil {
+		return nil, err
+	}
+	var observer materialize.Observer
+	if tl != nil {
+		observer = tl
+	}
 	store, err := materialize.Open(materialize.Options{
 		Dir:       o.Dir,
 		InMemory:  o.InMemory,
@@ -215,11 +230,12 @@ func New(opts Options) (*Server, error) {
 		CacheSize: o.CacheSize,
 		Logger:    o.Logger,
 		Now:       o.Now,
+		Observer:  observer,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: o, store: store, conns: map[*conn]struct{}{}, start: o.Now()}
+	s := &Server{opts: o, store: store, conns: map[*conn]struct{}{}, start: o.Now(), tel: tl}
 	s.requirepass.Store(&o.RequirePass)
 	cfg := streams.DefaultConfig
 	s.streamCfg.Store(&cfg)
@@ -261,6 +277,12 @@ func New(opts Options) (*Server, error) {
 		defer s.wg.Done()
 		s.feed.Run(s.ctx)
 	}()
+	if tl != nil {
+		if err := tl.observe(o.Telemetry.Meter(), s); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -294,6 +316,21 @@ func (s *Server) ListenAndServe() error {
 		}()
 	}
 	return s.Serve(ln)
+}
+
+// Ready returns nil while the server accepts clients (a listener is up and
+// Close has not begun), and otherwise why not: /readyz (docs/telemetry.md).
+func (s *Server) Ready() error {
+	if s.closed.Load() {
+		return errors.New("shutting down")
+	}
+	s.mu.Lock()
+	up := s.ln != nil || s.tlsLn != nil
+	s.mu.Unlock()
+	if !up {
+		return errors.New("not listening yet")
+	}
+	return nil
 }
 
 // Serve accepts connections on ln until Close; it returns nil after Close.
@@ -430,6 +467,7 @@ func (s *Server) close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
+	s.tel.close()
 	s.wake.close()
 	err := s.store.Close()
 	s.opts.Logger.Info("stopped")

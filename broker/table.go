@@ -42,6 +42,8 @@ type cmdSpec struct {
 	// container: Redis names the command with its subcommand
 	// ("client|info") in INFO, CLIENT LIST and errors (subcommands).
 	container bool
+	// attrs are its metric attributes (telemetry.go).
+	attrs cmdAttrs
 }
 
 // commandTable is the table, keyed by lower-case name. It is filled by
@@ -59,6 +61,7 @@ func register(cmds ...*cmdSpec) {
 			panic(fmt.Sprintf("broker: multiple registrations for %q", c.name))
 		}
 		c.stat = new(cmdStat)
+		c.attrs = newCmdAttrs(c.name)
 		c.container = len(subcommands[c.name]) > 0
 		commandTable[c.name] = c
 	}

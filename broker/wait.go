@@ -48,12 +48,14 @@ func (r execRuntime) Block(keys [][]byte, timeout time.Duration, try func() bool
 	bw.arm()
 	stop := x.c.watchClose()
 	x.c.s.stats.blocked.Add(1)
+	sp := x.c.s.tel.blockSpan(x.span)
 	t0 := time.Now()
 	res, ok := x.c.s.wake.reg.block(bw.ctx, x.waitKeys(keys), timeout, func() bool {
 		defer x.releaseViews(mark)
 		return try()
 	})
 	x.blocked += time.Since(t0)
+	endBlockSpan(sp, ok, res.err)
 	x.c.s.stats.blocked.Add(-1)
 	if x.c.ps.Load() != nil {
 		x.c.takePushes(false) // pushes that came while blocked, then the reply
@@ -112,9 +114,11 @@ func (x *exec) waitConsumer(w *consumerWaiter, timeout time.Duration) (bool, err
 	}
 	stop := x.c.watchClose()
 	x.c.s.stats.blocked.Add(1)
+	sp := x.c.s.tel.blockSpan(x.span)
 	t0 := time.Now()
 	res, ok := x.c.s.cons.wait(w, timeout)
 	x.blocked += time.Since(t0)
+	endBlockSpan(sp, ok, res.err)
 	x.c.s.stats.blocked.Add(-1)
 	if x.c.ps.Load() != nil {
 		x.c.takePushes(false) // pushes that came while blocked, then the reply

@@ -83,6 +83,31 @@ type Options struct {
 	ChangeLogSegmentSize int64
 	// Now is the clock. The default is time.Now.
 	Now func() time.Time
+	// Observer, when set, is told of every commit group and change-log
+	// sync (telemetry); nil costs nothing.
+	Observer Observer
+}
+
+// Observer sees the write path's commit groups and change-log syncs. Commit
+// runs on the writer goroutine and Sync on the syncing goroutine: both must
+// return quickly and must not call the Store.
+type Observer interface {
+	// Commit is told of one commit group, committed or failed.
+	Commit(g GroupInfo)
+	// Sync is told of one fsync of the change log: when it began, how long
+	// it took, and its error.
+	Sync(start time.Time, d time.Duration, err error)
+}
+
+// GroupInfo describes one commit group for an Observer. Its Tags slice is
+// reused by the next group: an Observer must not keep it.
+type GroupInfo struct {
+	Start, End time.Time // when the writer began deciding the group, and when its commit ended
+	Writes     int       // requests in the group (decided, whether or not they wrote)
+	Records    int       // change-log records committed (0 when no request wrote)
+	LogBytes   int       // bytes written to the change log
+	Tags       []any     // the non-nil tags of the group's requests (SubmitTagged), in order
+	Err        error     // why the group failed; nil when it committed
 }
 
 func (o *Options) withDefaults() Options {
@@ -333,6 +358,7 @@ func (s *Store) View() *View {
 type writeReq struct {
 	decide func(v *View) ([]codec.Event, error)
 	txn    func(tx *Txn) error // instead of decide: WriteTxn
+	tag    any                 // the caller's, for the Observer
 	seq    uint64
 	err    error
 	done   chan struct{} // capacity 1: one send when the request ends
@@ -382,7 +408,13 @@ const maxGroup = 256
 //
 // The batch is committed without fsync; see WaitDurable.
 func (s *Store) Write(decide func(v *View) ([]codec.Event, error)) (uint64, error) {
-	return s.Submit(decide).Wait()
+	return s.SubmitTagged(nil, decide).Wait()
+}
+
+// WriteTagged is Write with a tag that the Observer sees in the commit
+// group's GroupInfo (a command's trace context).
+func (s *Store) WriteTagged(tag any, decide func(v *View) ([]codec.Event, error)) (uint64, error) {
+	return s.SubmitTagged(tag, decide).Wait()
 }
 
 // Pending is a write submitted with Submit and not yet waited for.
@@ -397,8 +429,15 @@ type Pending struct {
 // have them share commit groups; it must Wait for each before relying on
 // its effects (or its decide's side effects).
 func (s *Store) Submit(decide func(v *View) ([]codec.Event, error)) *Pending {
+	return s.SubmitTagged(nil, decide)
+}
+
+// SubmitTagged is Submit with a tag that the Observer sees in the commit
+// group's GroupInfo.
+func (s *Store) SubmitTagged(tag any, decide func(v *View) ([]codec.Event, error)) *Pending {
 	req := s.newReq()
 	req.decide = decide
+	req.tag = tag
 	select {
 	case s.reqs <- req:
 	case <-s.stop:
@@ -450,7 +489,11 @@ func (s *Store) writer() {
 				break drain
 			}
 		}
-		s.commitGroup(group)
+		if o := s.opts.Observer; o != nil {
+			s.observedGroup(o, group)
+		} else {
+			s.commitGroup(group)
+		}
 		for i, r := range group {
 			r.end()
 			group[i] = nil
@@ -470,6 +513,26 @@ type groupRun struct {
 	serr      error // a served write's events failed to stage
 	cv, v     View  // reads for the key counts; the decisions' view
 	serveFn   func(Served)
+	logBytes  int   // what the group wrote to the change log (for the Observer)
+	failed    error // why the group failed (for the Observer)
+	tags      []any // the Observer's GroupInfo.Tags, reused
+}
+
+// observedGroup commits group and tells o of it.
+func (s *Store) observedGroup(o Observer, group []*writeReq) {
+	g := &s.run
+	start, seq0 := time.Now(), s.seq
+	g.logBytes, g.failed = 0, nil
+	s.commitGroup(group)
+	g.tags = g.tags[:0]
+	for _, r := range group {
+		if r.tag != nil {
+			g.tags = append(g.tags, r.tag)
+		}
+	}
+	o.Commit(GroupInfo{Start: start, End: time.Now(), Writes: len(group),
+		Records: int(s.seq - seq0), LogBytes: g.logBytes, Tags: g.tags, Err: g.failed})
+	clear(g.tags)
 }
 
 // record stages one write's events as change-log record seq+1 (applied
@@ -576,6 +639,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 	}
 	// The records reach the log (one write) before their effects reach
 	// Pebble: a crash between the two replays them at Open.
+	g.logBytes = len(s.log.buf)
 	if err := s.log.write(); err != nil {
 		if errors.Is(err, errLogPoisonFailed) {
 			s.broken = fmt.Errorf("materialize: change log write: %w", err)
@@ -668,6 +732,7 @@ func (s *Store) doneServed(served []servedWrite, err error) {
 
 func (s *Store) failGroup(group []*writeReq, served []servedWrite, err error) {
 	s.opts.Logger.Warn("write group failed", "err", err, "writes", len(group))
+	s.run.failed = err
 	s.log.discard(s.seq)
 	for _, r := range group {
 		r.seq, r.err = 0, err
@@ -785,7 +850,7 @@ func (s *Store) syncTo(seq uint64) error {
 		return nil
 	}
 	upTo := s.committed.Load()
-	if err := s.log.sync(); err != nil {
+	if err := s.syncLog(); err != nil {
 		return fmt.Errorf("materialize: change log sync: %w", err)
 	}
 	for {
@@ -852,4 +917,41 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 func (s *Store) MemoryUsage() (cache, memtables int64) {
 	m := s.db.Metrics()
 	return m.BlockCache.Size, int64(m.MemTable.Size)
+}
+
+// StorageStats are Pebble's figures that telemetry reports.
+type StorageStats struct {
+	DiskUsage        uint64 // bytes of the store's files (Pebble's DiskSpaceUsage; the change log is not included)
+	MemTableSize     uint64 // bytes of the memtables, including those being flushed
+	CacheSize        int64  // bytes in the block cache
+	CacheHits        int64  // block cache hits since Open
+	CacheMisses      int64  // block cache misses since Open
+	Compactions      int64  // compactions since Open
+	Flushes          int64  // memtable flushes since Open
+	ReadAmp          int    // sublevels and levels a read may visit
+	ChangeLogRecords uint64 // the last committed change-log sequence number
+}
+
+// StorageStats returns Pebble's current metrics. It takes Pebble's metrics
+// lock: call it at scrape rate, not per command.
+func (s *Store) StorageStats() StorageStats {
+	m := s.db.Metrics()
+	return StorageStats{
+		DiskUsage: m.DiskSpaceUsage(), MemTableSize: m.MemTable.Size,
+		CacheSize: m.BlockCache.Size, CacheHits: m.BlockCache.Hits, CacheMisses: m.BlockCache.Misses,
+		Compactions: m.Compact.Count, Flushes: m.Flush.Count, ReadAmp: m.ReadAmp(),
+		ChangeLogRecords: s.committed.Load(),
+	}
+}
+
+// syncLog fsyncs the change log, telling the Observer.
+func (s *Store) syncLog() error {
+	o := s.opts.Observer
+	if o == nil {
+		return s.log.sync()
+	}
+	t0 := time.Now()
+	err := s.log.sync()
+	o.Sync(t0, time.Since(t0), err)
+	return err
 }

@@ -61,8 +61,15 @@ var errTxnBroken = errors.New("materialize: a decision failed after emitting eve
 // failed) and decide's error. decide runs on the writer goroutine, like
 // Write's: it must not call Write and should not block.
 func (s *Store) WriteTxn(decide func(tx *Txn) error) (uint64, error) {
+	return s.WriteTxnTagged(nil, decide)
+}
+
+// WriteTxnTagged is WriteTxn with a tag that the Observer sees in the
+// commit group's GroupInfo.
+func (s *Store) WriteTxnTagged(tag any, decide func(tx *Txn) error) (uint64, error) {
 	req := s.newReq()
 	req.txn = decide
+	req.tag = tag
 	select {
 	case s.reqs <- req:
 	case <-s.stop:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/bench.sh — Sediment against redis-server, side by side.
 #
-#   scripts/bench.sh [all|redis-benchmark|always|large|churn|blocked|groups|zset|pubsub|memory]   (default: all)
+#   scripts/bench.sh [all|redis-benchmark|always|large|churn|blocked|groups|zset|pubsub|otel|memory]   (default: all)
 #
 # `make bench` builds bin/sediment, bin/churnbench and bin/zrankbench and
 # runs every part (all); `make bench-rb` runs only the redis-benchmark
@@ -32,6 +32,16 @@
 # rounds; prints the medians, the ratio and each server's CPU per request
 # as the redis-benchmark part does. The servers are then restarted with
 # everysec for the parts after it.
+#
+# otel: starts three more Sediment servers, each on its own data
+# directory: telemetry off (no OTEL_* variables), traces sampled at 0
+# (OTEL_EXPORTER_OTLP_ENDPOINT set, OTEL_TRACES_SAMPLER=always_off: metrics
+# exported, spans made but not recorded) and traces sampled at 1
+# (always_on: every command and commit span exported), all exporting over
+# OTLP/HTTP to bin/otlpsink (cmd/otlpsink), which discards what it gets.
+# It runs redis-benchmark SET, GET and XADD against the three, alternating
+# them test by test for ROUNDS rounds, and prints each one's median rate,
+# its ratio to the off server's and its CPU per request.
 #
 # memory: fills each server with MEMORY_ENTRIES (default 10,000,000)
 # stream entries of 64 bytes (one stream, XADD * d <64 bytes>, pipelined),
@@ -128,6 +138,7 @@
 #   CHURNBENCH_BIN   the churn load generator (default bin/churnbench)
 #   ZRANKBENCH_BIN   the sorted-set read benchmark (default bin/zrankbench)
 #   PUBSUBBENCH_BIN  the pub/sub benchmark (default bin/pubsubbench)
+#   OTLPSINK_BIN     the OTLP endpoint of the otel part (default bin/otlpsink)
 #
 # Only loopback addresses are used. Both servers are stopped on exit.
 set -euo pipefail
@@ -157,6 +168,8 @@ ZRANKBENCH_BIN=${ZRANKBENCH_BIN:-bin/zrankbench}
 ZSET_SIZES=${ZSET_SIZES:-10000 1000000}
 ZSET_CALLS=${ZSET_CALLS:-2000}
 PUBSUBBENCH_BIN=${PUBSUBBENCH_BIN:-bin/pubsubbench}
+OTLPSINK_BIN=${OTLPSINK_BIN:-bin/otlpsink}
+EXTRA_PIDS="" # the otel part's servers and sink, stopped by cleanup
 PUBSUB_SUBS=${PUBSUB_SUBS:-1 100}
 PUBSUB_N=${PUBSUB_N:-20000}
 LARGE_BYTES=${LARGE_BYTES:-300000000}
@@ -170,11 +183,11 @@ die() { echo "bench: $*" >&2; exit 1; }
 log() { echo "bench: $*" >&2; }
 
 MODE=${1:-all}
-USAGE="usage: $0 [all|redis-benchmark|always|large|churn|blocked|groups|zset|pubsub|memory]"
+USAGE="usage: $0 [all|redis-benchmark|always|large|churn|blocked|groups|zset|pubsub|otel|memory]"
 (($# <= 1)) || die "$USAGE"
 case $MODE in
-  all) PARTS=(redis-benchmark always large churn blocked groups zset pubsub) ;;
-  redis-benchmark | always | large | churn | blocked | groups | zset | pubsub | memory) PARTS=("$MODE") ;;
+  all) PARTS=(redis-benchmark always large churn blocked groups zset pubsub otel) ;;
+  redis-benchmark | always | large | churn | blocked | groups | zset | pubsub | otel | memory) PARTS=("$MODE") ;;
   *) die "unknown part '$MODE' ($USAGE)" ;;
 esac
 has_part() { [[ " ${PARTS[*]} " == *" $1 "* ]]; }
@@ -252,6 +265,9 @@ if has_part zset; then
     fi
   done
 fi
+if has_part otel; then
+  [[ -x $OTLPSINK_BIN ]] || die "$OTLPSINK_BIN not found: run 'make otlpsink' (or 'make bench-otel')"
+fi
 if has_part pubsub; then
   [[ -x $PUBSUBBENCH_BIN ]] || die "$PUBSUBBENCH_BIN not found: run 'make pubsubbench' (or 'make bench-pubsub')"
   [[ $PUBSUB_N =~ ^[1-9][0-9]*$ ]] || die "PUBSUB_N must be a positive integer, got '$PUBSUB_N'"
@@ -276,10 +292,10 @@ RED_DIR=$(mktemp -d -t redis-bench-data.XXXXXX)
 
 cleanup() {
   local pid
-  for pid in $SED_PID $RED_PID; do
+  for pid in $SED_PID $RED_PID $EXTRA_PIDS; do
     kill "$pid" 2>/dev/null || true
   done
-  for pid in $SED_PID $RED_PID; do
+  for pid in $SED_PID $RED_PID $EXTRA_PIDS; do
     wait "$pid" 2>/dev/null || true
   done
   rm -rf "$WORK" "$SED_DIR" "$RED_DIR"
@@ -1169,6 +1185,82 @@ pubsub_part() {
   cat "$WORK/pubsub.out"
 }
 
+# ---------------------------------------------------------------- otel
+
+# otel_part: see the header. The three servers run side by side with the
+# main two idle.
+otel_part() {
+  local sink_port sink_pid endpoint mode port pid dir round workload pipe LOAD_BEFORE START ELAPSED
+  local -A OPORT OPID
+  local -a envs
+  sink_port=$(free_port "$SED_PORT")
+  "$OTLPSINK_BIN" -addr "$HOST:$sink_port" >"$WORK/otlpsink.out" 2>&1 &
+  sink_pid=$!
+  EXTRA_PIDS+=" $sink_pid"
+  endpoint="http://$HOST:$sink_port"
+  for mode in off sampled0 sampled1; do
+    case $mode in
+      off) envs=() ;;
+      sampled0) envs=("OTEL_EXPORTER_OTLP_ENDPOINT=$endpoint" OTEL_TRACES_SAMPLER=always_off) ;;
+      sampled1) envs=("OTEL_EXPORTER_OTLP_ENDPOINT=$endpoint" OTEL_TRACES_SAMPLER=always_on) ;;
+    esac
+    port=$(free_port "$sink_port")
+    dir="$WORK/otel-$mode"
+    mkdir -p "$dir"
+    env "${envs[@]}" "$SEDIMENT_BIN" --bind "$HOST" --port "$port" --dir "$dir" --appendfsync everysec \
+      --nats-listen off --log-level warn >>"$WORK/otel-$mode.log" 2>&1 &
+    pid=$!
+    EXTRA_PIDS+=" $pid"
+    wait_ready "sediment-$mode" "$pid" "$port" "$WORK/otel-$mode.log" || die "sediment-$mode could not start on port $port"
+    OPORT[$mode]=$port
+    OPID[$mode]=$pid
+  done
+  log "otel: n=$N clients=$CLIENTS rounds=$ROUNDS pipelines=${PIPELINES[*]}, OTLP sink on $endpoint"
+  LOAD_BEFORE=$(loadavg)
+  START=$SECONDS
+  for round in $(seq 1 "$ROUNDS"); do
+    log "otel round $round/$ROUNDS"
+    for workload in set get xadd; do
+      for pipe in "${PIPELINES[@]}"; do
+        for mode in off sampled0 sampled1; do
+          run_bench "otel-$mode" "${OPORT[$mode]}" "${OPID[$mode]}" "$workload" "$pipe"
+        done
+      done
+    done
+  done
+  ELAPSED=$((SECONDS - START))
+  for mode in off sampled0 sampled1; do
+    stop_server "${OPID[$mode]}"
+  done
+  stop_server "$sink_pid"
+
+  echo
+  echo "telemetry cost: redis-benchmark -c $CLIENTS -n $N -r 100000, median of $ROUNDS rounds (requests/s)"
+  echo "sediment ${SED_VERSION:-?}: off (no OTEL_*), sampled0 (OTLP endpoint, OTEL_TRACES_SAMPLER=always_off), sampled1 (always_on)"
+  echo "$(nproc 2>/dev/null || echo '?') CPUs; load average before: $LOAD_BEFORE, after: $(loadavg); runs took ${ELAPSED}s"
+  echo "$(cat "$WORK/otlpsink.out")"
+  echo
+  local FMT='%-6s %8s %12s %12s %12s %8s %8s %9s %9s %9s\n' name off s0 s1
+  # shellcheck disable=SC2059
+  printf "$FMT" test pipeline "off ops/s" "s0 ops/s" "s1 ops/s" "s0/off" "s1/off" "off cpu µs" "s0 cpu µs" "s1 cpu µs"
+  for name in SET GET XADD; do
+    for pipe in "${PIPELINES[@]}"; do
+      # shellcheck disable=SC2086
+      off=$(median ${RESULTS["otel-off|$name|$pipe"]})
+      # shellcheck disable=SC2086
+      s0=$(median ${RESULTS["otel-sampled0|$name|$pipe"]})
+      # shellcheck disable=SC2086
+      s1=$(median ${RESULTS["otel-sampled1|$name|$pipe"]})
+      # shellcheck disable=SC2059,SC2086
+      printf "$FMT" "$name" "$pipe" "$off" "$s0" "$s1" \
+        "$(awk -v a="$s0" -v b="$off" 'BEGIN { printf "%.2f", a / b }')" \
+        "$(awk -v a="$s1" -v b="$off" 'BEGIN { printf "%.2f", a / b }')" \
+        "$(median ${CPU["otel-off|$name|$pipe"]})" "$(median ${CPU["otel-sampled0|$name|$pipe"]})" \
+        "$(median ${CPU["otel-sampled1|$name|$pipe"]})"
+    done
+  done
+}
+
 # ---------------------------------------------------------------- main
 
 for part in "${PARTS[@]}"; do
@@ -1182,5 +1274,6 @@ for part in "${PARTS[@]}"; do
     groups) groups_part ;;
     zset) zset_part ;;
     pubsub) pubsub_part ;;
+    otel) otel_part ;;
   esac
 done

@@ -33,6 +33,7 @@ import (
 
 	"github.com/sediment-dev/sediment/broker"
 	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/telemetry"
 )
 
 var version = "dev"
@@ -47,6 +48,8 @@ func main() {
 // config is the parsed command line.
 type config struct {
 	bind, dir, natsURL, appendfsync, logLevel, pprof string
+	metricsAddr                                      string
+	otelStdout, otelRecordArgs                       bool
 	natsListen, feedPrefix, requirepass, protected   string
 	port, databases, maxclients, timeout, cacheMB    int
 	tls                                              tlsFlags
@@ -87,6 +90,9 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.tls.natsKey, "nats-tls-key-file", "", "client private key (PEM) for the NATS connection")
 	fs.StringVar(&c.tls.natsCA, "nats-tls-ca-cert-file", "", "CA certificates (PEM) to verify the NATS server")
 	fs.StringVar(&c.pprof, "pprof", "", "serve Go's net/http/pprof profiles on this address (e.g. 127.0.0.1:6060); empty: off")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics, /healthz and /readyz on this address (e.g. 127.0.0.1:9121); empty: off")
+	fs.BoolVar(&c.otelStdout, "otel-stdout", false, "write every span to standard output as JSON (OpenTelemetry's stdout exporter), whatever OTEL_TRACES_EXPORTER says")
+	fs.BoolVar(&c.otelRecordArgs, "otel-record-args", false, "put each command's arguments on its span (db.query.text; each cut at 64 bytes)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -162,7 +168,23 @@ func run(args []string, getenv func(string) string) error {
 	broker.SedimentVersion = version
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	tcfg := telemetry.Config{Prometheus: c.metricsAddr != "", RecordArgs: c.otelRecordArgs, Version: version}
+	if c.otelStdout {
+		tcfg.Stdout = os.Stdout
+	}
+	tel, err := telemetry.Setup(ctx, tcfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tel.Shutdown(sctx); err != nil {
+			log.Warn("telemetry shutdown", "err", err)
+		}
+	}()
 	srv, err := broker.New(broker.Options{
+		Telemetry:   tel,
 		OnShutdown:  stop, // SHUTDOWN: the same path as SIGTERM
 		Addr:        net.JoinHostPort(c.bind, strconv.Itoa(c.port)),
 		Dir:         c.dir,
@@ -187,6 +209,17 @@ func run(args []string, getenv func(string) string) error {
 		return err
 	}
 
+	if c.metricsAddr != "" {
+		ln, err := net.Listen("tcp", c.metricsAddr)
+		if err != nil {
+			srv.Close()
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		log.Info("metrics listening", "addr", ln.Addr().String())
+		hs := &http.Server{Handler: tel.Handler(srv.Ready), ReadHeaderTimeout: 10 * time.Second}
+		go hs.Serve(ln)
+		defer hs.Close()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	select {

@@ -1,0 +1,368 @@
+package broker
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/telemetry"
+)
+
+// OpenTelemetry traces and metrics of commands and commits
+// (docs/telemetry.md, docs/rfcs/20261127_telemetry.md). A server without
+// telemetry has a nil *telem: each command pays one nil check.
+
+// telem is a server's tracer and instruments.
+type telem struct {
+	tracer     trace.Tracer // nil: traces off
+	recordArgs bool
+
+	// nil: metrics off.
+	cmdDur       metric.Float64Histogram
+	commitDur    metric.Float64Histogram
+	commitWrites metric.Int64Histogram
+	fsyncDur     metric.Float64Histogram
+	reg          metric.Registration
+}
+
+// Attribute values of the outcome of a command.
+var (
+	outcomeOK    = attribute.String("outcome", "ok")
+	outcomeError = attribute.String("outcome", "error")
+)
+
+// durationBuckets are the histograms' bucket bounds in seconds: 10 µs to
+// 10 s (the SDK's default bounds are meant for milliseconds).
+var durationBuckets = []float64{1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// newTelem returns the instruments of t, or nil when it has neither traces
+// nor metrics.
+func newTelem(t *telemetry.Telemetry) (*telem, error) {
+	tr, m := t.Tracer(), t.Meter()
+	if tr == nil && m == nil {
+		return nil, nil
+	}
+	tl := &telem{tracer: tr, recordArgs: t.RecordArgs()}
+	if m == nil {
+		return tl, nil
+	}
+	var err error
+	if tl.cmdDur, err = m.Float64Histogram("sediment.command.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time commands took to run, less the time they waited blocked, by command and outcome"),
+		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
+		return nil, err
+	}
+	if tl.commitDur, err = m.Float64Histogram("sediment.commit.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time the writer took to decide and commit one group of writes"),
+		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
+		return nil, err
+	}
+	if tl.commitWrites, err = m.Int64Histogram("sediment.commit.writes", metric.WithUnit("{write}"),
+		metric.WithDescription("Writes per commit group"),
+		metric.WithExplicitBucketBoundaries(1, 2, 4, 8, 16, 32, 64, 128, 256)); err != nil {
+		return nil, err
+	}
+	if tl.fsyncDur, err = m.Float64Histogram("sediment.fsync.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time one fsync of the change log took"),
+		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
+		return nil, err
+	}
+	return tl, nil
+}
+
+// observe registers the gauges and counters read from s at each
+// collection.
+func (tl *telem) observe(m metric.Meter, s *Server) error {
+	if m == nil {
+		return nil
+	}
+	connected, err := m.Int64ObservableGauge("sediment.clients.connected", metric.WithUnit("{client}"),
+		metric.WithDescription("Client connections (INFO connected_clients)"))
+	if err != nil {
+		return err
+	}
+	blocked, err := m.Int64ObservableGauge("sediment.clients.blocked", metric.WithUnit("{client}"),
+		metric.WithDescription("Clients waiting in a blocking command (INFO blocked_clients)"))
+	if err != nil {
+		return err
+	}
+	records, err := m.Int64ObservableCounter("sediment.changelog.records", metric.WithUnit("{record}"),
+		metric.WithDescription("The last committed change-log sequence number"))
+	if err != nil {
+		return err
+	}
+	feedLag, err := m.Int64ObservableGauge("sediment.feed.lag", metric.WithUnit("{record}"),
+		metric.WithDescription("Committed change-log records not yet published on the change feed"))
+	if err != nil {
+		return err
+	}
+	disk, err := m.Int64ObservableGauge("sediment.storage.disk_usage", metric.WithUnit("By"),
+		metric.WithDescription("Bytes of Pebble's files (the change log not included)"))
+	if err != nil {
+		return err
+	}
+	memtable, err := m.Int64ObservableGauge("sediment.storage.memtable_size", metric.WithUnit("By"),
+		metric.WithDescription("Bytes of Pebble's memtables"))
+	if err != nil {
+		return err
+	}
+	cache, err := m.Int64ObservableGauge("sediment.storage.block_cache.size", metric.WithUnit("By"),
+		metric.WithDescription("Bytes in Pebble's block cache"))
+	if err != nil {
+		return err
+	}
+	lookups, err := m.Int64ObservableCounter("sediment.storage.block_cache.lookups", metric.WithUnit("{lookup}"),
+		metric.WithDescription("Block cache lookups, by result (hit, miss)"))
+	if err != nil {
+		return err
+	}
+	compactions, err := m.Int64ObservableCounter("sediment.storage.compactions", metric.WithUnit("{compaction}"),
+		metric.WithDescription("Pebble compactions since start"))
+	if err != nil {
+		return err
+	}
+	flushes, err := m.Int64ObservableCounter("sediment.storage.flushes", metric.WithUnit("{flush}"),
+		metric.WithDescription("Pebble memtable flushes since start"))
+	if err != nil {
+		return err
+	}
+	readAmp, err := m.Int64ObservableGauge("sediment.storage.read_amplification", metric.WithUnit("1"),
+		metric.WithDescription("Sublevels and levels a read may visit"))
+	if err != nil {
+		return err
+	}
+	hit := metric.WithAttributes(attribute.String("result", "hit"))
+	miss := metric.WithAttributes(attribute.String("result", "miss"))
+	tl.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s.mu.Lock()
+		n := len(s.conns)
+		s.mu.Unlock()
+		o.ObserveInt64(connected, int64(n))
+		o.ObserveInt64(blocked, s.stats.blocked.Load())
+		st := s.store.StorageStats()
+		o.ObserveInt64(records, int64(st.ChangeLogRecords))
+		if pub := s.feed.Published(); st.ChangeLogRecords > pub {
+			o.ObserveInt64(feedLag, int64(st.ChangeLogRecords-pub))
+		} else {
+			o.ObserveInt64(feedLag, 0)
+		}
+		o.ObserveInt64(disk, int64(st.DiskUsage))
+		o.ObserveInt64(memtable, int64(st.MemTableSize))
+		o.ObserveInt64(cache, st.CacheSize)
+		o.ObserveInt64(lookups, st.CacheHits, hit)
+		o.ObserveInt64(lookups, st.CacheMisses, miss)
+		o.ObserveInt64(compactions, st.Compactions)
+		o.ObserveInt64(flushes, st.Flushes)
+		o.ObserveInt64(readAmp, int64(st.ReadAmp))
+		return nil
+	}, connected, blocked, records, feedLag, disk, memtable, cache, lookups, compactions, flushes, readAmp)
+	return err
+}
+
+// close unregisters the callbacks (the server is closing).
+func (tl *telem) close() {
+	if tl != nil && tl.reg != nil {
+		tl.reg.Unregister()
+	}
+}
+
+// cmdAttrs are a command's metric attribute sets, made once at register:
+// [0] for success, [1] for an error reply.
+type cmdAttrs [2][]metric.RecordOption
+
+func newCmdAttrs(name string) cmdAttrs {
+	op := semconv.DBOperationName(strings.ToUpper(name))
+	return cmdAttrs{
+		{metric.WithAttributeSet(attribute.NewSet(op, outcomeOK))},
+		{metric.WithAttributeSet(attribute.NewSet(op, outcomeError))},
+	}
+}
+
+// startCommand starts the span of a request on c: kind SERVER, a new
+// trace (parent nil) or, inside EXEC, INTERNAL under parent. It returns
+// nil when traces are off. Attributes are set only on a sampled span.
+func (tl *telem) startCommand(c *conn, cmd *cmdSpec, args [][]byte, parent trace.Span) trace.Span {
+	if tl.tracer == nil {
+		return nil
+	}
+	ctx, kind := context.Background(), trace.SpanKindServer
+	if parent != nil {
+		ctx, kind = trace.ContextWithSpan(ctx, parent), trace.SpanKindInternal
+	}
+	name := strings.ToUpper(cmd.name)
+	if cmd.container && len(args) > 1 {
+		name += " " + strings.ToUpper(string(args[1]))
+	}
+	_, sp := tl.tracer.Start(ctx, name, trace.WithSpanKind(kind))
+	if !sp.IsRecording() {
+		return sp
+	}
+	attrs := append(make([]attribute.KeyValue, 0, 9),
+		semconv.DBSystemNameRedis,
+		semconv.DBOperationName(strings.ToUpper(cmd.name)),
+		semconv.DBNamespace(strconv.Itoa(int(c.db))))
+	attrs = append(attrs, c.netAttrs()...)
+	if tl.recordArgs {
+		attrs = append(attrs, semconv.DBQueryText(queryText(args)))
+	}
+	sp.SetAttributes(attrs...)
+	return sp
+}
+
+// endCommand ends a command's span (nil: traces off) with the outcome of
+// err, and records its duration d.
+func (tl *telem) endCommand(sp trace.Span, cmd *cmdSpec, d time.Duration, err error) {
+	if tl.cmdDur != nil {
+		i := 0
+		if err != nil {
+			i = 1
+		}
+		tl.cmdDur.Record(context.Background(), d.Seconds(), cmd.attrs[i]...)
+	}
+	if sp == nil {
+		return
+	}
+	if err != nil && sp.IsRecording() {
+		msg, _ := toWire(err)
+		code, _, _ := strings.Cut(msg, " ")
+		sp.SetAttributes(semconv.DBResponseStatusCode(code))
+		sp.SetStatus(codes.Error, msg)
+	}
+	sp.End()
+}
+
+// blockSpan starts the span of a blocking command's wait under the
+// command's span; nil when the command is not traced.
+func (tl *telem) blockSpan(parent trace.Span) trace.Span {
+	if tl == nil || parent == nil || !parent.IsRecording() {
+		return nil
+	}
+	_, sp := tl.tracer.Start(trace.ContextWithSpan(context.Background(), parent), "block",
+		trace.WithSpanKind(trace.SpanKindInternal))
+	return sp
+}
+
+// endBlockSpan ends a wait's span (nil: not traced): woken tells whether
+// the wait was served before its timeout.
+func endBlockSpan(sp trace.Span, woken bool, err error) {
+	if sp == nil {
+		return
+	}
+	sp.SetAttributes(attribute.Bool("sediment.block.woken", woken))
+	if err != nil {
+		sp.SetStatus(codes.Error, err.Error())
+	}
+	sp.End()
+}
+
+// spanTag is the tag a traced write gives the store (materialize
+// SubmitTagged), for the commit span's links: nil when the span is not
+// sampled.
+func spanTag(sp trace.Span) any {
+	if sp == nil {
+		return nil
+	}
+	if sc := sp.SpanContext(); sc.IsSampled() {
+		return sc
+	}
+	return nil
+}
+
+// Commit records a commit group (materialize.Observer) and, when it
+// carried sampled writes, makes its span with links to theirs.
+func (tl *telem) Commit(g materialize.GroupInfo) {
+	if tl.commitDur != nil {
+		ctx := context.Background()
+		tl.commitDur.Record(ctx, g.End.Sub(g.Start).Seconds())
+		tl.commitWrites.Record(ctx, int64(g.Writes))
+	}
+	if tl.tracer == nil || len(g.Tags) == 0 {
+		return
+	}
+	links := make([]trace.Link, 0, len(g.Tags))
+	for _, t := range g.Tags {
+		if sc, ok := t.(trace.SpanContext); ok {
+			links = append(links, trace.Link{SpanContext: sc})
+		}
+	}
+	_, sp := tl.tracer.Start(context.Background(), "commit",
+		trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithTimestamp(g.Start),
+		trace.WithLinks(links...),
+		trace.WithAttributes(
+			attribute.Int("sediment.commit.writes", g.Writes),
+			attribute.Int("sediment.commit.records", g.Records),
+			attribute.Int("sediment.commit.log_bytes", g.LogBytes)))
+	if g.Err != nil {
+		sp.SetStatus(codes.Error, g.Err.Error())
+	}
+	sp.End(trace.WithTimestamp(g.End))
+}
+
+// Sync records one fsync of the change log (materialize.Observer).
+func (tl *telem) Sync(_ time.Time, d time.Duration, _ error) {
+	if tl.fsyncDur != nil {
+		tl.fsyncDur.Record(context.Background(), d.Seconds())
+	}
+}
+
+// netAttrs are the connection's client.* and server.* span attributes,
+// made at its first traced command.
+func (c *conn) netAttrs() []attribute.KeyValue {
+	if c.otelNet != nil {
+		return c.otelNet
+	}
+	var a []attribute.KeyValue
+	if host, port, ok := splitAddr(c.nc.RemoteAddr()); ok {
+		a = append(a, semconv.ClientAddress(host), semconv.ClientPort(port))
+	}
+	if host, port, ok := splitAddr(c.nc.LocalAddr()); ok {
+		a = append(a, semconv.ServerAddress(host), semconv.ServerPort(port))
+	}
+	c.otelNet = a
+	return a
+}
+
+func splitAddr(addr net.Addr) (host string, port int, ok bool) {
+	if addr == nil {
+		return "", 0, false
+	}
+	h, p, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(p)
+	return h, n, err == nil
+}
+
+// queryText is db.query.text for --otel-record-args: the arguments
+// space-separated, each cut at 64 bytes, at most 32 of them, with invalid
+// UTF-8 replaced (attribute values are strings).
+func queryText(args [][]byte) string {
+	var b strings.Builder
+	for i, a := range args {
+		if i == 32 {
+			b.WriteString(" ...")
+			break
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if len(a) > 64 {
+			b.WriteString(strings.ToValidUTF8(string(a[:64]), "\uFFFD"))
+			b.WriteString("...")
+			continue
+		}
+		b.WriteString(strings.ToValidUTF8(string(a), "\uFFFD"))
+	}
+	return b.String()
+}

@@ -1,0 +1,397 @@
+package broker
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/telemetry"
+)
+
+// tracedServer starts a server whose spans go to an in-memory exporter
+// and whose metrics to a manual reader (docs/telemetry.md).
+func tracedServer(t *testing.T, cfg telemetry.Config) (*testServer, *tracetest.InMemoryExporter, *sdkmetric.ManualReader, *telemetry.Telemetry) {
+	t.Helper()
+	exp := tracetest.NewInMemoryExporter()
+	reader := sdkmetric.NewManualReader()
+	cfg.SpanExporter, cfg.MetricReader = exp, reader
+	tel, err := telemetry.Setup(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tel.Shutdown(context.Background()) })
+	ts := newTestServer(t, func(o *Options) { o.Telemetry = tel; o.InMemory = true })
+	return ts, exp, reader, tel
+}
+
+func spanAttr(s tracetest.SpanStub, key string) (attribute.Value, bool) {
+	for _, kv := range s.Attributes {
+		if string(kv.Key) == key {
+			return kv.Value, true
+		}
+	}
+	return attribute.Value{}, false
+}
+
+// spansNamed returns the ended spans named name, waiting briefly: a
+// pipelined write's span ends when the connection drains it, which the
+// client sees at the same time.
+func spansNamed(t *testing.T, exp *tracetest.InMemoryExporter, name string, n int) []tracetest.SpanStub {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var out []tracetest.SpanStub
+		for _, s := range exp.GetSpans() {
+			if s.Name == name {
+				out = append(out, s)
+			}
+		}
+		if len(out) >= n || time.Now().After(deadline) {
+			if len(out) != n {
+				t.Fatalf("%d spans named %q, want %d", len(out), name, n)
+			}
+			return out
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// linkedFrom returns the commit spans that link to sc.
+func linkedFrom(exp *tracetest.InMemoryExporter, sc trace.SpanContext) []tracetest.SpanStub {
+	var out []tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		if s.Name != "commit" {
+			continue
+		}
+		for _, l := range s.Links {
+			if l.SpanContext.SpanID() == sc.SpanID() && l.SpanContext.TraceID() == sc.TraceID() {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func TestTelemetryCommandSpan(t *testing.T) {
+	ts, exp, _, _ := tracedServer(t, telemetry.Config{})
+	c := ts.client(t)
+	ctx := context.Background()
+	mustDo(t, c, "SELECT", 3)
+	mustDo(t, c, "SET", "k", "v")
+
+	set := spansNamed(t, exp, "SET", 1)[0]
+	if set.SpanKind != trace.SpanKindServer {
+		t.Errorf("SET span kind %v, want server", set.SpanKind)
+	}
+	if set.Parent.IsValid() {
+		t.Errorf("SET span has a parent %v: each command starts a trace", set.Parent)
+	}
+	want := map[string]string{
+		"db.system.name":    "redis",
+		"db.operation.name": "SET",
+		"db.namespace":      "3",
+		"client.address":    "127.0.0.1",
+		"server.address":    "127.0.0.1",
+	}
+	for k, v := range want {
+		if got, ok := spanAttr(set, k); !ok || got.AsString() != v {
+			t.Errorf("SET span %s = %v, want %q", k, got.Emit(), v)
+		}
+	}
+	port, _ := spanAttr(set, "server.port")
+	if !strings.HasSuffix(ts.addr, ":"+port.Emit()) {
+		t.Errorf("server.port %s, server on %s", port.Emit(), ts.addr)
+	}
+	if _, ok := spanAttr(set, "db.query.text"); ok {
+		t.Errorf("db.query.text recorded without --otel-record-args")
+	}
+	if set.Status.Code == codes.Error {
+		t.Errorf("SET span status %v", set.Status)
+	}
+	// Its commit links to it.
+	commits := linkedFrom(exp, set.SpanContext)
+	if len(commits) != 1 {
+		t.Fatalf("%d commit spans link to SET, want 1", len(commits))
+	}
+	cm := commits[0]
+	if w, _ := spanAttr(cm, "sediment.commit.records"); w.AsInt64() != 1 {
+		t.Errorf("commit records %v, want 1", w.Emit())
+	}
+	if b, _ := spanAttr(cm, "sediment.commit.log_bytes"); b.AsInt64() <= 0 {
+		t.Errorf("commit log_bytes %v, want > 0", b.Emit())
+	}
+	if !cm.StartTime.Before(cm.EndTime) || cm.StartTime.Before(set.StartTime) || cm.EndTime.After(set.EndTime) {
+		t.Errorf("commit [%v, %v] not inside SET [%v, %v]", cm.StartTime, cm.EndTime, set.StartTime, set.EndTime)
+	}
+
+	// An error reply.
+	mustDo(t, c, "SET", "s", "abc")
+	mustErr(t, c, "ERR value is not an integer or out of range", "INCR", "s")
+	mustDo(t, c, "LPUSH", "l", "x")
+	if err := c.Get(ctx, "l").Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		t.Fatalf("GET of a list: %v", err)
+	}
+	incr := spansNamed(t, exp, "INCR", 1)[0]
+	if incr.Status.Code != codes.Error || incr.Status.Description != "ERR value is not an integer or out of range" {
+		t.Errorf("INCR status %+v", incr.Status)
+	}
+	if code, _ := spanAttr(incr, "db.response.status_code"); code.AsString() != "ERR" {
+		t.Errorf("INCR db.response.status_code %q, want ERR", code.AsString())
+	}
+	get := spansNamed(t, exp, "GET", 1)[0]
+	if code, _ := spanAttr(get, "db.response.status_code"); code.AsString() != "WRONGTYPE" {
+		t.Errorf("GET db.response.status_code %q, want WRONGTYPE", code.AsString())
+	}
+	if len(linkedFrom(exp, get.SpanContext)) != 0 {
+		t.Errorf("a read is linked from a commit")
+	}
+	// A subcommand names its span.
+	mustDo(t, c, "CLIENT", "ID")
+	spansNamed(t, exp, "CLIENT ID", 1)
+}
+
+func TestTelemetryPipeline(t *testing.T) {
+	ts, exp, _, _ := tracedServer(t, telemetry.Config{})
+	c := ts.client(t)
+	ctx := context.Background()
+	p := c.Pipeline()
+	for i := 0; i < 20; i++ {
+		p.XAdd(ctx, &redis.XAddArgs{Stream: "s", Values: []string{"f", "v"}})
+	}
+	p.XLen(ctx, "s")
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	adds := spansNamed(t, exp, "XADD", 20)
+	spansNamed(t, exp, "XLEN", 1)
+	ids := map[trace.SpanID]bool{}
+	writes := 0
+	for _, a := range adds {
+		if ids[a.SpanContext.SpanID()] {
+			t.Fatalf("two XADD spans share span ID %v", a.SpanContext.SpanID())
+		}
+		ids[a.SpanContext.SpanID()] = true
+		cs := linkedFrom(exp, a.SpanContext)
+		if len(cs) != 1 {
+			t.Fatalf("XADD linked from %d commits, want 1", len(cs))
+		}
+	}
+	// Every commit's link count is within its writes; together they cover all 20.
+	for _, s := range exp.GetSpans() {
+		if s.Name != "commit" {
+			continue
+		}
+		w, _ := spanAttr(s, "sediment.commit.writes")
+		if int64(len(s.Links)) > w.AsInt64() {
+			t.Errorf("commit with %d links but %d writes", len(s.Links), w.AsInt64())
+		}
+		writes += len(s.Links)
+	}
+	if writes != 20 {
+		t.Errorf("commits link %d writes, want 20", writes)
+	}
+}
+
+func TestTelemetryExecAndBlock(t *testing.T) {
+	ts, exp, _, _ := tracedServer(t, telemetry.Config{RecordArgs: true})
+	c := ts.client(t)
+	ctx := context.Background()
+	if _, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "a", "1", 0)
+		p.Incr(ctx, "a")
+		p.Get(ctx, "a")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	exec := spansNamed(t, exp, "EXEC", 1)[0]
+	for _, name := range []string{"SET", "INCR", "GET"} {
+		s := spansNamed(t, exp, name, 1)[0]
+		if s.Parent.SpanID() != exec.SpanContext.SpanID() || s.SpanContext.TraceID() != exec.SpanContext.TraceID() {
+			t.Errorf("%s inside EXEC: parent %v, want the EXEC span %v", name, s.Parent.SpanID(), exec.SpanContext.SpanID())
+		}
+		if s.SpanKind != trace.SpanKindInternal {
+			t.Errorf("%s inside EXEC: kind %v, want internal", name, s.SpanKind)
+		}
+	}
+	if q, _ := spanAttr(spansNamed(t, exp, "SET", 1)[0], "db.query.text"); q.AsString() != "set a 1" {
+		t.Errorf("db.query.text %q, want %q", q.AsString(), "set a 1")
+	}
+	if len(linkedFrom(exp, exec.SpanContext)) != 1 {
+		t.Errorf("EXEC's commit does not link to it")
+	}
+
+	// A blocked XREADGROUP woken by an XADD: its wait is a child span.
+	mustDo(t, c, "XGROUP", "CREATE", "q", "g", "$", "MKSTREAM")
+	reader := ts.client(t)
+	got := make(chan error, 1)
+	go func() {
+		_, err := reader.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{"q", ">"}, Block: 5 * time.Second}).Result()
+		got <- err
+	}()
+	waitBlocked(t, c, 1)
+	mustDo(t, c, "XADD", "q", "*", "f", "v")
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	xrg := spansNamed(t, exp, "XREADGROUP", 1)[0]
+	block := spansNamed(t, exp, "block", 1)[0]
+	if block.Parent.SpanID() != xrg.SpanContext.SpanID() {
+		t.Errorf("block span's parent %v, want XREADGROUP %v", block.Parent.SpanID(), xrg.SpanContext.SpanID())
+	}
+	if w, ok := spanAttr(block, "sediment.block.woken"); !ok || !w.AsBool() {
+		t.Errorf("block span woken = %v", w.Emit())
+	}
+	// A timed-out wait.
+	if err := reader.BLPop(ctx, 20*time.Millisecond, "nothing").Err(); err != redis.Nil {
+		t.Fatalf("BLPOP: %v", err)
+	}
+	blpop := spansNamed(t, exp, "BLPOP", 1)[0]
+	for _, s := range spansNamed(t, exp, "block", 2) {
+		if s.Parent.SpanID() == blpop.SpanContext.SpanID() {
+			if w, _ := spanAttr(s, "sediment.block.woken"); w.AsBool() {
+				t.Errorf("a timed-out BLPOP's wait says woken")
+			}
+		}
+	}
+}
+
+func TestTelemetryMetrics(t *testing.T) {
+	ts, _, reader, _ := tracedServer(t, telemetry.Config{})
+	c := ts.client(t)
+	for i := 0; i < 5; i++ {
+		mustDo(t, c, "SET", "k", i)
+	}
+	mustDo(t, c, "SET", "s", "x")
+	mustErr(t, c, "ERR value is not an integer or out of range", "INCR", "s")
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	metrics := map[string]metricdata.Metrics{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			metrics[m.Name] = m
+		}
+	}
+	hist := func(name string) metricdata.Histogram[float64] {
+		h, ok := metrics[name].Data.(metricdata.Histogram[float64])
+		if !ok {
+			t.Fatalf("%s: %T, want a float64 histogram", name, metrics[name].Data)
+		}
+		return h
+	}
+	count := func(h metricdata.Histogram[float64], op, outcome string) uint64 {
+		for _, dp := range h.DataPoints {
+			o, _ := dp.Attributes.Value("db.operation.name")
+			oc, _ := dp.Attributes.Value("outcome")
+			if o.AsString() == op && oc.AsString() == outcome {
+				return dp.Count
+			}
+		}
+		return 0
+	}
+	cmd := hist("sediment.command.duration")
+	if n := count(cmd, "SET", "ok"); n != 6 {
+		t.Errorf("SET ok count %d, want 6", n)
+	}
+	if n := count(cmd, "INCR", "error"); n != 1 {
+		t.Errorf("INCR error count %d, want 1", n)
+	}
+	if n := count(cmd, "INCR", "ok"); n != 0 {
+		t.Errorf("INCR ok count %d, want 0", n)
+	}
+	var commits uint64
+	for _, dp := range hist("sediment.commit.duration").DataPoints {
+		commits += dp.Count
+	}
+	if commits < 6 {
+		t.Errorf("%d commit groups recorded, want at least the 6 SETs'", commits)
+	}
+	gauge := func(name string) int64 {
+		g, ok := metrics[name].Data.(metricdata.Gauge[int64])
+		if !ok || len(g.DataPoints) != 1 {
+			t.Fatalf("%s: %T %+v", name, metrics[name].Data, metrics[name].Data)
+		}
+		return g.DataPoints[0].Value
+	}
+	if n := gauge("sediment.clients.connected"); n != 1 {
+		t.Errorf("connected %d, want 1", n)
+	}
+	sum, ok := metrics["sediment.changelog.records"].Data.(metricdata.Sum[int64])
+	if !ok || len(sum.DataPoints) != 1 || sum.DataPoints[0].Value != int64(ts.store.LastSeq()) || sum.DataPoints[0].Value < 6 {
+		t.Errorf("changelog records %+v, want %d", metrics["sediment.changelog.records"].Data, ts.store.LastSeq())
+	}
+}
+
+// TestTelemetryPrometheus scrapes /metrics and finds every metric that
+// docs/telemetry.md lists, and checks /healthz and /readyz.
+func TestTelemetryPrometheus(t *testing.T) {
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Prometheus: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tel.Shutdown(context.Background()) })
+	// Under always every reply waits for an fsync: the fsync histogram has data.
+	ts := newTestServer(t, func(o *Options) { o.Telemetry = tel; o.AppendFsync = materialize.SyncAlways })
+	c := ts.client(t)
+	mustDo(t, c, "SET", "k", "v")
+	web := httptest.NewServer(tel.Handler(ts.Ready))
+	defer web.Close()
+	get := func(path string) (int, string) {
+		resp, err := http.Get(web.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("/metrics")
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	doc, err := os.ReadFile("../docs/telemetry.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := regexp.MustCompile("(?m)^\\| `(sediment\\.[a-z_.]+)` \\|").FindAllStringSubmatch(string(doc), -1)
+	if len(names) < 10 {
+		t.Fatalf("found %d metric rows in docs/telemetry.md", len(names))
+	}
+	for _, m := range names {
+		prom := strings.ReplaceAll(m[1], ".", "_")
+		if !regexp.MustCompile("(?m)^" + regexp.QuoteMeta(prom) + "[_a-z]*(\\{| )").MatchString(body) {
+			t.Errorf("%s (%s...) is documented but not in /metrics", m[1], prom)
+		}
+	}
+	if !strings.Contains(body, `db_operation_name="SET"`) {
+		t.Errorf("/metrics has no SET series")
+	}
+	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+	if code, body := get("/readyz"); code != 200 || body != "ok\n" {
+		t.Errorf("/readyz: %d %q", code, body)
+	}
+	ts.Close()
+	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "shutting down") {
+		t.Errorf("/readyz after Close: %d %q", code, body)
+	}
+}

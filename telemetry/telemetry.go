@@ -1,0 +1,213 @@
+// Package telemetry sets up OpenTelemetry traces and metrics for a
+// Sediment process from the standard OTEL_* environment variables, and
+// serves Prometheus's /metrics with /healthz and /readyz
+// (docs/rfcs/20261127_telemetry.md, docs/telemetry.md).
+//
+// Sediment parses none of the variables itself: exporters come from the
+// contrib autoexport package (OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER,
+// OTEL_EXPORTER_OTLP_*), the sampler from the SDK's default
+// (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG) and the resource from
+// resource.WithFromEnv (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES).
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/contrib/exporters/autoexport"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName is the instrumentation scope of Sediment's tracer and meter.
+const ScopeName = "github.com/sediment-dev/sediment"
+
+// Config is what the command line adds to the environment.
+type Config struct {
+	// Stdout, when set, receives every span as JSON (--otel-stdout),
+	// whatever the environment says about exporters.
+	Stdout io.Writer
+	// Prometheus makes a Prometheus registry with the OpenTelemetry
+	// Prometheus exporter on it, served by Handler (--metrics-addr).
+	Prometheus bool
+	// RecordArgs puts the arguments of each command on its span
+	// (--otel-record-args).
+	RecordArgs bool
+	// Version is the service.version resource attribute.
+	Version string
+
+	// SpanExporter and MetricReader, when set, are used instead of the
+	// environment's (tests: the SDK's in-memory exporter and manual
+	// reader). SpanExporter is wrapped in a synchronous processor.
+	SpanExporter sdktrace.SpanExporter
+	MetricReader sdkmetric.Reader
+}
+
+// Telemetry is a process's tracer and meter. Its zero value (or nil) is
+// telemetry off: Tracer and Meter return nil.
+type Telemetry struct {
+	tracer     trace.Tracer
+	meter      metric.Meter
+	recordArgs bool
+	tp         *sdktrace.TracerProvider
+	mp         *sdkmetric.MeterProvider
+	registry   *prometheus.Registry
+}
+
+// Tracer returns the tracer, or nil when traces are off.
+func (t *Telemetry) Tracer() trace.Tracer {
+	if t == nil {
+		return nil
+	}
+	return t.tracer
+}
+
+// Meter returns the meter, or nil when metrics are off.
+func (t *Telemetry) Meter() metric.Meter {
+	if t == nil {
+		return nil
+	}
+	return t.meter
+}
+
+// RecordArgs reports whether spans carry the commands' arguments.
+func (t *Telemetry) RecordArgs() bool { return t != nil && t.recordArgs }
+
+// Setup builds the providers that the environment and cfg ask for.
+//
+// Traces are on when OTEL_TRACES_EXPORTER names an exporter (not "none"),
+// when an OTLP endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), or with cfg.Stdout. Metrics are on
+// when OTEL_METRICS_EXPORTER names an exporter, when an OTLP endpoint is
+// set (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT),
+// or with cfg.Prometheus. OTEL_SDK_DISABLED=true turns both off. The SDK's
+// own default (OTLP to localhost) is never used unasked.
+func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
+	getenv := os.Getenv
+	t := &Telemetry{recordArgs: cfg.RecordArgs}
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return t, nil
+	}
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
+		semconv.ServiceName("sediment"), semconv.ServiceVersion(cfg.Version)))
+	if err != nil {
+		return nil, err
+	}
+	// The environment's service name and attributes win over the defaults.
+	envRes, err := resource.New(ctx, resource.WithFromEnv())
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: OTEL_RESOURCE_ATTRIBUTES: %w", err)
+	}
+	if res, err = resource.Merge(res, envRes); err != nil {
+		return nil, err
+	}
+
+	otlp := getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
+	var spanOpts []sdktrace.TracerProviderOption
+	switch {
+	case cfg.SpanExporter != nil:
+		spanOpts = append(spanOpts, sdktrace.WithSyncer(cfg.SpanExporter))
+	case cfg.Stdout != nil:
+		exp, err := stdouttrace.New(stdouttrace.WithWriter(cfg.Stdout))
+		if err != nil {
+			return nil, err
+		}
+		spanOpts = append(spanOpts, sdktrace.WithBatcher(exp))
+	case named(getenv("OTEL_TRACES_EXPORTER")) || otlp || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "":
+		exp, err := autoexport.NewSpanExporter(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: traces exporter: %w", err)
+		}
+		if !autoexport.IsNoneSpanExporter(exp) {
+			spanOpts = append(spanOpts, sdktrace.WithBatcher(exp))
+		}
+	}
+	if len(spanOpts) > 0 {
+		t.tp = sdktrace.NewTracerProvider(append(spanOpts, sdktrace.WithResource(res))...)
+		t.tracer = t.tp.Tracer(ScopeName, trace.WithInstrumentationVersion(cfg.Version))
+	}
+
+	var readers []sdkmetric.Option
+	if cfg.MetricReader != nil {
+		readers = append(readers, sdkmetric.WithReader(cfg.MetricReader))
+	}
+	if named(getenv("OTEL_METRICS_EXPORTER")) || otlp || getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != "" {
+		r, err := autoexport.NewMetricReader(ctx)
+		if err != nil {
+			t.Shutdown(ctx)
+			return nil, fmt.Errorf("telemetry: metrics exporter: %w", err)
+		}
+		if !autoexport.IsNoneMetricReader(r) {
+			readers = append(readers, sdkmetric.WithReader(r))
+		}
+	}
+	if cfg.Prometheus {
+		t.registry = prometheus.NewRegistry()
+		exp, err := otelprom.New(otelprom.WithRegisterer(t.registry))
+		if err != nil {
+			t.Shutdown(ctx)
+			return nil, fmt.Errorf("telemetry: prometheus exporter: %w", err)
+		}
+		readers = append(readers, sdkmetric.WithReader(exp))
+	}
+	if len(readers) > 0 {
+		t.mp = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
+		t.meter = t.mp.Meter(ScopeName, metric.WithInstrumentationVersion(cfg.Version))
+	}
+	return t, nil
+}
+
+// named reports whether an OTEL_*_EXPORTER value names an exporter.
+func named(v string) bool {
+	v = strings.TrimSpace(v)
+	return v != "" && v != "none"
+}
+
+// Shutdown flushes and stops the exporters.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	var errs []error
+	if t.tp != nil {
+		errs = append(errs, t.tp.Shutdown(ctx))
+	}
+	if t.mp != nil {
+		errs = append(errs, t.mp.Shutdown(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// Handler serves GET /metrics (Prometheus's text format, when Setup was
+// asked for it; 404 otherwise), /healthz (200 while the process serves
+// HTTP) and /readyz (200 when ready returns nil, else 503 with its error).
+func (t *Telemetry) Handler(ready func() error) http.Handler {
+	mux := http.NewServeMux()
+	if t != nil && t.registry != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(t.registry, promhttp.HandlerOpts{}))
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := ready(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ok\n")
+	})
+	return mux
+}
