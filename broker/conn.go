@@ -233,12 +233,10 @@ func (c *conn) drain() {
 			continue
 		}
 		seq, err := it.p.Wait()
-		if tl := c.s.tel; tl != nil && it.spec != nil {
-			tl.endCommand(it.span, it.spec, it.d, err)
-		}
 		if err != nil {
 			it.stat.failed.Add(1)
 			c.writeErr(it.cmd, err)
+			it.ended(c.s.tel, err)
 			continue
 		}
 		if seq != 0 {
@@ -247,7 +245,8 @@ func (c *conn) drain() {
 			c.s.track.invalidate(c, it.events)
 			c.s.publishNotes(it.notes)
 		}
-		it.reply()
+		it.reply() // a read's reply may add links to its span first
+		it.ended(c.s.tel, nil)
 	}
 	c.pending = c.pending[:0]
 }
@@ -612,6 +611,7 @@ func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error
 	db := x.db()
 	it.p = x.c.s.store.SubmitTagged(spanTag(x.span), func(v *materialize.View) ([]codec.Event, error) {
 		evs, err := decide(v)
+		x.traceAdds(evs)
 		it.events = evs
 		if err == nil {
 			it.notes = x.c.s.notesOf(x.cmd.name, x.args, db, evs, v)
@@ -627,6 +627,7 @@ func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error
 func (x *exec) txWrite(decide func(v *materialize.View) ([]codec.Event, error)) error {
 	return x.tx.write(func(v *materialize.View) ([]codec.Event, error) {
 		evs, err := decide(v)
+		x.traceAdds(evs)
 		if err == nil && len(evs) > 0 {
 			*x.tx.notes = append(*x.tx.notes, x.c.s.notesOf(x.cmd.name, x.args, x.db(), evs, v)...)
 		}
@@ -647,6 +648,7 @@ func (x *exec) write(decide func(v *materialize.View) ([]codec.Event, error)) er
 	db := x.db()
 	seq, err := x.c.s.store.WriteTagged(spanTag(x.span), func(v *materialize.View) ([]codec.Event, error) {
 		evs, err := decide(v)
+		x.traceAdds(evs)
 		events = evs
 		if err == nil {
 			notes = x.c.s.notesOf(x.cmd.name, x.args, db, evs, v)

@@ -264,7 +264,11 @@ func New(opts Options) (*Server, error) {
 		s.wg.Add(1)
 		go s.closeIdle()
 	}
-	s.feed = &feed.Publisher{Store: store, Prefix: o.FeedPrefix, Publish: s.wake.nc.Publish,
+	nc := s.wake.nc
+	s.feed = &feed.Publisher{Store: store, Prefix: o.FeedPrefix, Publish: nc.Publish,
+		PublishTraced: func(subject string, payload []byte, traceparent string) error {
+			return nc.PublishMsg(&nats.Msg{Subject: subject, Data: payload, Header: nats.Header{"traceparent": {traceparent}}})
+		},
 		MaxPayload: int(s.wake.nc.MaxPayload()), Logger: o.Logger}
 	if ns := s.wake.ns; ns != nil {
 		// Only subscribers of this server can listen: ask it.

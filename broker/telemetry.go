@@ -13,7 +13,9 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
 	"github.com/sediment-dev/sediment/telemetry"
 )
 
@@ -240,6 +242,14 @@ func (tl *telem) endCommand(sp trace.Span, cmd *cmdSpec, d time.Duration, err er
 	sp.End()
 }
 
+// ended ends the span and records the outcome of a submitted write whose
+// span and duration were handed to it (execute), once it replied.
+func (it *pendingReply) ended(tl *telem, err error) {
+	if tl != nil && it.spec != nil {
+		tl.endCommand(it.span, it.spec, it.d, err)
+	}
+}
+
 // blockSpan starts the span of a blocking command's wait under the
 // command's span; nil when the command is not traced.
 func (tl *telem) blockSpan(parent trace.Span) trace.Span {
@@ -365,4 +375,66 @@ func queryText(args [][]byte) string {
 		b.WriteString(strings.ToValidUTF8(string(a), "\uFFFD"))
 	}
 	return b.String()
+}
+
+// A message's path (docs/telemetry.md): XADD stores its span's context
+// with each entry it adds (codec.TraceContext), and the read that delivers
+// the entry links its span to it, with OpenTelemetry's messaging
+// attributes on both.
+
+// messagingSystem is messaging.system on both ends of a message's path.
+var messagingSystem = semconv.MessagingSystemKey.String("redis")
+
+// traceAdds gives the entries an XADD adds (its OpXAdd events) the
+// context of the command's span, when it is sampled, and sets the span's
+// messaging attributes (send).
+func (x *exec) traceAdds(evs []codec.Event) {
+	if x.span == nil || x.cmd.name != "xadd" {
+		return
+	}
+	sc := x.span.SpanContext()
+	if !sc.IsSampled() {
+		return
+	}
+	tc := codec.TraceContext{TraceID: sc.TraceID(), SpanID: sc.SpanID(), Flags: byte(sc.TraceFlags())}
+	for i, e := range evs {
+		if e.Op != codec.OpXAdd || len(e.Args) == 0 {
+			continue
+		}
+		evs[i] = codec.XAddWithTrace(e, tc)
+		if x.span.IsRecording() {
+			if id, err := codec.DecodeIDArg(e.Args[0]); err == nil {
+				x.span.SetAttributes(messagingSystem, semconv.MessagingOperationTypeSend,
+					semconv.MessagingDestinationName(string(e.Key)), semconv.MessagingMessageID(id.String()))
+			}
+		}
+	}
+}
+
+// TracingDeliveries reports whether the command's span records
+// (command.DeliveryTracer).
+func (r execRuntime) TracingDeliveries() bool {
+	return r.x.span != nil && r.x.span.IsRecording()
+}
+
+// Delivered sets the messaging attributes (receive) on the command's span
+// and links it to the XADD span of each entry that has one
+// (command.DeliveryTracer). Each link carries the entry's stream and ID.
+func (r execRuntime) Delivered(key, group []byte, entries []streams.Entry) {
+	sp := r.x.span
+	attrs := []attribute.KeyValue{messagingSystem, semconv.MessagingOperationTypeReceive,
+		semconv.MessagingDestinationName(string(key)), semconv.MessagingBatchMessageCount(len(entries))}
+	if group != nil {
+		attrs = append(attrs, semconv.MessagingConsumerGroupName(string(group)))
+	}
+	sp.SetAttributes(attrs...)
+	dest := semconv.MessagingDestinationName(string(key))
+	for _, e := range entries {
+		if e.Trace.IsZero() {
+			continue
+		}
+		sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: e.Trace.TraceID, SpanID: e.Trace.SpanID,
+			TraceFlags: trace.TraceFlags(e.Trace.Flags), Remote: true})
+		sp.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{dest, semconv.MessagingMessageID(e.ID.String())}})
+	}
 }

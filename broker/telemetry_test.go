@@ -11,14 +11,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/feed"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/telemetry"
 )
@@ -394,4 +399,183 @@ func TestTelemetryPrometheus(t *testing.T) {
 	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "shutting down") {
 		t.Errorf("/readyz after Close: %d %q", code, body)
 	}
+}
+
+// linkTo returns the links of s to the span sc.
+func linkTo(s tracetest.SpanStub, sc trace.SpanContext) []sdktrace.Link {
+	var out []sdktrace.Link
+	for _, l := range s.Links {
+		if l.SpanContext.TraceID() == sc.TraceID() && l.SpanContext.SpanID() == sc.SpanID() {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func linkAttr(l sdktrace.Link, key string) string {
+	for _, kv := range l.Attributes {
+		if string(kv.Key) == key {
+			return kv.Value.Emit()
+		}
+	}
+	return ""
+}
+
+// TestTelemetryMessagePath follows entries from their XADD to every
+// command that delivers them: each delivering span links to the XADD span,
+// with the entry's ID on the link, also after a restart (the context is
+// stored with the entry), and the entries' fields are unchanged.
+func TestTelemetryMessagePath(t *testing.T) {
+	dir := t.TempDir()
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{SpanExporter: exp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tel.Shutdown(context.Background()) })
+	ctx := context.Background()
+	ts := startTestServer(t, dir, func(o *Options) { o.Telemetry = tel })
+	c := ts.client(t)
+	mustDo(t, c, "XGROUP", "CREATE", "q", "g", "$", "MKSTREAM")
+	id1 := mustDo(t, c, "XADD", "q", "*", "f", "1").(string)
+	add1 := spansNamed(t, exp, "XADD", 1)[0]
+	for k, v := range map[string]string{"messaging.system": "redis", "messaging.operation.type": "send",
+		"messaging.destination.name": "q", "messaging.message.id": id1} {
+		if got, _ := spanAttr(add1, k); got.Emit() != v {
+			t.Errorf("XADD span %s = %q, want %q", k, got.Emit(), v)
+		}
+	}
+	// The fields a client reads are the fields it added.
+	xr, err := c.XRange(ctx, "q", "-", "+").Result()
+	if err != nil || len(xr) != 1 || len(xr[0].Values) != 1 || xr[0].Values["f"] != "1" {
+		t.Fatalf("XRANGE: %v %v", xr, err)
+	}
+
+	// XREADGROUP delivers it.
+	if _, err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c1", Streams: []string{"q", ">"}, Block: -1}).Result(); err != nil {
+		t.Fatal(err)
+	}
+	rg := spansNamed(t, exp, "XREADGROUP", 1)[0]
+	links := linkTo(rg, add1.SpanContext)
+	if len(links) != 1 {
+		t.Fatalf("XREADGROUP has %d links to the XADD span, want 1: %+v", len(links), rg.Links)
+	}
+	if got := linkAttr(links[0], "messaging.message.id"); got != id1 {
+		t.Errorf("link message id %q, want %q", got, id1)
+	}
+	for k, v := range map[string]string{"messaging.operation.type": "receive", "messaging.destination.name": "q",
+		"messaging.consumer.group.name": "g", "messaging.batch.message_count": "1"} {
+		if got, _ := spanAttr(rg, k); got.Emit() != v {
+			t.Errorf("XREADGROUP span %s = %q, want %q", k, got.Emit(), v)
+		}
+	}
+	// XREAD and XCLAIM deliver it too.
+	if _, err := c.XRead(ctx, &redis.XReadArgs{Streams: []string{"q", "0"}, Block: -1}).Result(); err != nil {
+		t.Fatal(err)
+	}
+	if len(linkTo(spansNamed(t, exp, "XREAD", 1)[0], add1.SpanContext)) != 1 {
+		t.Errorf("XREAD does not link to the XADD span")
+	}
+	mustDo(t, c, "XCLAIM", "q", "g", "c2", 0, id1)
+	if len(linkTo(spansNamed(t, exp, "XCLAIM", 1)[0], add1.SpanContext)) != 1 {
+		t.Errorf("XCLAIM does not link to the XADD span")
+	}
+
+	// After a restart, XAUTOCLAIM and a CLAIM read still find the context.
+	ts.Close()
+	exp.Reset()
+	ts = startTestServer(t, dir, func(o *Options) { o.Telemetry = tel })
+	c = ts.client(t)
+	mustDo(t, c, "XAUTOCLAIM", "q", "g", "c3", 0, "0")
+	if len(linkTo(spansNamed(t, exp, "XAUTOCLAIM", 1)[0], add1.SpanContext)) != 1 {
+		t.Errorf("XAUTOCLAIM after a restart does not link to the XADD span")
+	}
+	mustDo(t, c, "XREADGROUP", "GROUP", "g", "c4", "CLAIM", 0, "STREAMS", "q", ">")
+	if len(linkTo(spansNamed(t, exp, "XREADGROUP", 1)[0], add1.SpanContext)) != 1 {
+		t.Errorf("XREADGROUP CLAIM does not link to the XADD span")
+	}
+
+	// A blocked XREADGROUP woken by an XADD links to that XADD.
+	reader := ts.client(t)
+	got := make(chan error, 1)
+	go func() {
+		_, err := reader.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c5", Streams: []string{"q", ">"}, Block: 5 * time.Second}).Result()
+		got <- err
+	}()
+	waitBlocked(t, c, 1)
+	mustDo(t, c, "XADD", "q", "*", "f", "2")
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	add2 := spansNamed(t, exp, "XADD", 1)[0]
+	var woken tracetest.SpanStub
+	for _, s := range spansNamed(t, exp, "XREADGROUP", 2) {
+		if len(s.Links) == 1 && s.Links[0].SpanContext.SpanID() == add2.SpanContext.SpanID() {
+			woken = s
+		}
+	}
+	if woken.Name == "" {
+		t.Errorf("the woken XREADGROUP does not link to the XADD that woke it")
+	}
+}
+
+// TestTelemetryFeedTraceparent: a traced XADD's change-feed message
+// carries its span's context in a traceparent header, from which a
+// nats.go subscriber continues the writer's trace; the payload's args are
+// the entry's ID and fields alone.
+func TestTelemetryFeedTraceparent(t *testing.T) {
+	ts, exp, _, _ := tracedServer(t, telemetry.Config{})
+	c := ts.client(t)
+	ch := feedSub(t, ts, "sediment.chg.0.stream.>")
+	id := mustDo(t, c, "XADD", "s", "*", "f", "v").(string)
+	add := spansNamed(t, exp, "XADD", 1)[0]
+	var msg *nats.Msg
+	select {
+	case msg = <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no change-feed message")
+	}
+	fm, err := feed.Decode(msg.Data)
+	if err != nil || fm.Op != "xadd" {
+		t.Fatalf("%v %+v", err, fm)
+	}
+	args, err := fm.ArgBytes()
+	if err != nil || len(args) != 3 || string(args[1]) != "f" || string(args[2]) != "v" {
+		t.Fatalf("xadd args %q %v, want the ID, f, v", args, err)
+	}
+	if got, err := codec.DecodeIDArg(args[0]); err != nil || got.String() != id {
+		t.Fatalf("xadd ID %v %v, want %s", got, err, id)
+	}
+	// What an instrumented subscriber does with the header: NATS headers
+	// are case-sensitive, so its carrier reads nats.Header as is.
+	ctx := propagation.TraceContext{}.Extract(context.Background(), natsCarrier(msg.Header))
+	sc := trace.SpanContextFromContext(ctx)
+	if sc.TraceID() != add.SpanContext.TraceID() || sc.SpanID() != add.SpanContext.SpanID() || !sc.IsRemote() {
+		t.Fatalf("traceparent %q: %v, want the XADD span %v", msg.Header.Get("traceparent"), sc, add.SpanContext)
+	}
+	// An untraced write has no header.
+	mustDo(t, c, "XTRIM", "s", "MAXLEN", 0)
+	select {
+	case msg = <-ch:
+		if h := msg.Header.Get("traceparent"); h != "" {
+			t.Errorf("XTRIM's message has traceparent %q", h)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no change-feed message for XTRIM")
+	}
+}
+
+// natsCarrier is an OpenTelemetry TextMapCarrier over NATS message
+// headers, as a nats.go subscriber writes it (nats.Header is
+// case-sensitive, unlike http.Header).
+type natsCarrier nats.Header
+
+func (c natsCarrier) Get(key string) string { return nats.Header(c).Get(key) }
+func (c natsCarrier) Set(key, value string) { nats.Header(c).Set(key, value) }
+func (c natsCarrier) Keys() []string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	return keys
 }

@@ -19,7 +19,9 @@ const (
 	// previous expire-at (int64). An empty type removes the metadata alone:
 	// the events before it removed every sub-key (DelMetaEvent).
 	OpDelKey Op = 'd'
-	// OpXAdd adds a stream entry. Args: ID, then field, value, field, value...
+	// OpXAdd adds a stream entry. Args: ID, then field, value, field,
+	// value..., then optionally the trace trailer of the XADD's span
+	// (TraceTrailerLen bytes, AppendTraceTrailer): an odd count after the ID.
 	OpXAdd Op = 'a'
 	// OpXDel removes stream entries. Args: one ID per entry.
 	OpXDel Op = 'x'

@@ -240,27 +240,41 @@ func FieldsLen(fv [][]byte) int {
 	return n
 }
 
-// DecodeFields decodes AppendFields' output. The returned slices alias b.
+// DecodeFields decodes AppendFields' output, skipping a trace trailer
+// after it (DecodeEntry). The returned slices alias b.
 func DecodeFields(b []byte) ([][]byte, error) {
+	fv, _, err := DecodeEntry(b)
+	return fv, err
+}
+
+// DecodeEntry decodes an X key's value: AppendFields' output, optionally
+// followed by a trace trailer (AppendTraceTrailer), returned as t (zero
+// when there is none). The returned slices alias b.
+func DecodeEntry(b []byte) (fv [][]byte, t TraceContext, err error) {
 	if len(b) < 4 {
-		return nil, corruptf("fields of %d bytes", len(b))
+		return nil, t, corruptf("fields of %d bytes", len(b))
 	}
 	n := binary.BigEndian.Uint32(b)
 	b = b[4:]
 	if uint64(n) > uint64(len(b)/4) {
-		return nil, corruptf("field count %d past end", n)
+		return nil, t, corruptf("field count %d past end", n)
 	}
-	fv := make([][]byte, n)
+	fv = make([][]byte, n)
 	for i := range fv {
-		var err error
 		if fv[i], b, err = SplitName(b); err != nil {
-			return nil, err
+			return nil, t, err
 		}
 	}
-	if len(b) != 0 {
-		return nil, corruptf("%d trailing bytes after fields", len(b))
+	switch {
+	case len(b) == 0:
+	case len(b) == TraceTrailerLen && b[0] == traceMark:
+		if t, err = DecodeTraceTrailer(b); err != nil {
+			return nil, t, err
+		}
+	default:
+		return nil, t, corruptf("%d trailing bytes after fields", len(b))
 	}
-	return fv, nil
+	return fv, t, nil
 }
 
 // PELStats summarises one pending entries list (a group's PEL, or the part

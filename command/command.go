@@ -167,6 +167,33 @@ type Ctx struct {
 	db     uint8 // the logical db the client selected
 }
 
+// DeliveryTracer is implemented by a Runtime that traces message paths
+// (docs/telemetry.md): the stream commands tell it of the entries each
+// read delivers, so that the read's span can link to their XADDs' spans.
+type DeliveryTracer interface {
+	// TracingDeliveries reports whether the command is traced: when it is
+	// not, Delivered need not be called.
+	TracingDeliveries() bool
+	// Delivered is told of entries of key read (group nil: XREAD) or
+	// claimed for group.
+	Delivered(key, group []byte, entries []streams.Entry)
+}
+
+// TracingDeliveries reports whether the Runtime traces this command's
+// deliveries (DeliveryTracer).
+func (x *Ctx) TracingDeliveries() bool {
+	dt, ok := x.rt.(DeliveryTracer)
+	return ok && dt.TracingDeliveries()
+}
+
+// Delivered tells a tracing Runtime of entries delivered from key (group
+// nil for XREAD): see DeliveryTracer.
+func (x *Ctx) Delivered(key, group []byte, entries []streams.Entry) {
+	if dt, ok := x.rt.(DeliveryTracer); ok && len(entries) > 0 && dt.TracingDeliveries() {
+		dt.Delivered(key, group, entries)
+	}
+}
+
 // Limits are the server settings commands check data against.
 type Limits struct {
 	// MaxBulkLen is proto-max-bulk-len in bytes (default 512 MiB): LCS's

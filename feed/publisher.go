@@ -19,6 +19,11 @@ type Publisher struct {
 	// Publish sends one message (nats.Conn.Publish). An error stops the
 	// record: it is published again, whole, on the next try.
 	Publish func(subject string, payload []byte) error
+	// PublishTraced, when set, sends a message with a W3C traceparent
+	// header (nats.Conn.PublishMsg): used for the events that carry the
+	// trace context of the command that wrote them (an XADD's, when it
+	// was traced: docs/telemetry.md). Nil: Publish, without the header.
+	PublishTraced func(subject string, payload []byte, traceparent string) error
 	// Interest, when set, tells whether anyone subscribes to a subject
 	// (the embedded NATS server knows); events nobody follows are not
 	// encoded. Nil: publish everything.
@@ -145,6 +150,17 @@ func (p *Publisher) Run(ctx context.Context) error {
 }
 
 func (p *Publisher) publish(prefix string, r codec.Record, i int, logical func(uint8) uint8) error {
+	// An XADD's trace trailer goes in a header, not in the payload's args.
+	var traceparent string
+	if e := r.Events[i]; e.Op == codec.OpXAdd && len(e.Args) > 1 {
+		if _, trailer, err := codec.XAddFields(e.Args[1:]); err == nil && trailer != nil {
+			tc, _ := codec.DecodeTraceTrailer(trailer)
+			traceparent = tc.String()
+			events := append([]codec.Event(nil), r.Events...)
+			events[i].Args = e.Args[:len(e.Args)-1]
+			r.Events = events
+		}
+	}
 	if p.Interest != nil {
 		// The subject alone first: most events are skipped when nobody
 		// listens.
@@ -166,6 +182,9 @@ func (p *Publisher) publish(prefix string, r codec.Record, i int, logical func(u
 		if subj, payload, err = EncodeTruncated(prefix, r, i, logical); err != nil {
 			return nil
 		}
+	}
+	if traceparent != "" && p.PublishTraced != nil {
+		return p.PublishTraced(subj, payload, traceparent)
 	}
 	return p.Publish(subj, payload)
 }

@@ -173,10 +173,14 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		}
 		// The fields are encoded straight into the batch: no copy of a
 		// large entry of its own (BenchmarkLargeValues).
+		fv, trailer, err := codec.XAddFields(a[1:])
+		if err != nil {
+			return err
+		}
 		k := codec.StreamEntryKey(e.DB, e.Key, id)
-		op := b.SetDeferred(len(k), codec.FieldsLen(a[1:]))
+		op := b.SetDeferred(len(k), codec.FieldsLen(fv)+len(trailer))
 		copy(op.Key, k)
-		if got := codec.AppendFields(op.Value[:0], a[1:]); len(got) != len(op.Value) {
+		if got := append(codec.AppendFields(op.Value[:0], fv), trailer...); len(got) != len(op.Value) {
 			return fmt.Errorf("materialize: entry fields encoded to %d bytes, %d reserved", len(got), len(op.Value))
 		}
 		return op.Finish()

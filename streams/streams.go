@@ -80,6 +80,9 @@ func RadixTreeNodes(s codec.StreamMeta, n uint64) uint64 {
 type Entry struct {
 	ID     codec.ID
 	Fields [][]byte
+	// Trace is the trace context of the XADD that added it, when that
+	// command was traced (docs/telemetry.md); zero otherwise.
+	Trace codec.TraceContext
 }
 
 // Meta returns the stream metadata of key, false if key does not exist, and
@@ -191,8 +194,8 @@ func Get(v *materialize.View, db uint8, key []byte, id codec.ID) (Entry, bool, e
 	if err != nil || !ok {
 		return Entry{}, false, err
 	}
-	fv, err := codec.DecodeFields(val)
-	return Entry{id, fv}, err == nil, err
+	fv, tc, err := codec.DecodeEntry(val)
+	return Entry{id, fv, tc}, err == nil, err
 }
 
 func decodeEntry(prefixLen int, k, val []byte) (Entry, error) {
@@ -200,7 +203,7 @@ func decodeEntry(prefixLen int, k, val []byte) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	fv, err := codec.DecodeFields(val)
+	fv, tc, err := codec.DecodeEntry(val)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -208,7 +211,7 @@ func decodeEntry(prefixLen int, k, val []byte) (Entry, error) {
 	for i := range fv {
 		fv[i] = append([]byte(nil), fv[i]...)
 	}
-	return Entry{id, fv}, nil
+	return Entry{id, fv, tc}, nil
 }
 
 // firstAfter returns the first entry ID >= from of the stream s, skipping

@@ -102,6 +102,7 @@ func runXClaim(x *command.Ctx) error {
 		entries, evs, err = groups.Claim(v, x.DB, x.Args[1], a)
 		return evs, wire(err)
 	}, func() {
+		x.Delivered(x.Args[1], x.Args[2], entries)
 		if justID {
 			WriteIDs(x.Reply, entries)
 			return
@@ -159,6 +160,7 @@ func runXAutoClaim(x *command.Ctx) error {
 		next, entries, deleted, evs, err = groups.AutoClaim(v, x.DB, args[1], a)
 		return evs, wire(err)
 	}, func() {
+		x.Delivered(args[1], args[2], entries)
 		w := x.Reply
 		w.Array(3)
 		WriteID(w, next)

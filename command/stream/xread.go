@@ -285,7 +285,7 @@ type streamReply struct {
 
 // writeStreamReplies writes [[key, entries], ...] (RESP3: a map of key to
 // entries), or the null array when there are none.
-func writeStreamReplies(x *command.Ctx, rs []streamReply) {
+func writeStreamReplies(x *command.Ctx, group []byte, rs []streamReply) {
 	if len(rs) == 0 {
 		x.Reply.NullArray()
 		return
@@ -295,8 +295,16 @@ func writeStreamReplies(x *command.Ctx, rs []streamReply) {
 		x.Reply.Entry()
 		x.Reply.Bulk(r.key)
 		if r.claimed == nil {
+			x.Delivered(r.key, group, r.entries)
 			WriteEntries(x.Reply, r.entries)
 			continue
+		}
+		if x.TracingDeliveries() {
+			entries := make([]streams.Entry, len(r.claimed))
+			for i, d := range r.claimed {
+				entries[i] = d.Entry
+			}
+			x.Delivered(r.key, group, entries)
 		}
 		// CLAIM (Redis 8.4): [id, fields, idle ms, delivery count] each.
 		x.Reply.Array(len(r.claimed))
@@ -368,7 +376,7 @@ func runXRead(x *command.Ctx) error {
 		return err
 	}
 	if len(rs) > 0 || !c.block || x.InTxn() {
-		writeStreamReplies(x, rs)
+		writeStreamReplies(x, nil, rs)
 		return nil
 	}
 	served, err := x.Block(c.keys, c.timeout, func() bool {
@@ -382,7 +390,7 @@ func runXRead(x *command.Ctx) error {
 	if !served {
 		rs = nil
 	}
-	writeStreamReplies(x, rs)
+	writeStreamReplies(x, nil, rs)
 	return nil
 }
 
@@ -482,7 +490,7 @@ func runXReadGroup(x *command.Ctx) error {
 			var err error
 			rs, evs, err = deliver(v, false)
 			return evs, err
-		}, func() { writeStreamReplies(x, rs) })
+		}, func() { writeStreamReplies(x, c.group, rs) })
 	}
 	// A blocking read that finds nothing queues its client in the same
 	// decision: the writer serves it from then on.
@@ -532,6 +540,6 @@ func runXReadGroup(x *command.Ctx) error {
 	case wakeErr != nil:
 		return wakeErr
 	}
-	writeStreamReplies(x, rs)
+	writeStreamReplies(x, c.group, rs)
 	return nil
 }

@@ -1,0 +1,78 @@
+package codec
+
+import "fmt"
+
+// TraceContext is the W3C trace context of the command that added a stream
+// entry (its XADD span: docs/telemetry.md, "A message's path"), stored
+// with the entry so that the reads that deliver it can link to that span.
+// The zero value is none.
+type TraceContext struct {
+	TraceID [16]byte
+	SpanID  [8]byte
+	Flags   byte // W3C trace flags: bit 0 sampled
+}
+
+// IsZero reports whether t is none.
+func (t TraceContext) IsZero() bool { return t == TraceContext{} }
+
+// traceMark opens a trace trailer.
+const traceMark = 'T'
+
+// TraceTrailerLen is the length of a trace trailer:
+//
+//	| 'T' (0x54) | trace ID (16) | span ID (8) | flags (1) |
+//
+// It follows the fields of an X key's value (key-format.md §5.3) and is
+// the last argument of an OpXAdd event whose field count is odd.
+const TraceTrailerLen = 1 + 16 + 8 + 1
+
+// AppendTraceTrailer appends t's trace trailer.
+func AppendTraceTrailer(b []byte, t TraceContext) []byte {
+	b = append(b, traceMark)
+	b = append(b, t.TraceID[:]...)
+	b = append(b, t.SpanID[:]...)
+	return append(b, t.Flags)
+}
+
+// DecodeTraceTrailer decodes AppendTraceTrailer's output.
+func DecodeTraceTrailer(b []byte) (TraceContext, error) {
+	var t TraceContext
+	if len(b) != TraceTrailerLen || b[0] != traceMark {
+		return t, corruptf("trace trailer of %d bytes", len(b))
+	}
+	copy(t.TraceID[:], b[1:17])
+	copy(t.SpanID[:], b[17:25])
+	t.Flags = b[25]
+	if t.IsZero() {
+		return t, corruptf("zero trace trailer")
+	}
+	return t, nil
+}
+
+// String is the W3C traceparent form, version 00.
+func (t TraceContext) String() string {
+	return fmt.Sprintf("00-%x-%x-%02x", t.TraceID, t.SpanID, t.Flags)
+}
+
+// XAddWithTrace returns e, an OpXAdd event, with t's trace trailer as its
+// last argument (a new Args slice; e's is not changed).
+func XAddWithTrace(e Event, t TraceContext) Event {
+	args := make([][]byte, len(e.Args), len(e.Args)+1)
+	copy(args, e.Args)
+	e.Args = append(args, AppendTraceTrailer(make([]byte, 0, TraceTrailerLen), t))
+	return e
+}
+
+// XAddFields splits an OpXAdd event's arguments after its ID into the
+// entry's field, value, ... list and its trace trailer (nil when there is
+// none): an odd count of them ends with the trailer.
+func XAddFields(args [][]byte) (fv [][]byte, trailer []byte, err error) {
+	if len(args)%2 == 0 {
+		return args, nil, nil
+	}
+	trailer = args[len(args)-1]
+	if _, err := DecodeTraceTrailer(trailer); err != nil {
+		return nil, nil, err
+	}
+	return args[:len(args)-1], trailer, nil
+}
