@@ -29,6 +29,9 @@ func monotonic() time.Duration { return time.Since(clockBase) }
 // cmdStat is one command's (or subcommand's) counters.
 type cmdStat struct {
 	calls, usec, rejected, failed atomic.Int64
+	// lat are its latency histograms (latency.go), [0] of the calls that
+	// succeeded and [1] of those that failed; nil until the first.
+	lat [2]atomic.Pointer[latHist]
 }
 
 // cmdStats holds the subcommands' counters by full name ("client|info");
@@ -37,6 +40,13 @@ type cmdStats struct {
 	m      sync.Map // string → *cmdStat
 	errors sync.Map // error code ("ERR", "WRONGTYPE") → *atomic.Int64
 	errTot atomic.Int64
+	// tracking is latency-tracking (the histograms are kept), percentiles
+	// latency-tracking-info-percentiles (latency.go).
+	tracking    atomic.Bool
+	percentiles atomic.Pointer[[]float64]
+	// resetAt is when the counters began (start or CONFIG RESETSTAT):
+	// the start time of the cumulative metrics (telemetry.go).
+	resetAt atomic.Pointer[time.Time]
 }
 
 // fullName is Redis's name of a request's command: "name", or
@@ -73,6 +83,7 @@ var subcommands = map[string][]string{
 	"xgroup":  {"create", "setid", "destroy", "createconsumer", "delconsumer", "help"},
 	"xinfo":   {"stream", "groups", "consumers", "help"},
 	"slowlog": {"get", "len", "reset", "help"},
+	"latency": {"doctor", "graph", "history", "latest", "reset", "histogram", "help"},
 }
 
 func (s *cmdStats) get(name string) *cmdStat {
@@ -83,13 +94,41 @@ func (s *cmdStats) get(name string) *cmdStat {
 	return v.(*cmdStat)
 }
 
-// ran counts one call that took d; failed when it replied an error.
-func (st *cmdStat) ran(d time.Duration, failed bool) {
+// ran counts one call of cmd (args: for its subcommand) that took d;
+// failed when it replied an error. It feeds INFO commandstats, the
+// latency histograms when latency-tracking is on (unless deferred: a
+// submitted write's outcome is known at its commit, where drain calls
+// recordLatency), and the latency monitor when its threshold is set.
+func (s *Server) ran(cmd *cmdSpec, args [][]byte, d time.Duration, failed, deferLatency bool) {
+	st := s.cmdstats.statFor(cmd, args)
 	st.calls.Add(1)
 	st.usec.Add(d.Microseconds())
 	if failed {
 		st.failed.Add(1)
 	}
+	if !deferLatency {
+		s.recordLatency(st, d, failed)
+	}
+	if t := s.latency.threshold.Load(); t > 0 && d >= time.Duration(t)*time.Millisecond {
+		event := "command"
+		if cmd.flags&flagFast != 0 {
+			event = "fast-command"
+		}
+		s.latency.add(event, s.opts.Now().Unix(), d.Milliseconds())
+	}
+}
+
+// recordLatency puts a call of d in st's histogram of its outcome, when
+// latency-tracking is on.
+func (s *Server) recordLatency(st *cmdStat, d time.Duration, failed bool) {
+	if !s.cmdstats.tracking.Load() {
+		return
+	}
+	i := 0
+	if failed {
+		i = 1
+	}
+	latHistOf(&st.lat[i]).record(d)
 }
 
 // rejected counts a call of name refused before it ran (NOAUTH, the
@@ -116,7 +155,11 @@ func (s *cmdStats) reset() {
 		c.stat.usec.Store(0)
 		c.stat.rejected.Store(0)
 		c.stat.failed.Store(0)
+		c.stat.lat[0].Store(nil)
+		c.stat.lat[1].Store(nil)
 	}
+	now := time.Now()
+	s.resetAt.Store(&now)
 	s.errors.Range(func(k, _ any) bool { s.errors.Delete(k); return true })
 	s.errTot.Store(0)
 }

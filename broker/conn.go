@@ -211,10 +211,9 @@ func (c *conn) idleSince(t int64) bool {
 // reply in its place in the request order.
 type pendingReply struct {
 	cmd    string
-	spec   *cmdSpec
 	stat   *cmdStat      // the command's counters, for a failure found at the commit
 	span   trace.Span    // the command's span, ended once it replied (telemetry.go)
-	d      time.Duration // the command's run time, recorded with its outcome (telemetry.go)
+	d      time.Duration // the command's run time, for its latency histogram once its outcome is known
 	notes  []note        // keyspace notifications of its events (notify.go)
 	p      *materialize.Pending
 	events []codec.Event // the write's events, set by its decision
@@ -233,10 +232,11 @@ func (c *conn) drain() {
 			continue
 		}
 		seq, err := it.p.Wait()
+		c.s.recordLatency(it.stat, it.d, err != nil)
 		if err != nil {
 			it.stat.failed.Add(1)
 			c.writeErr(it.cmd, err)
-			it.ended(c.s.tel, err)
+			it.ended(err)
 			continue
 		}
 		if seq != 0 {
@@ -246,7 +246,7 @@ func (c *conn) drain() {
 			c.s.publishNotes(it.notes)
 		}
 		it.reply() // a read's reply may add links to its span first
-		it.ended(c.s.tel, nil)
+		it.ended(nil)
 	}
 	c.pending = c.pending[:0]
 }
@@ -362,17 +362,13 @@ func (c *conn) execute(args [][]byte) {
 	c.lastStart.Store(int64(start))
 	err := x.run()
 	d := monotonic() - start - x.blocked
-	c.s.cmdstats.statFor(cmd, args).ran(d, err != nil)
-	if tl != nil {
-		if x.pend != nil && err == nil {
-			// A submitted write: its span and outcome end with its commit (drain).
-			x.pend.span, x.pend.d = x.span, d
-		} else {
-			if x.pend != nil {
-				x.pend.spec = nil // ended here, not at its commit
-			}
-			tl.endCommand(x.span, cmd, d, err)
-		}
+	submitted := x.pend != nil && err == nil
+	c.s.ran(cmd, args, d, err != nil, submitted)
+	if submitted {
+		// A submitted write's latency and span end with its commit (drain).
+		x.pend.span, x.pend.d = x.span, d
+	} else {
+		endCommand(x.span, err)
 	}
 	c.s.slowlog.add(c, cmd, args, d)
 	c.s.feedMonitors(c, cmd, args)
@@ -419,7 +415,7 @@ type exec struct {
 	replied int
 	blocked time.Duration // time the command waited blocked, not counted as its run time
 	span    trace.Span    // the command's span; nil when not traced (telemetry.go)
-	pend    *pendingReply // its submitted write (writeAsync), when telemetry is on
+	pend    *pendingReply // its submitted write (writeAsync)
 }
 
 // w returns the reply writer.
@@ -604,10 +600,7 @@ func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error
 		return nil
 	}
 	it := &pendingReply{cmd: x.cmd.name, stat: x.c.s.cmdstats.statFor(x.cmd, x.args), reply: reply}
-	if x.c.s.tel != nil {
-		it.spec = x.cmd
-		x.pend = it
-	}
+	x.pend = it
 	db := x.db()
 	it.p = x.c.s.store.SubmitTagged(spanTag(x.span), func(v *materialize.View) ([]codec.Event, error) {
 		evs, err := decide(v)

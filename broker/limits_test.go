@@ -321,7 +321,7 @@ var limitNoNumbers = []string{
 	"xcfgset",
 	// Redis 8.8: numids and RETRYCOUNT are checked by TestXNack.
 	"xnack",
-	"ping", "echo", "quit", "client", "command", "info", "time", "config", "reset", "auth", "role", "monitor", "shutdown",
+	"ping", "echo", "quit", "client", "command", "info", "time", "config", "reset", "auth", "role", "monitor", "shutdown", "latency",
 	"subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe", "publish", "spublish", "pubsub",
 	"multi", "exec", "discard", "watch", "unwatch",
 	"mget", "mset", "msetnx", "strlen", "getset", "getdel", "setnx", "incr", "decr", "append",

@@ -174,10 +174,8 @@ func runExec(x *exec) error {
 			start := monotonic()
 			err := q.cmd.run(qx)
 			d := monotonic() - start
-			c.s.cmdstats.statFor(q.cmd, q.args).ran(d, err != nil)
-			if tl != nil {
-				tl.endCommand(qx.span, q.cmd, d, err)
-			}
+			c.s.ran(q.cmd, q.args, d, err != nil, false)
+			endCommand(qx.span, err)
 			c.s.slowlog.add(c, q.cmd, q.args, d)
 			c.s.feedMonitors(c, q.cmd, q.args)
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,6 +173,7 @@ type Server struct {
 	requirepass atomic.Pointer[string]
 	cmdstats    cmdStats                       // INFO commandstats and errorstats (cmdstats.go)
 	slowlog     slowLog                        // SLOWLOG
+	latency     latencyMonitor                 // LATENCY (latency.go)
 	mons        monitors                       // MONITOR connections (monitor.go)
 	feed        *feed.Publisher                // the change feed (docs/change-feed.md)
 	tel         *telem                         // OpenTelemetry; nil: off (telemetry.go)
@@ -241,6 +243,10 @@ func New(opts Options) (*Server, error) {
 	s.streamCfg.Store(&cfg)
 	s.slowlog.slower.Store(10000) // Redis's defaults: 10 ms, 128 entries
 	s.slowlog.maxLen.Store(128)
+	s.cmdstats.tracking.Store(true) // latency-tracking yes, as Redis 7
+	ps := slices.Clone(defaultPercentiles)
+	s.cmdstats.percentiles.Store(&ps)
+	s.cmdstats.resetAt.Store(&s.start)
 	s.cons = newConsumers(o.Logger.Warn)
 	s.watch = newWatches()
 	store.SetReady(func(v *materialize.View, events []codec.Event, record func(materialize.Served)) {
@@ -285,6 +291,9 @@ func New(opts Options) (*Server, error) {
 		if err := tl.observe(o.Telemetry.Meter(), s); err != nil {
 			s.Close()
 			return nil, err
+		}
+		if o.Telemetry.Meter() != nil {
+			o.Telemetry.SetProducer(s.commandMetrics)
 		}
 	}
 	return s, nil
@@ -471,7 +480,10 @@ func (s *Server) close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
-	s.tel.close()
+	if s.tel != nil {
+		s.tel.close()
+		s.opts.Telemetry.SetProducer(nil)
+	}
 	s.wake.close()
 	err := s.store.Close()
 	s.opts.Logger.Info("stopped")

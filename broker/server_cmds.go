@@ -300,6 +300,9 @@ func runConfig(x *exec) error {
 		{"requirepass", s.password()},
 		{"slowlog-log-slower-than", strconv.FormatInt(s.slowlog.slower.Load(), 10)},
 		{"slowlog-max-len", strconv.FormatInt(s.slowlog.maxLen.Load(), 10)},
+		{"latency-monitor-threshold", strconv.FormatInt(s.latency.threshold.Load(), 10)},
+		{"latency-tracking", map[bool]string{true: "yes", false: "no"}[s.cmdstats.tracking.Load()]},
+		{"latency-tracking-info-percentiles", formatPercentiles(*s.cmdstats.percentiles.Load())},
 		{"tracking-table-max-keys", strconv.Itoa(s.track.maxKeys())},
 		{"stream-idmp-duration", strconv.FormatInt(s.streamCfg.Load().IDMPDurationS, 10)},
 		{"stream-idmp-maxsize", strconv.FormatInt(s.streamCfg.Load().IDMPMaxSize, 10)},
@@ -337,6 +340,7 @@ func runConfigSet(x *exec) error {
 	pass := x.c.s.password()
 	slower, maxLen := x.c.s.slowlog.slower.Load(), x.c.s.slowlog.maxLen.Load()
 	trackMax := x.c.s.track.maxKeys()
+	threshold, tracking, percentiles := x.c.s.latency.threshold.Load(), x.c.s.cmdstats.tracking.Load(), *x.c.s.cmdstats.percentiles.Load()
 	streamCfg := *x.c.s.streamCfg.Load()
 	for i := 2; i < len(x.args); i += 2 {
 		name := command.Lower(x.args[i])
@@ -365,6 +369,24 @@ func runConfigSet(x *exec) error {
 			*at = v
 		case "requirepass":
 			pass = string(x.args[i+1])
+		case "latency-monitor-threshold":
+			v, err := configInt(name, x.args[i+1], 0, math.MaxInt64)
+			if err != nil {
+				return err
+			}
+			threshold = v
+		case "latency-tracking":
+			v, ok := parseYesNo(x.args[i+1])
+			if !ok {
+				return errConfigSetFailed(name, "argument must be 'yes' or 'no'")
+			}
+			tracking = v
+		case "latency-tracking-info-percentiles":
+			ps, err := parsePercentiles(x.args[i+1])
+			if err != nil {
+				return err
+			}
+			percentiles = ps
 		case "tracking-table-max-keys":
 			v, err := configInt(name, x.args[i+1], 0, math.MaxInt64)
 			if err != nil {
@@ -398,6 +420,9 @@ func runConfigSet(x *exec) error {
 	x.c.s.slowlog.slower.Store(slower)
 	x.c.s.slowlog.maxLen.Store(maxLen)
 	x.c.s.track.setMaxKeys(trackMax)
+	x.c.s.latency.threshold.Store(threshold)
+	x.c.s.cmdstats.tracking.Store(tracking)
+	x.c.s.cmdstats.percentiles.Store(&percentiles)
 	x.c.s.streamCfg.Store(&streamCfg)
 	x.reply().OK()
 	return nil
@@ -514,6 +539,14 @@ func runInfo(x *exec) error {
 		b.WriteString("# Commandstats\r\n")
 		s.cmdstats.commandstats(kv)
 	}
+	// latencystats is in "all" and "everything", not in the default, as in Redis.
+	if want["latencystats"] || want["all"] || want["everything"] {
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# Latencystats\r\n")
+		s.cmdstats.latencystats(kv)
+	}
 	section("errorstats", func() { s.cmdstats.errorstats(kv) })
 	section("keyspace", func() {
 		v := x.view()
@@ -619,4 +652,15 @@ func configInt(name string, arg []byte, lo, hi int64) (int64, error) {
 		return 0, errConfigSetFailed(name, fmt.Sprintf("argument must be between %d and %d inclusive", lo, hi))
 	}
 	return v, nil
+}
+
+// parseYesNo parses a yes/no CONFIG value (any case).
+func parseYesNo(v []byte) (bool, bool) {
+	switch {
+	case equalFold(v, "YES"):
+		return true, true
+	case equalFold(v, "NO"):
+		return false, true
+	}
+	return false, false
 }

@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -28,8 +30,8 @@ type telem struct {
 	tracer     trace.Tracer // nil: traces off
 	recordArgs bool
 
-	// nil: metrics off.
-	cmdDur       metric.Float64Histogram
+	// nil: metrics off. Command durations are not an SDK instrument: the
+	// server's own histograms (latency.go) are exported by commandMetrics.
 	commitDur    metric.Float64Histogram
 	commitWrites metric.Int64Histogram
 	fsyncDur     metric.Float64Histogram
@@ -58,11 +60,6 @@ func newTelem(t *telemetry.Telemetry) (*telem, error) {
 		return tl, nil
 	}
 	var err error
-	if tl.cmdDur, err = m.Float64Histogram("sediment.command.duration", metric.WithUnit("s"),
-		metric.WithDescription("Time commands took to run, less the time they waited blocked, by command and outcome"),
-		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
-		return nil, err
-	}
 	if tl.commitDur, err = m.Float64Histogram("sediment.commit.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time the writer took to decide and commit one group of writes"),
 		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
@@ -172,22 +169,28 @@ func (tl *telem) observe(m metric.Meter, s *Server) error {
 
 // close unregisters the callbacks (the server is closing).
 func (tl *telem) close() {
-	if tl != nil && tl.reg != nil {
+	if tl.reg != nil {
 		tl.reg.Unregister()
 	}
 }
 
-// cmdAttrs are a command's metric attribute sets, made once at register:
-// [0] for success, [1] for an error reply.
-type cmdAttrs [2][]metric.RecordOption
+// cmdAttrs are a command's span name and db.operation.name attribute,
+// made once at register.
+type cmdAttrs struct {
+	name string // upper case
+	op   attribute.KeyValue
+}
 
 func newCmdAttrs(name string) cmdAttrs {
-	op := semconv.DBOperationName(strings.ToUpper(name))
-	return cmdAttrs{
-		{metric.WithAttributeSet(attribute.NewSet(op, outcomeOK))},
-		{metric.WithAttributeSet(attribute.NewSet(op, outcomeError))},
-	}
+	upper := strings.ToUpper(name)
+	return cmdAttrs{name: upper, op: semconv.DBOperationName(upper)}
 }
+
+// The span start options, made once.
+var (
+	serverKind   = trace.WithSpanKind(trace.SpanKindServer)
+	internalKind = trace.WithSpanKind(trace.SpanKindInternal)
+)
 
 // startCommand starts the span of a request on c: kind SERVER, a new
 // trace (parent nil) or, inside EXEC, INTERNAL under parent. It returns
@@ -196,21 +199,20 @@ func (tl *telem) startCommand(c *conn, cmd *cmdSpec, args [][]byte, parent trace
 	if tl.tracer == nil {
 		return nil
 	}
-	ctx, kind := context.Background(), trace.SpanKindServer
+	ctx, kind := context.Background(), serverKind
 	if parent != nil {
-		ctx, kind = trace.ContextWithSpan(ctx, parent), trace.SpanKindInternal
+		ctx, kind = trace.ContextWithSpan(ctx, parent), internalKind
 	}
-	name := strings.ToUpper(cmd.name)
+	name := cmd.attrs.name
 	if cmd.container && len(args) > 1 {
 		name += " " + strings.ToUpper(string(args[1]))
 	}
-	_, sp := tl.tracer.Start(ctx, name, trace.WithSpanKind(kind))
+	_, sp := tl.tracer.Start(ctx, name, kind)
 	if !sp.IsRecording() {
 		return sp
 	}
 	attrs := append(make([]attribute.KeyValue, 0, 9),
-		semconv.DBSystemNameRedis,
-		semconv.DBOperationName(strings.ToUpper(cmd.name)),
+		semconv.DBSystemNameRedis, cmd.attrs.op,
 		semconv.DBNamespace(strconv.Itoa(int(c.db))))
 	attrs = append(attrs, c.netAttrs()...)
 	if tl.recordArgs {
@@ -221,15 +223,8 @@ func (tl *telem) startCommand(c *conn, cmd *cmdSpec, args [][]byte, parent trace
 }
 
 // endCommand ends a command's span (nil: traces off) with the outcome of
-// err, and records its duration d.
-func (tl *telem) endCommand(sp trace.Span, cmd *cmdSpec, d time.Duration, err error) {
-	if tl.cmdDur != nil {
-		i := 0
-		if err != nil {
-			i = 1
-		}
-		tl.cmdDur.Record(context.Background(), d.Seconds(), cmd.attrs[i]...)
-	}
+// err. (Its duration is in the server's histograms: Server.ran.)
+func endCommand(sp trace.Span, err error) {
 	if sp == nil {
 		return
 	}
@@ -242,12 +237,10 @@ func (tl *telem) endCommand(sp trace.Span, cmd *cmdSpec, d time.Duration, err er
 	sp.End()
 }
 
-// ended ends the span and records the outcome of a submitted write whose
-// span and duration were handed to it (execute), once it replied.
-func (it *pendingReply) ended(tl *telem, err error) {
-	if tl != nil && it.spec != nil {
-		tl.endCommand(it.span, it.spec, it.d, err)
-	}
+// ended ends the span of a submitted write, handed to it by execute, once
+// it replied.
+func (it *pendingReply) ended(err error) {
+	endCommand(it.span, err)
 }
 
 // blockSpan starts the span of a blocking command's wait under the
@@ -256,8 +249,7 @@ func (tl *telem) blockSpan(parent trace.Span) trace.Span {
 	if tl == nil || parent == nil || !parent.IsRecording() {
 		return nil
 	}
-	_, sp := tl.tracer.Start(trace.ContextWithSpan(context.Background(), parent), "block",
-		trace.WithSpanKind(trace.SpanKindInternal))
+	_, sp := tl.tracer.Start(trace.ContextWithSpan(context.Background(), parent), "block", internalKind)
 	return sp
 }
 
@@ -316,6 +308,60 @@ func (tl *telem) Commit(g materialize.GroupInfo) {
 		sp.SetStatus(codes.Error, g.Err.Error())
 	}
 	sp.End(trace.WithTimestamp(g.End))
+}
+
+// commandBounds are the bucket bounds of sediment.command.duration in
+// seconds: the latency histograms' powers of two, 2^10 to 2^30 ns.
+var commandBounds = func() []float64 {
+	var b []float64
+	for e := latMinExp; e <= latMaxExp; e++ {
+		b = append(b, float64(uint64(1)<<e)/1e9)
+	}
+	return b
+}()
+
+// commandMetrics produces sediment.command.duration from the server's
+// latency histograms (Server.ran): a cumulative histogram per command and
+// outcome, since the last CONFIG RESETSTAT (telemetry.ProduceFunc). It
+// allocates at collection time only; recording costs commands two atomic
+// adds instead of the SDK's locked aggregation.
+func (s *Server) commandMetrics(context.Context) ([]metricdata.ScopeMetrics, error) {
+	start, now := *s.cmdstats.resetAt.Load(), time.Now()
+	var dps []metricdata.HistogramDataPoint[float64]
+	s.cmdstats.eachStat(func(name string, st *cmdStat) {
+		op := semconv.DBOperationName(strings.ToUpper(strings.ReplaceAll(name, "|", " ")))
+		for i, outcome := range []attribute.KeyValue{outcomeOK, outcomeError} {
+			h := st.lat[i].Load()
+			if h == nil {
+				continue
+			}
+			counts, total := h.snapshot()
+			if total == 0 {
+				continue
+			}
+			buckets := make([]uint64, len(commandBounds)+1)
+			buckets[0] = counts[0]
+			for j := 1; j < latBuckets-1; j++ {
+				buckets[1+(j-1)/latSub] += counts[j]
+			}
+			buckets[len(buckets)-1] = counts[latBuckets-1]
+			dps = append(dps, metricdata.HistogramDataPoint[float64]{
+				Attributes: attribute.NewSet(op, outcome), StartTime: start, Time: now,
+				Count: total, Bounds: commandBounds, BucketCounts: buckets, Sum: float64(h.sumNs.Load()) / 1e9,
+			})
+		}
+	})
+	if len(dps) == 0 {
+		return nil, nil
+	}
+	return []metricdata.ScopeMetrics{{
+		Scope: instrumentation.Scope{Name: telemetry.ScopeName, Version: SedimentVersion},
+		Metrics: []metricdata.Metrics{{
+			Name: "sediment.command.duration", Unit: "s",
+			Description: "Time commands took to run, less the time they waited blocked, by command and outcome",
+			Data:        metricdata.Histogram[float64]{Temporality: metricdata.CumulativeTemporality, DataPoints: dps},
+		}},
+	}}, nil
 }
 
 // Sync records one fsync of the change log (materialize.Observer).

@@ -33,8 +33,12 @@ import (
 func tracedServer(t *testing.T, cfg telemetry.Config) (*testServer, *tracetest.InMemoryExporter, *sdkmetric.ManualReader, *telemetry.Telemetry) {
 	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
-	reader := sdkmetric.NewManualReader()
-	cfg.SpanExporter, cfg.MetricReader = exp, reader
+	var reader *sdkmetric.ManualReader
+	cfg.SpanExporter = exp
+	cfg.MetricReader = func(p sdkmetric.Producer) sdkmetric.Reader {
+		reader = sdkmetric.NewManualReader(sdkmetric.WithProducer(p))
+		return reader
+	}
 	tel, err := telemetry.Setup(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -279,6 +283,7 @@ func TestTelemetryExecAndBlock(t *testing.T) {
 func TestTelemetryMetrics(t *testing.T) {
 	ts, _, reader, _ := tracedServer(t, telemetry.Config{})
 	c := ts.client(t)
+	mustDo(t, c, "CONFIG", "RESETSTAT") // the command table's counters are the process's
 	for i := 0; i < 5; i++ {
 		mustDo(t, c, "SET", "k", i)
 	}

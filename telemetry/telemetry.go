@@ -18,14 +18,19 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/contrib/exporters/autoexport"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -51,9 +56,26 @@ type Config struct {
 
 	// SpanExporter and MetricReader, when set, are used instead of the
 	// environment's (tests: the SDK's in-memory exporter and manual
-	// reader). SpanExporter is wrapped in a synchronous processor.
+	// reader). SpanExporter is wrapped in a synchronous processor;
+	// MetricReader is given the producer of the metrics the server keeps
+	// itself (SetProducer), to pass to sdkmetric.WithProducer.
 	SpanExporter sdktrace.SpanExporter
-	MetricReader sdkmetric.Reader
+	MetricReader func(sdkmetric.Producer) sdkmetric.Reader
+}
+
+// ProduceFunc returns metrics kept outside the SDK (the server's own
+// per-command latency histograms): sdkmetric.Producer's Produce.
+type ProduceFunc func(context.Context) ([]metricdata.ScopeMetrics, error)
+
+// lateProducer is the sdkmetric.Producer given to every reader at Setup,
+// producing whatever SetProducer installs later (nothing until then).
+type lateProducer struct{ fn atomic.Pointer[ProduceFunc] }
+
+func (p *lateProducer) Produce(ctx context.Context) ([]metricdata.ScopeMetrics, error) {
+	if f := p.fn.Load(); f != nil {
+		return (*f)(ctx)
+	}
+	return nil, nil
 }
 
 // Telemetry is a process's tracer and meter. Its zero value (or nil) is
@@ -65,6 +87,20 @@ type Telemetry struct {
 	tp         *sdktrace.TracerProvider
 	mp         *sdkmetric.MeterProvider
 	registry   *prometheus.Registry
+	producer   lateProducer
+}
+
+// SetProducer makes every metric reader also export what fn produces, at
+// each collection; nil stops it. A server installs its own while it runs.
+func (t *Telemetry) SetProducer(fn ProduceFunc) {
+	if t == nil {
+		return
+	}
+	if fn == nil {
+		t.producer.fn.Store(nil)
+		return
+	}
+	t.producer.fn.Store(&fn)
 }
 
 // Tracer returns the tracer, or nil when traces are off.
@@ -142,21 +178,21 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 
 	var readers []sdkmetric.Option
 	if cfg.MetricReader != nil {
-		readers = append(readers, sdkmetric.WithReader(cfg.MetricReader))
+		readers = append(readers, sdkmetric.WithReader(cfg.MetricReader(&t.producer)))
 	}
 	if named(getenv("OTEL_METRICS_EXPORTER")) || otlp || getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != "" {
-		r, err := autoexport.NewMetricReader(ctx)
+		r, err := metricReader(ctx, getenv, &t.producer)
 		if err != nil {
 			t.Shutdown(ctx)
 			return nil, fmt.Errorf("telemetry: metrics exporter: %w", err)
 		}
-		if !autoexport.IsNoneMetricReader(r) {
+		if r != nil {
 			readers = append(readers, sdkmetric.WithReader(r))
 		}
 	}
 	if cfg.Prometheus {
 		t.registry = prometheus.NewRegistry()
-		exp, err := otelprom.New(otelprom.WithRegisterer(t.registry))
+		exp, err := otelprom.New(otelprom.WithRegisterer(t.registry), otelprom.WithProducer(&t.producer))
 		if err != nil {
 			t.Shutdown(ctx)
 			return nil, fmt.Errorf("telemetry: prometheus exporter: %w", err)
@@ -168,6 +204,47 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		t.meter = t.mp.Meter(ScopeName, metric.WithInstrumentationVersion(cfg.Version))
 	}
 	return t, nil
+}
+
+// metricReader returns the periodic reader OTEL_METRICS_EXPORTER asks for
+// (nil for none), with p's metrics: OTLP (over OTEL_EXPORTER_OTLP_
+// METRICS_PROTOCOL or OTEL_EXPORTER_OTLP_PROTOCOL: http/protobuf, the
+// default, or grpc) or console. The exporters and the reader read their
+// other variables themselves (endpoint, headers, interval). Any other
+// name (prometheus) is autoexport's reader, which cannot carry p: the
+// server's command histograms are then not exported (docs/telemetry.md).
+func metricReader(ctx context.Context, getenv func(string) string, p sdkmetric.Producer) (sdkmetric.Reader, error) {
+	var exp sdkmetric.Exporter
+	var err error
+	switch name := strings.TrimSpace(getenv("OTEL_METRICS_EXPORTER")); name {
+	case "", "otlp":
+		proto := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"))
+		if proto == "" {
+			proto = strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_PROTOCOL"))
+		}
+		switch proto {
+		case "", "http/protobuf":
+			exp, err = otlpmetrichttp.New(ctx)
+		case "grpc":
+			exp, err = otlpmetricgrpc.New(ctx)
+		default:
+			return nil, fmt.Errorf("OTLP protocol %q: want http/protobuf or grpc", proto)
+		}
+	case "console":
+		exp, err = stdoutmetric.New()
+	case "none":
+		return nil, nil
+	default:
+		r, err := autoexport.NewMetricReader(ctx)
+		if err != nil || autoexport.IsNoneMetricReader(r) {
+			return nil, err
+		}
+		return r, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sdkmetric.NewPeriodicReader(exp, sdkmetric.WithProducer(p)), nil
 }
 
 // named reports whether an OTEL_*_EXPORTER value names an exporter.
