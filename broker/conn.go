@@ -36,6 +36,9 @@ type conn struct {
 	nc net.Conn
 	// otelNet are its client.* and server.* span attributes (telemetry.go).
 	otelNet []attribute.KeyValue
+	// logSpan is the span of the command whose error is being replied,
+	// for the trace IDs of an internal-error log line (writeErrTo).
+	logSpan trace.Span
 	id      int64
 	w       *redcon.Writer
 	rd      *Reader
@@ -235,7 +238,9 @@ func (c *conn) drain() {
 		c.s.recordLatency(it.stat, it.d, err != nil)
 		if err != nil {
 			it.stat.failed.Add(1)
+			c.logSpan = it.span
 			c.writeErr(it.cmd, err)
+			c.logSpan = nil
 			it.ended(err)
 			continue
 		}
@@ -259,7 +264,11 @@ func (c *conn) writeErr(cmd string, err error) { c.writeErrTo(c.w, cmd, err) }
 func (c *conn) writeErrTo(w *redcon.Writer, cmd string, err error) {
 	msg, ok := toWire(err)
 	if !ok {
-		c.s.opts.Logger.Warn("internal error", "cmd", cmd, "client", c.id, "err", err)
+		ctx := context.Background()
+		if c.logSpan != nil {
+			ctx = trace.ContextWithSpan(ctx, c.logSpan)
+		}
+		c.s.opts.Logger.WarnContext(ctx, "internal error", "cmd", cmd, "client", c.id, "err", err)
 	}
 	c.s.cmdstats.errorReply(msg)
 	w.WriteError(msg)
@@ -387,7 +396,9 @@ func (c *conn) execute(args [][]byte) {
 			c.pending = append(c.pending, &pendingReply{cmd: cmd.name, err: err})
 			return
 		}
+		c.logSpan = x.span
 		c.writeErr(cmd.name, err)
+		c.logSpan = nil
 	}
 }
 

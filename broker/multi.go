@@ -179,7 +179,9 @@ func runExec(x *exec) error {
 			c.s.slowlog.add(c, q.cmd, q.args, d)
 			c.s.feedMonitors(c, q.cmd, q.args)
 			if err != nil {
+				c.logSpan = qx.span
 				c.writeErrTo(replies, q.cmd.name, err)
+				c.logSpan = nil
 			}
 			if q.cmd.flags&flagReadonly != 0 {
 				notes = append(notes, c.s.missNotes(q.cmd, q.args, qx.db(), qx.storageDB(), tx.View())...)

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // clearEnv unsets every variable Setup's on/off rules read.
@@ -121,5 +124,23 @@ func TestHandler(t *testing.T) {
 	ready = nil
 	if c := status("/readyz"); c != 200 {
 		t.Errorf("/readyz when ready: %d", c)
+	}
+}
+
+func TestLogHandler(t *testing.T) {
+	var out bytes.Buffer
+	log := slog.New(LogHandler(slog.NewJSONHandler(&out, nil))).With("client", 7)
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5}, TraceFlags: trace.FlagsSampled})
+	log.WarnContext(trace.ContextWithSpanContext(context.Background(), sc), "inside")
+	log.Warn("outside")
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%q", out.String())
+	}
+	if !strings.Contains(lines[0], `"trace_id":"01020300000000000000000000000000","span_id":"0405000000000000"`) || !strings.Contains(lines[0], `"client":7`) {
+		t.Errorf("inside a span: %s", lines[0])
+	}
+	if strings.Contains(lines[1], "trace_id") {
+		t.Errorf("outside a span: %s", lines[1])
 	}
 }

@@ -48,7 +48,7 @@ func main() {
 // config is the parsed command line.
 type config struct {
 	bind, dir, natsURL, appendfsync, logLevel, pprof string
-	metricsAddr                                      string
+	metricsAddr, logFormat                           string
 	otelStdout, otelRecordArgs                       bool
 	natsListen, feedPrefix, requirepass, protected   string
 	port, databases, maxclients, timeout, cacheMB    int
@@ -75,6 +75,7 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.IntVar(&c.cacheMB, "cache-size", 64, "Pebble's block cache in MiB (large values are read through it)")
 	fs.IntVar(&c.timeout, "timeout", 0, "close a client idle for this many seconds; 0: never (Redis's timeout)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log line format: text (logfmt) or json; lines logged inside a traced command carry trace_id and span_id")
 	fs.StringVar(&c.requirepass, "requirepass", "", "the default user's password (Redis's requirepass): clients must AUTH; empty: none")
 	fs.StringVar(&c.protected, "protected-mode", "yes", "yes: without a password, refuse clients from outside loopback (Redis's protected-mode); no: serve them")
 	fs.IntVar(&c.tls.port, "tls-port", 0, "TCP port of a TLS listener beside the plain one (Redis's tls-port); 0: none. --port 0 with it: TLS only")
@@ -130,7 +131,17 @@ func run(args []string, getenv func(string) string) error {
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	hopts := &slog.HandlerOptions{Level: level}
+	var handler slog.Handler
+	switch c.logFormat {
+	case "text":
+		handler = slog.NewTextHandler(os.Stderr, hopts)
+	case "json":
+		handler = slog.NewJSONHandler(os.Stderr, hopts)
+	default:
+		return fmt.Errorf("--log-format: want text or json, got %q", c.logFormat)
+	}
+	log := slog.New(telemetry.LogHandler(handler))
 	natsListen := c.natsListen
 	if natsListen == "off" {
 		natsListen = ""

@@ -9,7 +9,7 @@ func TestParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config{bind: "127.0.0.1", port: 6380, dir: "./data", appendfsync: "everysec", databases: 16, maxclients: 10000, logLevel: "info", natsListen: "127.0.0.1:4222", feedPrefix: "sediment", cacheMB: 64, protected: "yes", tls: tlsFlags{authClients: "yes"}}
+	want := config{bind: "127.0.0.1", port: 6380, dir: "./data", appendfsync: "everysec", databases: 16, maxclients: 10000, logLevel: "info", logFormat: "text", natsListen: "127.0.0.1:4222", feedPrefix: "sediment", cacheMB: 64, protected: "yes", tls: tlsFlags{authClients: "yes"}}
 	if c != want {
 		t.Fatalf("defaults = %+v, want %+v", c, want)
 	}
@@ -17,17 +17,20 @@ func TestParseDefaults(t *testing.T) {
 
 func TestParseEnvAndFlags(t *testing.T) {
 	env := map[string]string{
-		"SEDIMENT_PORT":        "7000",
-		"SEDIMENT_NATS_URL":    "nats://127.0.0.1:4222",
-		"SEDIMENT_APPENDFSYNC": "always",
-		"SEDIMENT_DIR":         "/env/dir",
-		"SEDIMENT_TIMEOUT":     "30",
+		"SEDIMENT_PORT":         "7000",
+		"SEDIMENT_NATS_URL":     "nats://127.0.0.1:4222",
+		"SEDIMENT_APPENDFSYNC":  "always",
+		"SEDIMENT_DIR":          "/env/dir",
+		"SEDIMENT_TIMEOUT":      "30",
+		"SEDIMENT_METRICS_ADDR": "127.0.0.1:9121",
+		"SEDIMENT_OTEL_STDOUT":  "true",
 	}
 	c, err := parse([]string{"serve", "--dir", "/flag/dir"}, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.port != 7000 || c.natsURL != "nats://127.0.0.1:4222" || c.appendfsync != "always" || c.timeout != 30 {
+	if c.port != 7000 || c.natsURL != "nats://127.0.0.1:4222" || c.appendfsync != "always" || c.timeout != 30 ||
+		c.metricsAddr != "127.0.0.1:9121" || !c.otelStdout {
 		t.Fatalf("env not applied: %+v", c)
 	}
 	if c.dir != "/flag/dir" {
@@ -53,5 +56,8 @@ func TestParseErrors(t *testing.T) {
 	}
 	if err := run([]string{"--appendfsync", "sometimes"}, none); err == nil {
 		t.Fatal("--appendfsync sometimes accepted")
+	}
+	if err := run([]string{"--log-format", "yaml"}, none); err == nil {
+		t.Fatal("--log-format yaml accepted")
 	}
 }
