@@ -172,3 +172,18 @@ func TestLatencyHistogramAndStats(t *testing.T) {
 	}
 	mustDo(t, c, "CONFIG", "SET", "latency-monitor-threshold", "0")
 }
+
+// BenchmarkLatencyRecord is what every command pays for its latency
+// histogram (latency-tracking yes), from all cores at once on one command.
+func BenchmarkLatencyRecord(b *testing.B) {
+	s := &Server{}
+	s.cmdstats.tracking.Store(true)
+	st := new(cmdStat)
+	b.RunParallel(func(pb *testing.PB) {
+		d := time.Duration(1500)
+		for pb.Next() {
+			s.recordLatency(st, d, false)
+			d += 7
+		}
+	})
+}

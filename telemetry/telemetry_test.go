@@ -16,7 +16,7 @@ import (
 
 // clearEnv unsets every variable Setup's on/off rules read.
 func clearEnv(t *testing.T) {
-	for _, k := range []string{"OTEL_SDK_DISABLED", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+	for _, k := range []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
 		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"} {
 		t.Setenv(k, "")
 	}
@@ -45,6 +45,9 @@ func TestSetupOnOff(t *testing.T) {
 		{name: "disabled wins", env: map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"},
 			cfg: Config{Prometheus: true, Stdout: &bytes.Buffer{}}},
 		{name: "stdout flag", cfg: Config{Stdout: &bytes.Buffer{}}, traces: true},
+		{name: "sampler always_off: traces off, metrics on", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_TRACES_SAMPLER": "always_off"}, metric: true},
+		{name: "ratio 0", env: map[string]string{"OTEL_TRACES_EXPORTER": "console", "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0"}},
+		{name: "ratio 0.5", env: map[string]string{"OTEL_TRACES_EXPORTER": "console", "OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.5"}, traces: true},
 		{name: "prometheus flag", cfg: Config{Prometheus: true}, metric: true},
 	}
 	for _, tc := range cases {
