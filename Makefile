@@ -31,7 +31,7 @@ help:
 	@echo "                 ZSET_SIZES=\"10000 1000000\" ZSET_CALLS=2000 (the defaults)"
 	@echo "make bench-pubsub   PUBLISH rate and latency with 1 and 100 subscribers, against both"
 	@echo "                 PUBSUB_SUBS=\"1 100\" PUBSUB_N=20000 (the defaults)"
-	@echo "make bench-otel  SET, GET, XADD with telemetry off, traces sampled at 0 and at 1 (OTLP to bin/otlpsink)"
+	@echo "make bench-otel  SET, GET, XADD with telemetry off, metrics only, traces sampled at 0.01 and at 1 (OTLP to bin/otlpsink)"
 	@echo "make build       build bin/sediment"
 	@echo "make churnbench  build bin/churnbench, the churn load generator"
 	@echo "make zrankbench  build bin/zrankbench, the sorted-set read benchmark"

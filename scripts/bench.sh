@@ -33,15 +33,17 @@
 # as the redis-benchmark part does. The servers are then restarted with
 # everysec for the parts after it.
 #
-# otel: starts three more Sediment servers, each on its own data
-# directory: telemetry off (no OTEL_* variables), traces sampled at 0
+# otel: starts four more Sediment servers, each on its own data
+# directory: telemetry off (no OTEL_* variables), sampled0
 # (OTEL_EXPORTER_OTLP_ENDPOINT set, OTEL_TRACES_SAMPLER=always_off: metrics
-# exported, spans made but not recorded) and traces sampled at 1
-# (always_on: every command and commit span exported), all exporting over
-# OTLP/HTTP to bin/otlpsink (cmd/otlpsink), which discards what it gets.
-# It runs redis-benchmark SET, GET and XADD against the three, alternating
-# them test by test for ROUNDS rounds, and prints each one's median rate,
-# its ratio to the off server's and its CPU per request.
+# exported, traces off, as telemetry.Setup turns them off for a sampler
+# that samples nothing), sampled0.01 (traceidratio 0.01: one command in a
+# hundred traced) and sampled1 (always_on: every command and commit span
+# exported), all exporting over OTLP/HTTP to bin/otlpsink (cmd/otlpsink),
+# which discards what it gets. It runs redis-benchmark SET, GET and XADD
+# against the four, alternating them test by test for ROUNDS rounds, and
+# prints each one's median rate, its ratio to the off server's and its CPU
+# per request.
 #
 # memory: fills each server with MEMORY_ENTRIES (default 10,000,000)
 # stream entries of 64 bytes (one stream, XADD * d <64 bytes>, pipelined),
@@ -1198,10 +1200,11 @@ otel_part() {
   sink_pid=$!
   EXTRA_PIDS+=" $sink_pid"
   endpoint="http://$HOST:$sink_port"
-  for mode in off sampled0 sampled1; do
+  for mode in off sampled0 sampled0.01 sampled1; do
     case $mode in
       off) envs=() ;;
       sampled0) envs=("OTEL_EXPORTER_OTLP_ENDPOINT=$endpoint" OTEL_TRACES_SAMPLER=always_off) ;;
+      sampled0.01) envs=("OTEL_EXPORTER_OTLP_ENDPOINT=$endpoint" OTEL_TRACES_SAMPLER=traceidratio OTEL_TRACES_SAMPLER_ARG=0.01) ;;
       sampled1) envs=("OTEL_EXPORTER_OTLP_ENDPOINT=$endpoint" OTEL_TRACES_SAMPLER=always_on) ;;
     esac
     port=$(free_port "$sink_port")
@@ -1222,27 +1225,28 @@ otel_part() {
     log "otel round $round/$ROUNDS"
     for workload in set get xadd; do
       for pipe in "${PIPELINES[@]}"; do
-        for mode in off sampled0 sampled1; do
+        for mode in off sampled0 sampled0.01 sampled1; do
           run_bench "otel-$mode" "${OPORT[$mode]}" "${OPID[$mode]}" "$workload" "$pipe"
         done
       done
     done
   done
   ELAPSED=$((SECONDS - START))
-  for mode in off sampled0 sampled1; do
+  for mode in off sampled0 sampled0.01 sampled1; do
     stop_server "${OPID[$mode]}"
   done
   stop_server "$sink_pid"
 
   echo
   echo "telemetry cost: redis-benchmark -c $CLIENTS -n $N -r 100000, median of $ROUNDS rounds (requests/s)"
-  echo "sediment ${SED_VERSION:-?}: off (no OTEL_*), sampled0 (OTLP endpoint, OTEL_TRACES_SAMPLER=always_off), sampled1 (always_on)"
+  echo "sediment ${SED_VERSION:-?}: off (no OTEL_*), s0 (OTLP endpoint, OTEL_TRACES_SAMPLER=always_off: metrics only),"
+  echo "s.01 (traceidratio 0.01), s1 (always_on)"
   echo "$(nproc 2>/dev/null || echo '?') CPUs; load average before: $LOAD_BEFORE, after: $(loadavg); runs took ${ELAPSED}s"
   echo "$(cat "$WORK/otlpsink.out")"
   echo
-  local FMT='%-6s %8s %12s %12s %12s %8s %8s %9s %9s %9s\n' name off s0 s1
+  local FMT='%-6s %4s %10s %7s %7s %7s %9s %9s %9s %9s\n' name off s0 s01 s1
   # shellcheck disable=SC2059
-  printf "$FMT" test pipeline "off ops/s" "s0 ops/s" "s1 ops/s" "s0/off" "s1/off" "off cpu µs" "s0 cpu µs" "s1 cpu µs"
+  printf "$FMT" test pipe "off ops/s" "s0/off" "s.01/off" "s1/off" "off cpu µs" "s0 cpu µs" "s.01 cpu µs" "s1 cpu µs"
   for name in SET GET XADD; do
     for pipe in "${PIPELINES[@]}"; do
       # shellcheck disable=SC2086
@@ -1250,13 +1254,16 @@ otel_part() {
       # shellcheck disable=SC2086
       s0=$(median ${RESULTS["otel-sampled0|$name|$pipe"]})
       # shellcheck disable=SC2086
+      s01=$(median ${RESULTS["otel-sampled0.01|$name|$pipe"]})
+      # shellcheck disable=SC2086
       s1=$(median ${RESULTS["otel-sampled1|$name|$pipe"]})
       # shellcheck disable=SC2059,SC2086
-      printf "$FMT" "$name" "$pipe" "$off" "$s0" "$s1" \
+      printf "$FMT" "$name" "$pipe" "$off" \
         "$(awk -v a="$s0" -v b="$off" 'BEGIN { printf "%.2f", a / b }')" \
+        "$(awk -v a="$s01" -v b="$off" 'BEGIN { printf "%.2f", a / b }')" \
         "$(awk -v a="$s1" -v b="$off" 'BEGIN { printf "%.2f", a / b }')" \
         "$(median ${CPU["otel-off|$name|$pipe"]})" "$(median ${CPU["otel-sampled0|$name|$pipe"]})" \
-        "$(median ${CPU["otel-sampled1|$name|$pipe"]})"
+        "$(median ${CPU["otel-sampled0.01|$name|$pipe"]})" "$(median ${CPU["otel-sampled1|$name|$pipe"]})"
     done
   done
 }
