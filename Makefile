@@ -6,7 +6,7 @@ FUZZ     ?= FuzzDecodeKey
 FUZZTIME ?= 30s
 FUZZPKG  ?= ./codec
 
-.PHONY: all help run build churnbench zrankbench test test-short fuzz bench bench-rb bench-always bench-memory bench-large bench-churn bench-blocked bench-groups bench-zset bench-pubsub bench-otel pubsubbench otlpsink lint clean
+.PHONY: all help run build churnbench zrankbench test test-short fuzz bench bench-rb bench-always bench-memory bench-large bench-churn bench-blocked bench-groups bench-zset bench-pubsub bench-otel pubsubbench otlpsink compose-up compose-down lint clean
 
 all: help
 
@@ -37,6 +37,7 @@ help:
 	@echo "make zrankbench  build bin/zrankbench, the sorted-set read benchmark"
 	@echo "make pubsubbench build bin/pubsubbench, the pub/sub benchmark"
 	@echo "make otlpsink    build bin/otlpsink, an OTLP/HTTP endpoint that discards (bench-otel)"
+	@echo "make compose-up  Sediment with NATS, OpenTelemetry collector, Jaeger, Prometheus, Grafana (Docker; SEDIMENT_REQUIREPASS=...)"
 	@echo "make lint        go vet + gofmt check"
 
 run:
@@ -54,6 +55,8 @@ test:
 	$(GO) test -count=1 -run '^TestChurnCostFlat$$' ./groups
 	@echo "> running the sorted-set rank-block model walk (too slow under -race)"
 	$(GO) test -count=1 -run '^TestRankBlocksModel$$' ./types/rzset
+	@echo "> loading the deployment files with their tools' loaders (deploy/validate, a module of its own)"
+	cd deploy/validate && $(GO) test -count=1 ./...
 
 test-short:
 	$(GO) test -race -short -count=1 ./...
@@ -120,6 +123,13 @@ bench-pubsub: build pubsubbench
 bench-otel: build otlpsink
 	@echo "> benchmarking telemetry's cost (off, sampled at 0, sampled at 1)"
 	./scripts/bench.sh otel
+
+compose-up:
+	@echo "> starting Sediment, NATS (3 nodes), the OpenTelemetry collector, Jaeger, Prometheus and Grafana"
+	docker compose -f deploy/compose.yaml up -d --build
+
+compose-down:
+	docker compose -f deploy/compose.yaml down
 
 lint:
 	$(GO) vet ./...

@@ -391,6 +391,20 @@ func TestTelemetryPrometheus(t *testing.T) {
 			t.Errorf("%s (%s...) is documented but not in /metrics", m[1], prom)
 		}
 	}
+	// Every metric the Grafana dashboard of deploy/ plots is exported.
+	dash, err := os.ReadFile("../deploy/grafana/dashboards/sediment.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plotted := regexp.MustCompile(`sediment_[a-z_]+`).FindAllString(string(dash), -1)
+	if len(plotted) < 10 {
+		t.Fatalf("the dashboard plots %d metrics", len(plotted))
+	}
+	for _, m := range plotted {
+		if !regexp.MustCompile("(?m)^" + m + "(\\{| )").MatchString(body) {
+			t.Errorf("the dashboard plots %s, which /metrics does not have", m)
+		}
+	}
 	if !strings.Contains(body, `db_operation_name="SET"`) {
 		t.Errorf("/metrics has no SET series")
 	}
