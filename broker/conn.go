@@ -246,7 +246,7 @@ func (c *conn) drain() {
 		}
 		if seq != 0 {
 			c.pendingSeq = seq
-			c.s.wake.publishEvents(it.events)
+			c.s.publishWakes(it.span, it.events)
 			c.s.track.invalidate(c, it.events)
 			c.s.publishNotes(it.notes)
 		}
@@ -664,7 +664,7 @@ func (x *exec) write(decide func(v *materialize.View) ([]codec.Event, error)) er
 	}
 	if seq != 0 {
 		x.c.pendingSeq = seq
-		x.c.s.wake.publishEvents(events)
+		x.c.s.publishWakes(x.span, events)
 		x.c.s.track.invalidate(x.c, events)
 		x.c.s.publishNotes(notes)
 	}

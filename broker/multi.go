@@ -199,7 +199,7 @@ func runExec(x *exec) error {
 	}
 	if seq != 0 {
 		c.pendingSeq = seq
-		c.s.wake.publishEvents(events)
+		c.s.publishWakes(x.span, events)
 		c.s.track.invalidate(c, events)
 	}
 	c.s.publishNotes(notes) // a read-only EXEC may have key misses

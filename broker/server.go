@@ -276,6 +276,9 @@ func New(opts Options) (*Server, error) {
 			return nc.PublishMsg(&nats.Msg{Subject: subject, Data: payload, Header: nats.Header{"traceparent": {traceparent}}})
 		},
 		MaxPayload: int(s.wake.nc.MaxPayload()), Logger: o.Logger}
+	if tl != nil {
+		s.feed.Tracer = tl.tracer // send spans of traced events (docs/telemetry.md)
+	}
 	if ns := s.wake.ns; ns != nil {
 		// Only subscribers of this server can listen: ask it.
 		acc := ns.GlobalAccount()

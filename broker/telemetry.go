@@ -266,6 +266,24 @@ func endBlockSpan(sp trace.Span, woken bool, err error) {
 	sp.End()
 }
 
+// publishWakes publishes the wake-ups of a committed write's events
+// (waker.publishEvents); when the write's span records and something was
+// published, a child span "wake" covers it, with the count.
+func (s *Server) publishWakes(parent trace.Span, events []codec.Event) {
+	if parent == nil || !parent.IsRecording() {
+		s.wake.publishEvents(events)
+		return
+	}
+	start := time.Now()
+	n := s.wake.publishEvents(events)
+	if n == 0 {
+		return
+	}
+	_, sp := s.tel.tracer.Start(trace.ContextWithSpan(context.Background(), parent), "wake", internalKind,
+		trace.WithTimestamp(start), trace.WithAttributes(attribute.Int("sediment.wake.subjects", n)))
+	sp.End()
+}
+
 // spanTag is the tag a traced write gives the store (materialize
 // SubmitTagged), for the commit span's links: nil when the span is not
 // sampled.

@@ -80,6 +80,17 @@ func spansNamed(t *testing.T, exp *tracetest.InMemoryExporter, name string, n in
 	}
 }
 
+// spansNamedNow returns the ended spans named name, without waiting.
+func spansNamedNow(exp *tracetest.InMemoryExporter, name string) []tracetest.SpanStub {
+	var out []tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // linkedFrom returns the commit spans that link to sc.
 func linkedFrom(exp *tracetest.InMemoryExporter, sc trace.SpanContext) []tracetest.SpanStub {
 	var out []tracetest.SpanStub
@@ -260,23 +271,57 @@ func TestTelemetryExecAndBlock(t *testing.T) {
 	}
 	xrg := spansNamed(t, exp, "XREADGROUP", 1)[0]
 	block := spansNamed(t, exp, "block", 1)[0]
+
 	if block.Parent.SpanID() != xrg.SpanContext.SpanID() {
 		t.Errorf("block span's parent %v, want XREADGROUP %v", block.Parent.SpanID(), xrg.SpanContext.SpanID())
 	}
 	if w, ok := spanAttr(block, "sediment.block.woken"); !ok || !w.AsBool() {
 		t.Errorf("block span woken = %v", w.Emit())
 	}
+	// A blocked XREAD waits in the registry, woken through NATS: the XADD
+	// that wakes it publishes the wake-up in a child span. (The blocked
+	// XREADGROUP above was served by the writer: no wake-up, no span.)
+	if n := len(spansNamedNow(exp, "wake")); n != 0 {
+		t.Errorf("%d wake spans before any XREAD waited", n)
+	}
+	go func() {
+		_, err := reader.XRead(ctx, &redis.XReadArgs{Streams: []string{"q2", "$"}, Block: 5 * time.Second}).Result()
+		got <- err
+	}()
+	waitBlocked(t, c, 1)
+	mustDo(t, c, "XADD", "q2", "*", "f", "v")
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	wake := spansNamed(t, exp, "wake", 1)[0]
+	var xadd tracetest.SpanStub
+	for _, sp := range exp.GetSpans() {
+		if sp.Name == "XADD" {
+			xadd = sp // the last: q2's
+		}
+	}
+	if wake.Parent.SpanID() != xadd.SpanContext.SpanID() {
+		t.Errorf("wake span's parent %v, want the XADD %v", wake.Parent.SpanID(), xadd.SpanContext.SpanID())
+	}
+	if n, _ := spanAttr(wake, "sediment.wake.subjects"); n.AsInt64() != 1 {
+		t.Errorf("wake subjects %v, want 1", n.Emit())
+	}
 	// A timed-out wait.
 	if err := reader.BLPop(ctx, 20*time.Millisecond, "nothing").Err(); err != redis.Nil {
 		t.Fatalf("BLPOP: %v", err)
 	}
 	blpop := spansNamed(t, exp, "BLPOP", 1)[0]
-	for _, s := range spansNamed(t, exp, "block", 2) {
+	found := false
+	for _, s := range spansNamed(t, exp, "block", 3) { // XREADGROUP's, XREAD's, BLPOP's
 		if s.Parent.SpanID() == blpop.SpanContext.SpanID() {
+			found = true
 			if w, _ := spanAttr(s, "sediment.block.woken"); w.AsBool() {
 				t.Errorf("a timed-out BLPOP's wait says woken")
 			}
 		}
+	}
+	if !found {
+		t.Errorf("BLPOP's wait has no block span")
 	}
 }
 
@@ -569,8 +614,18 @@ func TestTelemetryFeedTraceparent(t *testing.T) {
 	// are case-sensitive, so its carrier reads nats.Header as is.
 	ctx := propagation.TraceContext{}.Extract(context.Background(), natsCarrier(msg.Header))
 	sc := trace.SpanContextFromContext(ctx)
-	if sc.TraceID() != add.SpanContext.TraceID() || sc.SpanID() != add.SpanContext.SpanID() || !sc.IsRemote() {
-		t.Fatalf("traceparent %q: %v, want the XADD span %v", msg.Header.Get("traceparent"), sc, add.SpanContext)
+	// It names the feed's send span, the XADD span's child.
+	send := spansNamed(t, exp, "send", 1)[0]
+	if sc.TraceID() != add.SpanContext.TraceID() || sc.SpanID() != send.SpanContext.SpanID() || !sc.IsRemote() {
+		t.Fatalf("traceparent %q: %v, want the send span %v", msg.Header.Get("traceparent"), sc, send.SpanContext)
+	}
+	if send.Parent.SpanID() != add.SpanContext.SpanID() || send.SpanKind != trace.SpanKindProducer {
+		t.Errorf("send span: parent %v kind %v, want the XADD span %v, producer", send.Parent.SpanID(), send.SpanKind, add.SpanContext.SpanID())
+	}
+	for k, v := range map[string]string{"messaging.system": "nats", "messaging.operation.type": "send", "messaging.destination.name": msg.Subject} {
+		if got, _ := spanAttr(send, k); got.Emit() != v {
+			t.Errorf("send span %s = %q, want %q", k, got.Emit(), v)
+		}
 	}
 	// An untraced write has no header.
 	mustDo(t, c, "XTRIM", "s", "MAXLEN", 0)

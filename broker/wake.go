@@ -143,22 +143,24 @@ func (w *waker) close() {
 // listening, other processes' waiters subscribe to it too: it is asked for
 // interest in the subject (a waiter's subscription is confirmed before it
 // re-checks Pebble, so the same holds).
-func (w *waker) publishKey(db uint8, key []byte) {
+func (w *waker) publishKey(db uint8, key []byte) bool {
 	if w.local && !w.reg.waiting(waitKey{db, string(key)}) {
-		return
+		return false
 	}
 	subj := wakeSubject(db, key)
 	if w.ns != nil && !w.local && !w.ns.GlobalAccount().SubscriptionInterest(subj) {
-		return
+		return false
 	}
 	if err := w.nc.Publish(subj, nil); err != nil {
 		w.log.Warn("wake publish failed", "err", err)
 	}
+	return true
 }
 
 // publishEvents publishes one wake per distinct key whose events may unblock
-// a reader: new entries, deleted keys and groups, flushes.
-func (w *waker) publishEvents(events []codec.Event) {
+// a reader: new entries, deleted keys and groups, flushes. It returns how
+// many it published (none for keys nobody waits on).
+func (w *waker) publishEvents(events []codec.Event) (n int) {
 	var (
 		last   codec.Event
 		primed bool
@@ -174,6 +176,7 @@ func (w *waker) publishEvents(events []codec.Event) {
 			if err := w.nc.Publish(wakeFlush, nil); err != nil {
 				w.log.Warn("wake publish failed", "err", err)
 			}
+			n++
 			continue
 		default:
 			continue
@@ -185,6 +188,9 @@ func (w *waker) publishEvents(events []codec.Event) {
 		// Subjects name logical dbs. A SWAPDB committed since these events
 		// may make this the wrong one: its own wake (above) wakes every
 		// waiter to re-check.
-		w.publishKey(edb.at(i), e.Key)
+		if w.publishKey(edb.at(i), e.Key) {
+			n++
+		}
 	}
+	return n
 }

@@ -7,6 +7,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/materialize"
 )
@@ -24,6 +29,10 @@ type Publisher struct {
 	// trace context of the command that wrote them (an XADD's, when it
 	// was traced: docs/telemetry.md). Nil: Publish, without the header.
 	PublishTraced func(subject string, payload []byte, traceparent string) error
+	// Tracer, when set, makes a "send" span (kind PRODUCER) for each
+	// traced event, child of the writing command's span, and the message's
+	// traceparent names it: a subscriber's span is the send span's child.
+	Tracer trace.Tracer
 	// Interest, when set, tells whether anyone subscribes to a subject
 	// (the embedded NATS server knows); events nobody follows are not
 	// encoded. Nil: publish everything.
@@ -151,10 +160,13 @@ func (p *Publisher) Run(ctx context.Context) error {
 
 func (p *Publisher) publish(prefix string, r codec.Record, i int, logical func(uint8) uint8) error {
 	// An XADD's trace trailer goes in a header, not in the payload's args.
-	var traceparent string
+	var (
+		traceparent string
+		tc          codec.TraceContext
+	)
 	if e := r.Events[i]; e.Op == codec.OpXAdd && len(e.Args) > 1 {
 		if _, trailer, err := codec.XAddFields(e.Args[1:]); err == nil && trailer != nil {
-			tc, _ := codec.DecodeTraceTrailer(trailer)
+			tc, _ = codec.DecodeTraceTrailer(trailer)
 			traceparent = tc.String()
 			events := append([]codec.Event(nil), r.Events...)
 			events[i].Args = e.Args[:len(e.Args)-1]
@@ -184,9 +196,32 @@ func (p *Publisher) publish(prefix string, r codec.Record, i int, logical func(u
 		}
 	}
 	if traceparent != "" && p.PublishTraced != nil {
-		return p.PublishTraced(subj, payload, traceparent)
+		if p.Tracer == nil {
+			return p.PublishTraced(subj, payload, traceparent)
+		}
+		return p.sendTraced(subj, payload, tc, r.Seq)
 	}
 	return p.Publish(subj, payload)
+}
+
+// sendTraced publishes a traced event inside its send span (Tracer).
+func (p *Publisher) sendTraced(subj string, payload []byte, tc codec.TraceContext, seq uint64) error {
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tc.TraceID, SpanID: tc.SpanID,
+		TraceFlags: trace.TraceFlags(tc.Flags), Remote: true})
+	_, sp := p.Tracer.Start(trace.ContextWithRemoteSpanContext(context.Background(), parent), "send",
+		trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
+			semconv.MessagingSystemKey.String("nats"), semconv.MessagingOperationTypeSend,
+			semconv.MessagingDestinationName(subj), attribute.Int64("sediment.feed.seq", int64(seq))))
+	defer sp.End()
+	sc := sp.SpanContext()
+	if !sc.IsValid() {
+		return p.PublishTraced(subj, payload, tc.String())
+	}
+	err := p.PublishTraced(subj, payload, codec.TraceContext{TraceID: sc.TraceID(), SpanID: sc.SpanID(), Flags: byte(sc.TraceFlags())}.String())
+	if err != nil {
+		sp.SetStatus(codes.Error, err.Error())
+	}
+	return err
 }
 
 func (p *Publisher) logger() *slog.Logger {
