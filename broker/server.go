@@ -74,6 +74,11 @@ type Options struct {
 	// metrics of docs/telemetry.md. Nil, or with neither, is off. The
 	// server does not shut it down.
 	Telemetry *telemetry.Telemetry
+	// MetricsStreams are the streams whose length and consumer groups' lag,
+	// pending count and consumers are metrics (docs/telemetry.md): exact
+	// key names, or glob patterns (which scan each db's keyspace at every
+	// collection). At most 100 streams are reported.
+	MetricsStreams []string
 	// Limits bounds each client's requests; zero fields take Redis's defaults.
 	Limits Limits
 	// TLSAddr, when set, is a second listen address that speaks TLS

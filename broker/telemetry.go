@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"net"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/groups"
+	"github.com/sediment-dev/sediment/internal/glob"
+	"github.com/sediment-dev/sediment/keyspace"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/streams"
 	"github.com/sediment-dev/sediment/telemetry"
@@ -36,6 +40,7 @@ type telem struct {
 	commitWrites metric.Int64Histogram
 	fsyncDur     metric.Float64Histogram
 	reg          metric.Registration
+	streamsReg   metric.Registration // --metrics-streams
 }
 
 // Attribute values of the outcome of a command.
@@ -164,13 +169,19 @@ func (tl *telem) observe(m metric.Meter, s *Server) error {
 		o.ObserveInt64(readAmp, int64(st.ReadAmp))
 		return nil
 	}, connected, blocked, records, feedLag, disk, memtable, cache, lookups, compactions, flushes, readAmp)
-	return err
+	if err != nil || len(s.opts.MetricsStreams) == 0 {
+		return err
+	}
+	return tl.observeStreams(m, s)
 }
 
 // close unregisters the callbacks (the server is closing).
 func (tl *telem) close() {
 	if tl.reg != nil {
 		tl.reg.Unregister()
+	}
+	if tl.streamsReg != nil {
+		tl.streamsReg.Unregister()
 	}
 }
 
@@ -501,4 +512,128 @@ func (r execRuntime) Delivered(key, group []byte, entries []streams.Entry) {
 			TraceFlags: trace.TraceFlags(e.Trace.Flags), Remote: true})
 		sp.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{dest, semconv.MessagingMessageID(e.ID.String())}})
 	}
+}
+
+// maxStreamSeries bounds how many streams the per-stream metrics report at
+// one collection (--metrics-streams): the series' cardinality.
+const maxStreamSeries = 100
+
+// streamMetric is one stream's figures at a collection.
+type streamMetric struct {
+	db     int
+	key    string
+	length int64
+	groups []groups.GroupInfo
+}
+
+// collectStreams returns the streams that Options.MetricsStreams' patterns
+// name, in db then key order, at most maxStreamSeries: an exact name is
+// one lookup per db; a pattern with glob characters scans each db's
+// keyspace (O(keys) per collection).
+func (s *Server) collectStreams() ([]streamMetric, error) {
+	v := s.store.View()
+	var out []streamMetric
+	add := func(db int, storage uint8, key []byte, m codec.Meta) error {
+		if m.Type != codec.TypeStream || len(out) >= maxStreamSeries {
+			return nil
+		}
+		for _, o := range out {
+			if o.db == db && o.key == string(key) {
+				return nil
+			}
+		}
+		gs, err := groups.Infos(v, storage, key, m.Stream)
+		if err != nil {
+			return err
+		}
+		out = append(out, streamMetric{db: db, key: string(key), length: int64(m.Stream.Length), groups: gs})
+		return nil
+	}
+	for db := 0; db < s.opts.Databases && len(out) < maxStreamSeries; db++ {
+		storage := v.StorageDB(uint8(db))
+		if n, _ := v.KeyCount(storage); n == 0 {
+			continue
+		}
+		for _, pat := range s.opts.MetricsStreams {
+			if !strings.ContainsAny(pat, `*?[\`) {
+				m, ok, err := v.Meta(storage, []byte(pat))
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					if err := add(db, storage, []byte(pat), m); err != nil {
+						return nil, err
+					}
+				}
+				continue
+			}
+			var serr error
+			if _, _, err := keyspace.Scan(v, storage, 0, nil, func(key []byte, m codec.Meta) bool {
+				if m.Type == codec.TypeStream && glob.Match([]byte(pat), key) {
+					serr = add(db, storage, append([]byte(nil), key...), m)
+				}
+				return serr == nil && len(out) < maxStreamSeries
+			}); err != nil {
+				return nil, err
+			}
+			if serr != nil {
+				return nil, serr
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].db != out[j].db {
+			return out[i].db < out[j].db
+		}
+		return out[i].key < out[j].key
+	})
+	return out, nil
+}
+
+// observeStreams registers the per-stream gauges of --metrics-streams.
+func (tl *telem) observeStreams(m metric.Meter, s *Server) error {
+	length, err := m.Int64ObservableGauge("sediment.stream.length", metric.WithUnit("{entry}"),
+		metric.WithDescription("Entries in the stream (XLEN), for the streams --metrics-streams names"))
+	if err != nil {
+		return err
+	}
+	lag, err := m.Int64ObservableGauge("sediment.stream.group.lag", metric.WithUnit("{entry}"),
+		metric.WithDescription("Entries not yet delivered to the consumer group (XINFO GROUPS lag; absent while Redis's rules leave it unknown)"))
+	if err != nil {
+		return err
+	}
+	pending, err := m.Int64ObservableGauge("sediment.stream.group.pending", metric.WithUnit("{entry}"),
+		metric.WithDescription("Entries delivered to the consumer group and not acknowledged (its PEL)"))
+	if err != nil {
+		return err
+	}
+	consumers, err := m.Int64ObservableGauge("sediment.stream.group.consumers", metric.WithUnit("{consumer}"),
+		metric.WithDescription("Consumers of the consumer group"))
+	if err != nil {
+		return err
+	}
+	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		streams, err := s.collectStreams()
+		if err != nil {
+			return err
+		}
+		for _, st := range streams {
+			base := []attribute.KeyValue{semconv.DBNamespace(strconv.Itoa(st.db)), semconv.MessagingDestinationName(st.key)}
+			o.ObserveInt64(length, st.length, metric.WithAttributes(base...))
+			for _, g := range st.groups {
+				ga := metric.WithAttributes(append(base[:2:2], semconv.MessagingConsumerGroupName(string(g.Name)))...)
+				if g.LagKnown {
+					o.ObserveInt64(lag, g.Lag, ga)
+				}
+				o.ObserveInt64(pending, g.Pending, ga)
+				o.ObserveInt64(consumers, g.Consumers, ga)
+			}
+		}
+		return nil
+	}, length, lag, pending, consumers)
+	if err != nil {
+		return err
+	}
+	tl.streamsReg = reg
+	return nil
 }

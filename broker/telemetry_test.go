@@ -404,9 +404,13 @@ func TestTelemetryPrometheus(t *testing.T) {
 	}
 	t.Cleanup(func() { tel.Shutdown(context.Background()) })
 	// Under always every reply waits for an fsync: the fsync histogram has data.
-	ts := newTestServer(t, func(o *Options) { o.Telemetry = tel; o.AppendFsync = materialize.SyncAlways })
+	ts := newTestServer(t, func(o *Options) {
+		o.Telemetry, o.AppendFsync, o.MetricsStreams = tel, materialize.SyncAlways, []string{"s"}
+	})
 	c := ts.client(t)
 	mustDo(t, c, "SET", "k", "v")
+	mustDo(t, c, "XADD", "s", "*", "f", "v")
+	mustDo(t, c, "XGROUP", "CREATE", "s", "g", "0")
 	web := httptest.NewServer(tel.Handler(ts.Ready))
 	defer web.Close()
 	get := func(path string) (int, string) {
@@ -652,4 +656,69 @@ func (c natsCarrier) Keys() []string {
 		keys = append(keys, k)
 	}
 	return keys
+}
+
+// TestTelemetryStreamMetrics: --metrics-streams' streams report their
+// length and their groups' lag, pending count and consumers.
+func TestTelemetryStreamMetrics(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	var reader *sdkmetric.ManualReader
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{SpanExporter: exp,
+		MetricReader: func(p sdkmetric.Producer) sdkmetric.Reader {
+			reader = sdkmetric.NewManualReader(sdkmetric.WithProducer(p))
+			return reader
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tel.Shutdown(context.Background()) })
+	ts := newTestServer(t, func(o *Options) {
+		o.Telemetry, o.InMemory, o.MetricsStreams = tel, true, []string{"orders", "ev:*", "nosuch"}
+	})
+	c := ts.client(t)
+	for i := 0; i < 3; i++ {
+		mustDo(t, c, "XADD", "orders", "*", "n", i)
+	}
+	mustDo(t, c, "XGROUP", "CREATE", "orders", "billing", "0")
+	mustDo(t, c, "XREADGROUP", "GROUP", "billing", "c1", "COUNT", 1, "STREAMS", "orders", ">")
+	mustDo(t, c, "XADD", "ev:1", "*", "f", "v")
+	mustDo(t, c, "XADD", "other", "*", "f", "v")
+	mustDo(t, c, "SET", "ev:str", "x") // matches the pattern, not a stream
+	mustDo(t, c, "SELECT", 2)
+	mustDo(t, c, "XADD", "orders", "*", "f", "v")
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if !strings.HasPrefix(m.Name, "sediment.stream.") {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Gauge[int64]).DataPoints {
+				db, _ := dp.Attributes.Value("db.namespace")
+				key, _ := dp.Attributes.Value("messaging.destination.name")
+				g, _ := dp.Attributes.Value("messaging.consumer.group.name")
+				got[m.Name+" "+db.AsString()+" "+key.AsString()+" "+g.AsString()] = dp.Value
+			}
+		}
+	}
+	want := map[string]int64{
+		"sediment.stream.length 0 orders ":                 3,
+		"sediment.stream.length 0 ev:1 ":                   1,
+		"sediment.stream.length 2 orders ":                 1,
+		"sediment.stream.group.lag 0 orders billing":       2,
+		"sediment.stream.group.pending 0 orders billing":   1,
+		"sediment.stream.group.consumers 0 orders billing": 1,
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %d, want %d (all: %v)", k, got[k], v, got)
+		}
+	}
 }

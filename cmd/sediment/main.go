@@ -48,7 +48,7 @@ func main() {
 // config is the parsed command line.
 type config struct {
 	bind, dir, natsURL, appendfsync, logLevel, pprof string
-	metricsAddr, logFormat                           string
+	metricsAddr, logFormat, metricsStreams           string
 	otelStdout, otelRecordArgs                       bool
 	natsListen, feedPrefix, requirepass, protected   string
 	port, databases, maxclients, timeout, cacheMB    int
@@ -92,6 +92,7 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.tls.natsCA, "nats-tls-ca-cert-file", "", "CA certificates (PEM) to verify the NATS server")
 	fs.StringVar(&c.pprof, "pprof", "", "serve Go's net/http/pprof profiles on this address (e.g. 127.0.0.1:6060); empty: off")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics, /healthz and /readyz on this address (e.g. 127.0.0.1:9121); empty: off")
+	fs.StringVar(&c.metricsStreams, "metrics-streams", "", "comma-separated stream keys or glob patterns whose length and consumer-group lag, pending and consumers are metrics (at most 100 streams)")
 	fs.BoolVar(&c.otelStdout, "otel-stdout", false, "write every span to standard output as JSON (OpenTelemetry's stdout exporter), whatever OTEL_TRACES_EXPORTER says")
 	fs.BoolVar(&c.otelRecordArgs, "otel-record-args", false, "put each command's arguments on its span (db.query.text; each cut at 64 bytes)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
@@ -195,24 +196,25 @@ func run(args []string, getenv func(string) string) error {
 		}
 	}()
 	srv, err := broker.New(broker.Options{
-		Telemetry:   tel,
-		OnShutdown:  stop, // SHUTDOWN: the same path as SIGTERM
-		Addr:        net.JoinHostPort(c.bind, strconv.Itoa(c.port)),
-		Dir:         c.dir,
-		NATSURL:     c.natsURL,
-		AppendFsync: policy,
-		Databases:   c.databases,
-		MaxClients:  c.maxclients,
-		Timeout:     time.Duration(c.timeout) * time.Second,
-		CacheSize:   int64(c.cacheMB) << 20,
-		NATSListen:  natsListen,
-		FeedPrefix:  c.feedPrefix,
-		RequirePass: c.requirepass,
-		TLSAddr:     tlsAddr,
-		TLS:         tlsCfg,
-		PlainOff:    c.port == 0,
-		NATSOptions: natsOpts,
-		Logger:      log,
+		Telemetry:      tel,
+		MetricsStreams: splitList(c.metricsStreams),
+		OnShutdown:     stop, // SHUTDOWN: the same path as SIGTERM
+		Addr:           net.JoinHostPort(c.bind, strconv.Itoa(c.port)),
+		Dir:            c.dir,
+		NATSURL:        c.natsURL,
+		AppendFsync:    policy,
+		Databases:      c.databases,
+		MaxClients:     c.maxclients,
+		Timeout:        time.Duration(c.timeout) * time.Second,
+		CacheSize:      int64(c.cacheMB) << 20,
+		NATSListen:     natsListen,
+		FeedPrefix:     c.feedPrefix,
+		RequirePass:    c.requirepass,
+		TLSAddr:        tlsAddr,
+		TLS:            tlsCfg,
+		PlainOff:       c.port == 0,
+		NATSOptions:    natsOpts,
+		Logger:         log,
 		// Protected mode as Redis's: off only when asked.
 		ProtectedModeOff: c.protected == "no",
 	})
@@ -242,4 +244,15 @@ func run(args []string, getenv func(string) string) error {
 		err = cerr
 	}
 	return err
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
