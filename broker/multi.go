@@ -150,7 +150,6 @@ func runExec(x *exec) error {
 	aborted := false
 	var events []codec.Event
 	var notes []note
-	tl := c.s.tel
 	seq, err := c.s.store.WriteTxnTagged(spanTag(x.span), func(tx *materialize.Txn) error {
 		if c.dirty.Load() { // touched by a write decided since the check above
 			aborted = true
@@ -168,8 +167,8 @@ func runExec(x *exec) error {
 			if c.trk.on {
 				c.s.track.remember(c, q.cmd, q.args)
 			}
-			if tl != nil && x.span != nil {
-				qx.span = tl.startCommand(c, q.cmd, q.args, x.span)
+			if x.span != nil { // traced: the server has telemetry
+				qx.span = c.s.tel.startCommand(c, q.cmd, q.args, x.span)
 			}
 			start := monotonic()
 			err := q.cmd.run(qx)
