@@ -76,7 +76,7 @@ func (s *cmdStats) statFor(cmd *cmdSpec, args [][]byte) *cmdStat {
 // the table's container flag (fullName) and the commandstats names.
 var subcommands = map[string][]string{
 	"client":  {"id", "getname", "setname", "setinfo", "info", "list", "unblock", "kill", "tracking", "caching", "getredir", "trackinginfo"},
-	"config":  {"get", "set", "resetstat"},
+	"config":  {"get", "set", "resetstat", "help", "rewrite"},
 	"command": {"count", "list", "info", "docs", "getkeys"},
 	"object":  {"encoding", "freq", "idletime", "refcount", "help"},
 	"pubsub":  {"channels", "numsub", "numpat", "shardchannels", "shardnumsub", "help"},

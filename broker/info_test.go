@@ -2,9 +2,14 @@ package broker
 
 import (
 	"context"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sediment-dev/sediment/internal/redistest"
 )
 
 // infoFields parses an INFO reply into field -> value.
@@ -71,5 +76,47 @@ func TestInfoMemory(t *testing.T) {
 	}
 	if all, err := c.Info(ctx).Result(); err != nil || !strings.Contains(all, "# Memory\r\n") {
 		t.Fatalf("INFO (default) has no memory section: %v", err)
+	}
+}
+
+// TestInfoSections checks the default INFO's sections, in Redis 7.0's
+// order (of those Sediment has), and the replication and cpu sections'
+// fields against redis-server's.
+func TestInfoSections(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.client(t)
+	ctx := context.Background()
+	headers := func(info string) []string {
+		return regexp.MustCompile(`(?m)^# (\w+)\r$`).FindAllString(info, -1)
+	}
+	got := strings.Join(headers(c.Info(ctx).Val()), ",")
+	want := "# Server\r,# Clients\r,# Memory\r,# Persistence\r,# Stats\r,# Replication\r,# CPU\r,# Errorstats\r,# Keyspace\r"
+	if got != want {
+		t.Errorf("default INFO sections %q, want %q", got, want)
+	}
+	got = strings.Join(headers(c.Info(ctx, "everything").Val()), ",")
+	want = "# Server\r,# Clients\r,# Memory\r,# Persistence\r,# Stats\r,# Replication\r,# CPU\r,# Commandstats\r,# Errorstats\r,# Latencystats\r,# Keyspace\r"
+	if got != want {
+		t.Errorf("INFO everything sections %q, want %q", got, want)
+	}
+	rep := infoFields(c.Info(ctx, "replication").Val())
+	if rep["role"] != "master" || rep["connected_slaves"] != "0" || !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(rep["master_replid"]) {
+		t.Errorf("INFO replication: %v", rep)
+	}
+	cpu := infoFields(c.Info(ctx, "cpu").Val())
+	for _, k := range []string{"used_cpu_sys", "used_cpu_user", "used_cpu_sys_children", "used_cpu_user_children"} {
+		if !regexp.MustCompile(`^\d+\.\d{6}$`).MatchString(cpu[k]) {
+			t.Errorf("INFO cpu %s = %q", k, cpu[k])
+		}
+	}
+	// The same fields as redis-server's (less *_main_thread: Go has no main thread).
+	r := redis.NewClient(&redis.Options{Addr: redistest.Start(t), Protocol: 2})
+	defer r.Close()
+	for section, have := range map[string]map[string]string{"replication": rep, "cpu": cpu} {
+		for k := range infoFields(r.Info(ctx, section).Val()) {
+			if _, ok := have[k]; !ok && !strings.HasSuffix(k, "_main_thread") {
+				t.Errorf("INFO %s lacks redis-server's %s", section, k)
+			}
+		}
 	}
 }

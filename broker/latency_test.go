@@ -45,6 +45,13 @@ func init() {
 		// The buckets depend on each server's timing: the shape is compared.
 		{args: []string{"LATENCY", "HISTOGRAM", "set"}, skip: true},
 		cc("CONFIG", "SET", "latency-tracking-info-percentiles", "50 99 99.9"),
+	}}, confCase{name: "config help rewrite", steps: []confStep{
+		cc("CONFIG", "HELP"),
+		cc("CONFIG", "HELP", "x"),
+		cc("CONFIG", "REWRITE"),
+		cc("CONFIG", "REWRITE", "x"),
+		cc("CONFIG", "FOO"),
+		cc("config", "help"),
 	}})
 }
 

@@ -2,7 +2,9 @@ package broker
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -187,6 +189,7 @@ type Server struct {
 	scans       keyspace.ScanCursors           // SCAN positions inside hash slots
 	streamCfg   atomic.Pointer[streams.Config] // stream-idmp-* (CONFIG SET)
 	start       time.Time
+	replID      string // INFO replication's master_replid: 40 random hex digits per start, as Redis's
 
 	ctx    context.Context // cancelled by Close: ends blocking waits
 	cancel context.CancelFunc
@@ -244,6 +247,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: o, store: store, conns: map[*conn]struct{}{}, start: o.Now(), tel: tl}
 	s.requirepass.Store(&o.RequirePass)
+	var id [20]byte
+	rand.Read(id[:])
+	s.replID = hex.EncodeToString(id[:])
 	cfg := streams.DefaultConfig
 	s.streamCfg.Store(&cfg)
 	s.slowlog.slower.Store(10000) // Redis's defaults: 10 ms, 128 entries

@@ -263,9 +263,28 @@ func runTime(x *exec) error {
 	return nil
 }
 
-// CONFIG GET pattern [pattern ...]: the few parameters Sediment has, so that
-// tools such as redis-benchmark can read them. CONFIG SET/RESETSTAT are not
-// supported.
+// configHelp is CONFIG HELP's text, Redis 7.0's.
+var configHelp = []string{
+	"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"GET <pattern>",
+	"    Return parameters matching the glob-like <pattern> and their values.",
+	"SET <directive> <value>",
+	"    Set the configuration <directive> to <value>.",
+	"RESETSTAT",
+	"    Reset statistics reported by the INFO command.",
+	"REWRITE",
+	"    Rewrite the configuration file.",
+	"HELP",
+	"    Prints this help.",
+}
+
+// errNoConfigFile is CONFIG REWRITE's reply: Sediment's settings are flags
+// and variables, never a file, as a Redis started without one.
+var errNoConfigFile = wireError("ERR The server is running without a config file")
+
+// CONFIG GET pattern [pattern ...] | SET parameter value [...] | RESETSTAT
+// | HELP | REWRITE (always Redis's error for a server without a config
+// file).
 func runConfig(x *exec) error {
 	sub := x.args[1]
 	if equalFold(sub, "SET") {
@@ -278,6 +297,16 @@ func runConfig(x *exec) error {
 		x.c.s.cmdstats.reset()
 		x.reply().OK()
 		return nil
+	}
+	if equalFold(sub, "HELP") && len(x.args) == 2 {
+		command.WriteHelp(x.reply(), configHelp)
+		return nil
+	}
+	if equalFold(sub, "REWRITE") && len(x.args) == 2 {
+		return errNoConfigFile
+	}
+	if equalFold(sub, "HELP") || equalFold(sub, "REWRITE") {
+		return errWrongArgsSub("config", sub)
 	}
 	if !equalFold(sub, "GET") {
 		return errUnknownSubcommand(sub, "config")
@@ -444,7 +473,11 @@ func runInfo(x *exec) error {
 			if b.Len() > 0 {
 				b.WriteString("\r\n")
 			}
-			fmt.Fprintf(&b, "# %s\r\n", strings.ToUpper(name[:1])+name[1:])
+			title := strings.ToUpper(name[:1]) + name[1:]
+			if name == "cpu" {
+				title = "CPU" // as Redis names it
+			}
+			fmt.Fprintf(&b, "# %s\r\n", title)
 			body()
 		}
 	}
@@ -531,6 +564,32 @@ func runInfo(x *exec) error {
 		// first (cached) read and their first Pebble read (ReadView).
 		kv("sediment_read_retries", s.stats.readRetries.Load())
 	})
+	// Sediment has no replication: a master with no replica and no
+	// backlog, as a Redis with none reports itself (RedisInsight and
+	// client libraries read role).
+	section("replication", func() {
+		kv("role", "master")
+		kv("connected_slaves", 0)
+		kv("master_failover_state", "no-failover")
+		kv("master_replid", s.replID)
+		kv("master_replid2", strings.Repeat("0", 40))
+		kv("master_repl_offset", 0)
+		kv("second_repl_offset", -1)
+		kv("repl_backlog_active", 0)
+		kv("repl_backlog_size", 1048576)
+		kv("repl_backlog_first_byte_offset", 0)
+		kv("repl_backlog_histlen", 0)
+	})
+	section("cpu", func() {
+		// The process's CPU time in seconds (getrusage), as Redis's; Go
+		// has no main thread, so Redis's *_main_thread fields are absent.
+		if t, ok := cpuTimes(); ok {
+			kv("used_cpu_sys", t[0])
+			kv("used_cpu_user", t[1])
+			kv("used_cpu_sys_children", t[2])
+			kv("used_cpu_user_children", t[3])
+		}
+	})
 	// commandstats is not a default section, as in Redis.
 	if want["commandstats"] || want["all"] || want["everything"] {
 		if b.Len() > 0 {
@@ -539,6 +598,7 @@ func runInfo(x *exec) error {
 		b.WriteString("# Commandstats\r\n")
 		s.cmdstats.commandstats(kv)
 	}
+	section("errorstats", func() { s.cmdstats.errorstats(kv) })
 	// latencystats is in "all" and "everything", not in the default, as in Redis.
 	if want["latencystats"] || want["all"] || want["everything"] {
 		if b.Len() > 0 {
@@ -547,7 +607,6 @@ func runInfo(x *exec) error {
 		b.WriteString("# Latencystats\r\n")
 		s.cmdstats.latencystats(kv)
 	}
-	section("errorstats", func() { s.cmdstats.errorstats(kv) })
 	section("keyspace", func() {
 		v := x.view()
 		for db := 0; db < s.opts.Databases; db++ {
