@@ -64,12 +64,7 @@ func spansNamed(t *testing.T, exp *tracetest.InMemoryExporter, name string, n in
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		var out []tracetest.SpanStub
-		for _, s := range exp.GetSpans() {
-			if s.Name == name {
-				out = append(out, s)
-			}
-		}
+		out := spansNamedNow(exp, name)
 		if len(out) >= n || time.Now().After(deadline) {
 			if len(out) != n {
 				t.Fatalf("%d spans named %q, want %d", len(out), name, n)
@@ -77,6 +72,20 @@ func spansNamed(t *testing.T, exp *tracetest.InMemoryExporter, name string, n in
 			return out
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// whileBlocked runs read (a blocking read on another client) on its own
+// goroutine, runs args on c once a client is blocked, and fails the test
+// unless read then returns nil.
+func whileBlocked(t *testing.T, c *redis.Client, read func() error, args ...any) {
+	t.Helper()
+	got := make(chan error, 1)
+	go func() { got <- read() }()
+	waitBlocked(t, c, 1)
+	mustDo(t, c, args...)
+	if err := <-got; err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -259,16 +268,9 @@ func TestTelemetryExecAndBlock(t *testing.T) {
 	// A blocked XREADGROUP woken by an XADD: its wait is a child span.
 	mustDo(t, c, "XGROUP", "CREATE", "q", "g", "$", "MKSTREAM")
 	reader := ts.client(t)
-	got := make(chan error, 1)
-	go func() {
-		_, err := reader.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{"q", ">"}, Block: 5 * time.Second}).Result()
-		got <- err
-	}()
-	waitBlocked(t, c, 1)
-	mustDo(t, c, "XADD", "q", "*", "f", "v")
-	if err := <-got; err != nil {
-		t.Fatal(err)
-	}
+	whileBlocked(t, c, func() error {
+		return reader.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{"q", ">"}, Block: 5 * time.Second}).Err()
+	}, "XADD", "q", "*", "f", "v")
 	xrg := spansNamed(t, exp, "XREADGROUP", 1)[0]
 	block := spansNamed(t, exp, "block", 1)[0]
 
@@ -284,15 +286,9 @@ func TestTelemetryExecAndBlock(t *testing.T) {
 	if n := len(spansNamedNow(exp, "wake")); n != 0 {
 		t.Errorf("%d wake spans before any XREAD waited", n)
 	}
-	go func() {
-		_, err := reader.XRead(ctx, &redis.XReadArgs{Streams: []string{"q2", "$"}, Block: 5 * time.Second}).Result()
-		got <- err
-	}()
-	waitBlocked(t, c, 1)
-	mustDo(t, c, "XADD", "q2", "*", "f", "v")
-	if err := <-got; err != nil {
-		t.Fatal(err)
-	}
+	whileBlocked(t, c, func() error {
+		return reader.XRead(ctx, &redis.XReadArgs{Streams: []string{"q2", "$"}, Block: 5 * time.Second}).Err()
+	}, "XADD", "q2", "*", "f", "v")
 	wake := spansNamed(t, exp, "wake", 1)[0]
 	var xadd tracetest.SpanStub
 	for _, sp := range exp.GetSpans() {
@@ -565,16 +561,9 @@ func TestTelemetryMessagePath(t *testing.T) {
 
 	// A blocked XREADGROUP woken by an XADD links to that XADD.
 	reader := ts.client(t)
-	got := make(chan error, 1)
-	go func() {
-		_, err := reader.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c5", Streams: []string{"q", ">"}, Block: 5 * time.Second}).Result()
-		got <- err
-	}()
-	waitBlocked(t, c, 1)
-	mustDo(t, c, "XADD", "q", "*", "f", "2")
-	if err := <-got; err != nil {
-		t.Fatal(err)
-	}
+	whileBlocked(t, c, func() error {
+		return reader.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c5", Streams: []string{"q", ">"}, Block: 5 * time.Second}).Err()
+	}, "XADD", "q", "*", "f", "2")
 	add2 := spansNamed(t, exp, "XADD", 1)[0]
 	var woken tracetest.SpanStub
 	for _, s := range spansNamed(t, exp, "XREADGROUP", 2) {
