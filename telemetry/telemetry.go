@@ -3,11 +3,14 @@
 // serves Prometheus's /metrics with /healthz and /readyz
 // (docs/rfcs/20261127_telemetry.md, docs/telemetry.md).
 //
-// Sediment parses none of the variables itself: exporters come from the
-// contrib autoexport package (OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER,
-// OTEL_EXPORTER_OTLP_*), the sampler from the SDK's default
-// (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG) and the resource from
-// resource.WithFromEnv (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES).
+// The span exporter comes from the contrib autoexport package
+// (OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_*), the sampler from the SDK's
+// default (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG) and the resource
+// from resource.WithFromEnv (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES).
+// Setup reads only what turns a signal on, the metrics exporter's name
+// and protocol (it builds the OTLP and console readers itself, to give
+// them the server's own histograms: SetProducer) and whether the sampler
+// can sample at all (neverSamples).
 package telemetry
 
 import (
