@@ -84,6 +84,7 @@ var subcommands = map[string][]string{
 	"xinfo":   {"stream", "groups", "consumers", "help"},
 	"slowlog": {"get", "len", "reset", "help"},
 	"latency": {"doctor", "graph", "history", "latest", "reset", "histogram", "help"},
+	"memory":  {"doctor", "malloc-stats", "purge", "stats", "usage", "help"},
 }
 
 func (s *cmdStats) get(name string) *cmdStat {

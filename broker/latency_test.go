@@ -45,6 +45,23 @@ func init() {
 		// The buckets depend on each server's timing: the shape is compared.
 		{args: []string{"LATENCY", "HISTOGRAM", "set"}, skip: true},
 		cc("CONFIG", "SET", "latency-tracking-info-percentiles", "50 99 99.9"),
+	}}, confCase{name: "memory", steps: []confStep{
+		cc("MEMORY", "HELP"),
+		cc("MEMORY", "USAGE", "nosuch"),
+		cc("SET", "a", "b"),
+		cc("MEMORY", "USAGE", "a", "SAMPLES", "x"),
+		cc("MEMORY", "USAGE", "a", "foo"),
+		cc("MEMORY", "USAGE", "a", "SAMPLES", "-1"),
+		cc("MEMORY", "USAGE", "a", "SAMPLES"),
+		cc("MEMORY", "USAGE", "a", "SAMPLES", "5", "x"),
+		cc("MEMORY", "USAGE"),
+		cc("MEMORY", "FOO"),
+		cc("MEMORY", "PURGE"),
+		cc("MEMORY", "DOCTOR", "x"),
+		// Sizes, texts and figures are Sediment's own: their types are compared.
+		{args: []string{"MEMORY", "USAGE", "a"}, skip: true},
+		{args: []string{"MEMORY", "DOCTOR"}, skip: true},
+		{args: []string{"MEMORY", "MALLOC-STATS"}, skip: true},
 	}}, confCase{name: "config help rewrite", steps: []confStep{
 		cc("CONFIG", "HELP"),
 		cc("CONFIG", "HELP", "x"),

@@ -165,6 +165,12 @@ var limitCases = map[string][]limitCase{
 		{cmd: "SCAN 0 COUNT #", cursor: true},
 		{cmd: "SCAN 0 MATCH * COUNT # TYPE string", cursor: true},
 	},
+	"memory": {
+		// The sizes are estimates of different storage: the errors and the
+		// missing key's nil are compared; sizes are logged.
+		{cmd: "MEMORY USAGE nokey SAMPLES #"},
+		{cmd: "MEMORY USAGE k SAMPLES #", knownDiff: "MEMORY USAGE estimates Sediment's stored bytes, not Redis's allocations"},
+	},
 	"slowlog": {
 		// The entries depend on each server's timing (a command slower than
 		// 10 ms on one only); the count's errors and bounds are compared.

@@ -505,32 +505,21 @@ func runInfo(x *exec) error {
 		kv("maxclients", s.opts.MaxClients)
 	})
 	section("memory", func() {
-		// used_memory is what Sediment holds in memory: the Go heap in use
-		// and Pebble's block cache and memtables (outside the Go heap).
-		// The data itself lives on disk (maxmemory does not apply).
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		cache, memtables := s.store.MemoryUsage()
-		used := int64(ms.HeapAlloc) + cache + memtables
-		peak := s.stats.memPeak.Load()
-		for used > peak && !s.stats.memPeak.CompareAndSwap(peak, used) {
-			peak = s.stats.memPeak.Load()
-		}
-		peak = max(peak, used)
+		m := s.memoryFigures()
 		rss := residentBytes()
-		kv("used_memory", used)
-		kv("used_memory_human", humanBytes(used))
+		kv("used_memory", m.used)
+		kv("used_memory_human", humanBytes(m.used))
 		kv("used_memory_rss", rss)
 		kv("used_memory_rss_human", humanBytes(rss))
-		kv("used_memory_peak", peak)
-		kv("used_memory_peak_human", humanBytes(peak))
+		kv("used_memory_peak", m.peak)
+		kv("used_memory_peak_human", humanBytes(m.peak))
 		kv("maxmemory", 0)
 		kv("maxmemory_human", "0B")
 		kv("maxmemory_policy", "noeviction")
 		kv("mem_allocator", "go")
-		kv("sediment_go_heap", ms.HeapAlloc)
-		kv("sediment_pebble_block_cache", cache)
-		kv("sediment_pebble_memtables", memtables)
+		kv("sediment_go_heap", m.heap)
+		kv("sediment_pebble_block_cache", m.cache)
+		kv("sediment_pebble_memtables", m.memtables)
 	})
 	section("persistence", func() {
 		kv("loading", 0)
