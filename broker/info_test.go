@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"net"
 	"regexp"
 	"strconv"
 	"strings"
@@ -98,6 +99,14 @@ func TestInfoSections(t *testing.T) {
 	want = "# Server\r,# Clients\r,# Memory\r,# Persistence\r,# Stats\r,# Replication\r,# CPU\r,# Commandstats\r,# Errorstats\r,# Latencystats\r,# Keyspace\r"
 	if got != want {
 		t.Errorf("INFO everything sections %q, want %q", got, want)
+	}
+	// CONFIG GET port and bind: the listener's (tools read them).
+	host, port, _ := net.SplitHostPort(ts.addr)
+	if got := c.ConfigGet(ctx, "port").Val(); got["port"] != port {
+		t.Errorf("CONFIG GET port: %v, want %s", got, port)
+	}
+	if got := c.ConfigGet(ctx, "bind").Val(); got["bind"] != host {
+		t.Errorf("CONFIG GET bind: %v, want %s", got, host)
 	}
 	rep := infoFields(c.Info(ctx, "replication").Val())
 	if rep["role"] != "master" || rep["connected_slaves"] != "0" || !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(rep["master_replid"]) {

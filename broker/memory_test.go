@@ -2,6 +2,8 @@ package broker
 
 import (
 	"fmt"
+	"net"
+	osexec "os/exec"
 	"strings"
 	"testing"
 )
@@ -47,5 +49,33 @@ func TestMemoryUsage(t *testing.T) {
 	}
 	if m["keys.count"] != int64(5) || m["total.allocated"].(int64) <= 0 || m["peak.allocated"].(int64) < m["total.allocated"].(int64) {
 		t.Fatalf("MEMORY STATS: %v", m)
+	}
+}
+
+// TestRedisCliScans runs the operator tools that scan the keyspace and
+// size its keys: redis-cli --bigkeys (TYPE, and STRLEN, HLEN, XLEN ...)
+// and --memkeys (MEMORY USAGE), as an operator would.
+func TestRedisCliScans(t *testing.T) {
+	cli, err := osexec.LookPath("redis-cli")
+	if err != nil {
+		t.Skip("redis-cli not installed (.ci/run installs redis-tools)")
+	}
+	ts := newTestServer(t)
+	c := ts.client(t)
+	mustDo(t, c, "SET", "small", "x")
+	mustDo(t, c, "SET", "large", strings.Repeat("x", 5000))
+	mustDo(t, c, "HSET", "h", "a", "1", "b", "2")
+	mustDo(t, c, "XADD", "s", "*", "f", "v")
+	host, port, _ := net.SplitHostPort(ts.addr)
+	for _, mode := range []string{"--bigkeys", "--memkeys"} {
+		out, err := osexec.Command(cli, "-h", host, "-p", port, mode).CombinedOutput()
+		if err != nil {
+			t.Fatalf("redis-cli %s: %v\n%s", mode, err, out)
+		}
+		for _, want := range []string{`Biggest string found '"large"'`, `Biggest   hash found '"h"'`, `Biggest stream found '"s"'`, "2 strings with"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("redis-cli %s lacks %q:\n%s", mode, want, out)
+			}
+		}
 	}
 }

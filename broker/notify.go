@@ -447,12 +447,12 @@ func createdConsumers(v *materialize.View, db uint8, events []codec.Event) []not
 
 // missNotes returns the keymiss notifications (class m) of a read-only
 // command: one per key argument that v does not hold, as Redis's read
-// lookups send them (XREAD looks each stream up twice; OBJECT sends none).
+// lookups send them (XREAD looks each stream up twice; OBJECT and MEMORY send none).
 // Nil unless m and K or E are on. Write commands' reads of their source
 // keys (SINTERSTORE, COPY, ...) send none yet.
 func (s *Server) missNotes(cmd *cmdSpec, args [][]byte, db, storage uint8, v *materialize.View) []note {
 	flags := s.notify.Load()
-	if flags&notifyKeyMiss == 0 || flags&(notifyKeyspace|notifyKeyevent) == 0 || cmd.flags&flagReadonly == 0 || cmd.name == "object" {
+	if flags&notifyKeyMiss == 0 || flags&(notifyKeyspace|notifyKeyevent) == 0 || cmd.flags&flagReadonly == 0 || cmd.name == "object" || cmd.name == "memory" {
 		return nil
 	}
 	var out []note

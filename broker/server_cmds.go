@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"runtime"
 	"sort"
@@ -315,7 +316,13 @@ func runConfig(x *exec) error {
 		return errWrongArgsSub("config", sub)
 	}
 	s := x.c.s
+	bind := ""
+	if a := s.Addr(); a != nil {
+		bind, _, _ = net.SplitHostPort(a.String())
+	}
 	params := [][2]string{
+		{"port", portOf(s)},
+		{"bind", bind},
 		{"appendonly", "yes"},
 		{"appendfsync", s.store.Policy().String()},
 		{"save", ""},

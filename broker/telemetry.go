@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/groups"
 	"github.com/sediment-dev/sediment/internal/glob"
 	"github.com/sediment-dev/sediment/keyspace"
@@ -216,7 +218,10 @@ func (tl *telem) startCommand(c *conn, cmd *cmdSpec, args [][]byte, parent trace
 	}
 	name := cmd.attrs.name
 	if cmd.container && len(args) > 1 {
-		name += " " + strings.ToUpper(string(args[1]))
+		// Only a known subcommand names the span: names stay a bounded set.
+		if sub := command.Lower(args[1]); slices.Contains(subcommands[cmd.name], sub) {
+			name += " " + strings.ToUpper(sub)
+		}
 	}
 	_, sp := tl.tracer.Start(ctx, name, kind)
 	if !sp.IsRecording() {

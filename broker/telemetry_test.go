@@ -192,6 +192,11 @@ func TestTelemetryCommandSpan(t *testing.T) {
 	// A subcommand names its span.
 	mustDo(t, c, "CLIENT", "ID")
 	spansNamed(t, exp, "CLIENT ID", 1)
+	// An unknown subcommand does not name a span: names stay bounded.
+	if _, err := do(t, c, "CLIENT", "NOSUCH-1234"); err == nil {
+		t.Fatal("CLIENT NOSUCH-1234 succeeded")
+	}
+	spansNamed(t, exp, "CLIENT", 1)
 }
 
 func TestTelemetryPipeline(t *testing.T) {

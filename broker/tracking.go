@@ -429,6 +429,11 @@ func getKeys(cmd *cmdSpec, args [][]byte) (keys [][]byte, ok bool) {
 			return args[2:3], true
 		}
 		return nil, false
+	case "memory": // MEMORY USAGE key
+		if len(args) > 2 && equalFold(args[1], "USAGE") {
+			return args[2:3], true
+		}
+		return nil, true
 	}
 	if cmd.first <= 0 {
 		return nil, true
@@ -447,7 +452,7 @@ func getKeys(cmd *cmdSpec, args [][]byte) (keys [][]byte, ok bool) {
 // the table, whose keys getKeys finds by rule; TestTrackingKeys checks
 // every other read-only command has key positions or no keys.
 var movableKeyCommands = []string{"sintercard", "zdiff", "zinter", "zintercard", "zunion", "lmpop", "zmpop",
-	"blmpop", "bzmpop", "xread", "xreadgroup", "object"}
+	"blmpop", "bzmpop", "xread", "xreadgroup", "object", "memory"}
 
 // clientByID returns the connection with that CLIENT ID, or nil.
 func (s *Server) clientByID(id int64) *conn {
