@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -127,5 +128,34 @@ func TestInfoSections(t *testing.T) {
 				t.Errorf("INFO %s lacks redis-server's %s", section, k)
 			}
 		}
+	}
+}
+
+// TestInfoExpiredKeys: expired_keys counts keys deleted because their TTL
+// passed, by active expiry and by a write that found them expired, and
+// not keys deleted by DEL.
+func TestInfoExpiredKeys(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.client(t)
+	ctx := context.Background()
+	mustDo(t, c, "SET", "gone", "v", "PX", 1)
+	mustDo(t, c, "SET", "overwritten", "v", "PX", 1)
+	mustDo(t, c, "SET", "deleted", "v")
+	mustDo(t, c, "DEL", "deleted")
+	time.Sleep(5 * time.Millisecond)
+	mustDo(t, c, "SET", "overwritten", "new") // finds it expired: an expiry, then a new key
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, _ := strconv.Atoi(infoFields(c.Info(ctx, "stats").Val())["expired_keys"])
+		if n == 2 {
+			break
+		}
+		if n > 2 || time.Now().After(deadline) {
+			t.Fatalf("expired_keys = %d, want 2", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if v := infoFields(c.Info(ctx, "stats").Val())["evicted_keys"]; v != "0" {
+		t.Fatalf("evicted_keys = %q", v)
 	}
 }

@@ -538,6 +538,8 @@ func runInfo(x *exec) error {
 		kv("total_connections_received", s.stats.connsReceived.Load())
 		kv("rejected_connections", s.stats.rejectedConns.Load())
 		kv("total_commands_processed", s.stats.commands.Load())
+		kv("expired_keys", s.store.ExpiredKeys())
+		kv("evicted_keys", 0) // no maxmemory, no eviction
 		kv("rejected_calls", s.stats.rejected.Load())
 		kv("total_error_replies", s.cmdstats.errTot.Load())
 		// This process's subscriptions (docs/pubsub.md).

@@ -166,6 +166,9 @@ type Store struct {
 	// groups and groupRecords count the commit groups committed and the
 	// change-log records they held (GroupStats).
 	groups, groupRecords atomic.Uint64
+	// expiredKeys counts the keys deleted because their TTL passed, by
+	// active expiry or by a write that found them expired (ExpiredKeys).
+	expiredKeys atomic.Int64
 	broken               error // set when a commit failed after its log write: every later write fails
 	closed               bool
 
@@ -514,6 +517,7 @@ type groupRun struct {
 	cv, v     View  // reads for the key counts; the decisions' view
 	serveFn   func(Served)
 	logBytes  int   // what the group wrote to the change log (for the Observer)
+	expired   int64 // keys the group deleted because their TTL passed (ExpiredKeys)
 	failed    error // why the group failed (for the Observer)
 	tags      []any // the Observer's GroupInfo.Tags, reused
 }
@@ -551,6 +555,11 @@ func (g *groupRun) record(events []codec.Event, applied bool) error {
 		return err
 	}
 	g.committed = append(g.committed, events...)
+	for _, e := range events {
+		if e.Op == codec.OpDelKey && codec.DelReason(e) == codec.ReasonExpired {
+			g.expired++
+		}
+	}
 	return nil
 }
 
@@ -579,6 +588,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 		clear(g.served)
 		g.served = g.served[:0]
 		g.serr = nil
+		g.expired = 0
 		g.cv, g.v = View{}, View{}
 	}()
 	g.seq = s.seq
@@ -659,6 +669,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 		return
 	}
 	s.publish(g.committed, seq)
+	s.expiredKeys.Add(g.expired)
 	s.groups.Add(1)
 	s.groupRecords.Add(seq - s.seq)
 	s.seq = seq
@@ -918,6 +929,10 @@ func (s *Store) MemoryUsage() (cache, memtables int64) {
 	m := s.db.Metrics()
 	return m.BlockCache.Size, int64(m.MemTable.Size)
 }
+
+// ExpiredKeys returns how many keys committed groups deleted because their
+// TTL passed (OpDelKey with ReasonExpired) since Open: INFO's expired_keys.
+func (s *Store) ExpiredKeys() int64 { return s.expiredKeys.Load() }
 
 // StorageStats are Pebble's figures that telemetry reports.
 type StorageStats struct {
