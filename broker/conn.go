@@ -99,6 +99,7 @@ type conn struct {
 	name    string
 	libName string // CLIENT SETINFO LIB-NAME
 	libVer  string // CLIENT SETINFO LIB-VER
+	noEvict bool   // CLIENT NO-EVICT ON: shown as flag e (Sediment evicts no client or key anyway)
 	closing bool   // shutdown was requested: the read deadline stays in the past
 	// unblock ends the connection's blocking wait (CLIENT UNBLOCK); nil
 	// when it is not blocked.

@@ -62,6 +62,12 @@ func init() {
 		{args: []string{"MEMORY", "USAGE", "a"}, skip: true},
 		{args: []string{"MEMORY", "DOCTOR"}, skip: true},
 		{args: []string{"MEMORY", "MALLOC-STATS"}, skip: true},
+	}}, confCase{name: "client no-evict", steps: []confStep{
+		cc("CLIENT", "NO-EVICT", "maybe"),
+		cc("CLIENT", "NO-EVICT"),
+		cc("CLIENT", "NO-EVICT", "on", "x"),
+		cc("CLIENT", "NO-EVICT", "ON"),
+		cc("CLIENT", "NO-EVICT", "off"),
 	}}, confCase{name: "config help rewrite", steps: []confStep{
 		cc("CONFIG", "HELP"),
 		cc("CONFIG", "HELP", "x"),

@@ -156,6 +156,15 @@ func runClient(x *exec) error {
 		x.reply().Verbatim("txt", []byte(b.String()))
 	case equalFold(sub, "KILL") && n >= 3:
 		return runClientKill(x)
+	case equalFold(sub, "NO-EVICT") && n == 3:
+		on, ok := parseBool(x.args[2], "ON", "OFF")
+		if !ok {
+			return errSyntax
+		}
+		c.mu.Lock()
+		c.noEvict = on
+		c.mu.Unlock()
+		x.reply().OK()
 	case equalFold(sub, "UNBLOCK") && (n == 3 || n == 4):
 		id, ok := parseInt(x.args[2])
 		if !ok {
@@ -173,7 +182,7 @@ func runClient(x *exec) error {
 		}
 		x.reply().IntBool(c.s.unblockClient(id, cause))
 	case equalFold(sub, "ID"), equalFold(sub, "GETNAME"), equalFold(sub, "SETNAME"), equalFold(sub, "SETINFO"), equalFold(sub, "KILL"),
-		equalFold(sub, "INFO"), equalFold(sub, "LIST"), equalFold(sub, "UNBLOCK"):
+		equalFold(sub, "INFO"), equalFold(sub, "LIST"), equalFold(sub, "UNBLOCK"), equalFold(sub, "NO-EVICT"):
 		return errWrongArgsSub("client", sub)
 	default:
 		return errUnknownSubcommand(sub, "client")
@@ -192,7 +201,7 @@ func runClient(x *exec) error {
 func (c *conn) info() string {
 	c.mu.Lock()
 	name, db, proto, blocked := c.name, c.db, c.proto, c.unblock != nil
-	libName, libVer := c.libName, c.libVer
+	libName, libVer, noEvict := c.libName, c.libVer, c.noEvict
 	c.mu.Unlock()
 	sub, psub, ssub := c.s.pubsub.subCounts(c)
 	age := int64(c.s.opts.Now().Sub(c.born) / time.Second)
@@ -225,6 +234,9 @@ func (c *conn) info() string {
 		redir = c.trk.redirect
 	}
 	c.s.track.mu.Unlock()
+	if noEvict {
+		flags = append(flags, 'e')
+	}
 	if len(flags) == 0 {
 		flags = append(flags, 'N')
 	}
@@ -412,7 +424,7 @@ func runConfigSet(x *exec) error {
 			}
 			threshold = v
 		case "latency-tracking":
-			v, ok := parseYesNo(x.args[i+1])
+			v, ok := parseBool(x.args[i+1], "YES", "NO")
 			if !ok {
 				return errConfigSetFailed(name, "argument must be 'yes' or 'no'")
 			}
@@ -711,12 +723,13 @@ func configInt(name string, arg []byte, lo, hi int64) (int64, error) {
 	return v, nil
 }
 
-// parseYesNo parses a yes/no CONFIG value (any case).
-func parseYesNo(v []byte) (bool, bool) {
+// parseBool parses an argument that is either yes or no (upper case: any
+// case is taken): yes/no CONFIG values, ON/OFF options.
+func parseBool(v []byte, yes, no string) (value, ok bool) {
 	switch {
-	case equalFold(v, "YES"):
+	case equalFold(v, yes):
 		return true, true
-	case equalFold(v, "NO"):
+	case equalFold(v, no):
 		return false, true
 	}
 	return false, false
