@@ -169,8 +169,8 @@ type Store struct {
 	// expiredKeys counts the keys deleted because their TTL passed, by
 	// active expiry or by a write that found them expired (ExpiredKeys).
 	expiredKeys atomic.Int64
-	broken               error // set when a commit failed after its log write: every later write fails
-	closed               bool
+	broken      error // set when a commit failed after its log write: every later write fails
+	closed      bool
 
 	committed atomic.Uint64 // == seq, readable without mu; stored once a group is applied and published
 	applying  atomic.Uint64 // the last group's seq, stored before its Pebble commit (readPin)
