@@ -167,20 +167,7 @@ func (s *cmdStats) reset() {
 
 // commandstats renders INFO's commandstats lines, by name.
 func (s *cmdStats) commandstats(kv func(k string, v any)) {
-	stats := map[string]*cmdStat{}
-	s.m.Range(func(k, v any) bool { stats[k.(string)] = v.(*cmdStat); return true })
-	for n, c := range commandTable {
-		if c.stat.calls.Load()+c.stat.rejected.Load() > 0 {
-			stats[n] = c.stat
-		}
-	}
-	names := make([]string, 0, len(stats))
-	for n := range stats {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		st := stats[n]
+	s.eachStat(func(n string, st *cmdStat) {
 		calls, usec := st.calls.Load(), st.usec.Load()
 		per := 0.0
 		if calls > 0 {
@@ -188,7 +175,7 @@ func (s *cmdStats) commandstats(kv func(k string, v any)) {
 		}
 		kv("cmdstat_"+n, fmt.Sprintf("calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d",
 			calls, usec, per, st.rejected.Load(), st.failed.Load()))
-	}
+	})
 }
 
 // errorstats renders INFO's errorstats lines, by code.

@@ -242,7 +242,7 @@ func (c *conn) drain() {
 			c.logSpan = it.span
 			c.writeErr(it.cmd, err)
 			c.logSpan = nil
-			it.ended(err)
+			endCommand(it.span, err)
 			continue
 		}
 		if seq != 0 {
@@ -252,7 +252,7 @@ func (c *conn) drain() {
 			c.s.publishNotes(it.notes)
 		}
 		it.reply() // a read's reply may add links to its span first
-		it.ended(nil)
+		endCommand(it.span, nil)
 	}
 	c.pending = c.pending[:0]
 }

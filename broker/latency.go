@@ -405,8 +405,8 @@ func runLatencyHistogram(x *exec) error {
 		for _, a := range x.args[2:] {
 			name := command.Lower(a)
 			if base, sub, ok := strings.Cut(name, "|"); ok {
-				if c := commandTable[base]; c != nil && slices.Contains(subcommands[base], sub) {
-					add(name, s.get(name))
+				if v, ok := s.m.Load(name); ok && slices.Contains(subcommands[base], sub) {
+					add(name, v.(*cmdStat)) // a read: no counters are made for it
 				}
 				continue
 			}

@@ -122,6 +122,10 @@ func TestLatencyHistogramAndStats(t *testing.T) {
 	if len(h) != 4 || h[0] != "set" || h[2] != "client|id" {
 		t.Fatalf("LATENCY HISTOGRAM set client: %v", h)
 	}
+	// A subcommand by its full name; one never called has no histogram.
+	if h := mustDo(t, c, "LATENCY", "HISTOGRAM", "client|id", "client|kill").([]any); len(h) != 2 || h[0] != "client|id" {
+		t.Fatalf("LATENCY HISTOGRAM client|id client|kill: %v", h)
+	}
 	set := h[1].([]any)
 	if set[0] != "calls" || set[1] != int64(50) || set[2] != "histogram_usec" {
 		t.Fatalf("set's histogram: %v", set)

@@ -253,12 +253,6 @@ func endCommand(sp trace.Span, err error) {
 	sp.End()
 }
 
-// ended ends the span of a submitted write, handed to it by execute, once
-// it replied.
-func (it *pendingReply) ended(err error) {
-	endCommand(it.span, err)
-}
-
 // blockSpan starts the span of a blocking command's wait under the
 // command's span; nil when the command is not traced.
 func (tl *telem) blockSpan(parent trace.Span) trace.Span {
@@ -399,7 +393,7 @@ func (s *Server) commandMetrics(context.Context) ([]metricdata.ScopeMetrics, err
 }
 
 // Sync records one fsync of the change log (materialize.Observer).
-func (tl *telem) Sync(_ time.Time, d time.Duration, _ error) {
+func (tl *telem) Sync(d time.Duration, _ error) {
 	if tl.fsyncDur != nil {
 		tl.fsyncDur.Record(context.Background(), d.Seconds())
 	}

@@ -94,9 +94,9 @@ type Options struct {
 type Observer interface {
 	// Commit is told of one commit group, committed or failed.
 	Commit(g GroupInfo)
-	// Sync is told of one fsync of the change log: when it began, how long
-	// it took, and its error.
-	Sync(start time.Time, d time.Duration, err error)
+	// Sync is told of one fsync of the change log: how long it took, and
+	// its error.
+	Sync(d time.Duration, err error)
 }
 
 // GroupInfo describes one commit group for an Observer. Its Tags slice is
@@ -967,6 +967,6 @@ func (s *Store) syncLog() error {
 	}
 	t0 := time.Now()
 	err := s.log.sync()
-	o.Sync(t0, time.Since(t0), err)
+	o.Sync(time.Since(t0), err)
 	return err
 }
