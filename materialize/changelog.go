@@ -56,6 +56,10 @@ type changeLog struct {
 	// sync tries that segment again and clears syncErr once it syncs.
 	syncErr  error
 	unsynced uint64
+	// poisonPending: the failed write's first frame header, at poisonAt in
+	// segment unsynced, is still to be zeroed (poison); sync does it first.
+	poisonPending bool
+	poisonAt      int64
 	// readers is held shared by each read and exclusively by dropBefore,
 	// so that a read never loses a segment in its middle (a gap).
 	readers sync.RWMutex
@@ -291,8 +295,11 @@ func (l *changeLog) write() error {
 			// ends there for every reader (a torn tail). Its fsync
 			// syncs the earlier records too.
 			if perr := l.poison(seg, before); perr != nil {
+				// sync tries again, and fails until it succeeds: the store
+				// takes no write meanwhile (its storage fault).
 				l.syncErr, l.unsynced = fmt.Errorf("materialize: change log: a failed segment could not be invalidated and synced: %w", perr), seg
-				return errors.Join(err, fmt.Errorf("%w: %v", errLogPoisonFailed, perr))
+				l.poisonAt, l.poisonPending = before, true
+				return errors.Join(err, perr)
 			}
 		} else if serr != nil {
 			l.syncErr, l.unsynced = fmt.Errorf("materialize: change log: a failed segment could not be synced: %w", serr), seg
@@ -300,10 +307,6 @@ func (l *changeLog) write() error {
 	}
 	return err
 }
-
-// errLogPoisonFailed: a failed change-log write left frames that could not
-// be invalidated; no later write may go on (Store.broken).
-var errLogPoisonFailed = errors.New("materialize: change log: a failed write's frames could not be invalidated")
 
 // poison zeroes the frame header at off in the segment of record first.
 func (l *changeLog) poison(first uint64, off int64) error {
@@ -365,10 +368,14 @@ func (l *changeLog) sync() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	if l.syncErr != nil {
-		if err := l.syncSegment(l.unsynced); err != nil {
+		retry := l.syncSegment
+		if l.poisonPending {
+			retry = func(first uint64) error { return l.poison(first, l.poisonAt) }
+		}
+		if err := retry(l.unsynced); err != nil {
 			return l.syncErr
 		}
-		l.syncErr = nil
+		l.syncErr, l.poisonPending = nil, false
 	}
 	l.mu.Lock()
 	f := l.f

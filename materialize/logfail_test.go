@@ -54,10 +54,23 @@ func (f halfWriteFile) Write(p []byte) (int, error) {
 // half way is answered with an error, and the whole frames it left in the
 // segment are never read as records: not by a tail, not by the next Open
 // (whose replay would otherwise apply a write its client was told failed).
+//
+// With poisonFails, zeroing the frame header fails too while the fault
+// lasts: the store refuses writes until a probe has zeroed it.
 func TestFailedLogWriteLeavesNoRecords(t *testing.T) {
+	t.Run("poisoned at once", func(t *testing.T) { testFailedLogWrite(t, false) })
+	t.Run("poisoned by the probe", func(t *testing.T) { testFailedLogWrite(t, true) })
+}
+
+func testFailedLogWrite(t *testing.T, poisonFails bool) {
 	mem := vfs.NewMem()
 	var fail atomic.Bool
-	fs := logFaultFS{mem, func(f vfs.File) vfs.File { return halfWriteFile{f, &fail} }}
+	fs := logFaultFS{mem, func(f vfs.File) vfs.File {
+		if poisonFails {
+			return deadWriteAtFile{halfWriteFile{f, &fail}, &fail}
+		}
+		return halfWriteFile{f, &fail}
+	}}
 	c := newClock(t0)
 	s, err := materialize.Open(materialize.Options{FS: fs, Dir: "db", Now: c.Now})
 	if err != nil {
@@ -73,7 +86,13 @@ func TestFailedLogWriteLeavesNoRecords(t *testing.T) {
 	if _, err := s.Write(func(*materialize.View) ([]codec.Event, error) { return big, nil }); err == nil {
 		t.Fatal("a write whose log write failed succeeded")
 	}
+	if poisonFails && s.CheckStorage() == nil {
+		t.Fatal("the fault cleared while the failed write's frames are not invalidated")
+	}
 	fail.Store(false)
+	if f := s.CheckStorage(); f != nil {
+		t.Fatalf("fault kept once the file takes writes again: %v", f)
+	}
 	setString(t, s, 0, "b", "2", 0, 0)
 	check := func(s *materialize.Store, when string) {
 		t.Helper()
@@ -108,6 +127,20 @@ func TestFailedLogWriteLeavesNoRecords(t *testing.T) {
 	}
 	defer s.Close()
 	check(s, "after reopen")
+}
+
+// deadWriteAtFile also fails WriteAt (the invalidation of a failed write's
+// frames) when fail is set.
+type deadWriteAtFile struct {
+	halfWriteFile
+	fail *atomic.Bool
+}
+
+func (f deadWriteAtFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.fail.Load() {
+		return 0, errors.New("injected: input/output error")
+	}
+	return f.halfWriteFile.WriteAt(p, off)
 }
 
 // deadLogFile fails writes outright (nothing written) and syncs, when fail
@@ -159,6 +192,9 @@ func TestFailedLogSyncIsReported(t *testing.T) {
 	fail.Store(false)
 	if err := s.WaitDurable(seq); err != nil {
 		t.Fatalf("WaitDurable once the device answers again: %v", err)
+	}
+	if f := s.CheckStorage(); f != nil { // the storage fault the failure set
+		t.Fatalf("fault kept once the device answers again: %v", f)
 	}
 	if seq2 := setString(t, s, 0, "c", "3", 0, 0); s.WaitDurable(seq2) != nil {
 		t.Fatal("writes after the recovery are not confirmed")

@@ -16,7 +16,12 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/internal/ratelog"
 )
+
+// logEvery is the least interval between two log lines of one repeating
+// error.
+const logEvery = 10 * time.Second
 
 // SyncPolicy is Redis's appendfsync setting applied to the change log (the
 // store's write-ahead log).
@@ -86,6 +91,17 @@ type Options struct {
 	// Observer, when set, is told of every commit group and change-log
 	// sync (telemetry); nil costs nothing.
 	Observer Observer
+	// Fatal, when set, is called with Pebble's message when Pebble cannot
+	// go on (its Logger.Fatalf: a MANIFEST write that failed on a full
+	// disk, a broken invariant) and must not return: a server logs it and
+	// exits. Every acknowledged write is in the change log, replayed at
+	// the next Open. The default panics.
+	Fatal func(msg string)
+	// MinFreeDisk is the reserve in bytes: while the data directory's
+	// filesystem has less free space, writes are refused (a StorageFault),
+	// so that Pebble's flushes and MANIFEST edits never meet a full disk.
+	// The default is 64 MiB; negative turns the check off.
+	MinFreeDisk int64
 }
 
 // Observer sees the write path's commit groups and change-log syncs. Commit
@@ -130,6 +146,9 @@ func (o *Options) withDefaults() Options {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.MinFreeDisk == 0 {
+		c.MinFreeDisk = 64 << 20
+	}
 	return c
 }
 
@@ -141,6 +160,12 @@ type Store struct {
 	db   *pebble.DB
 	log  *changeLog // the write-ahead change log (changelog.go)
 	opts Options
+	fs   vfs.FS // the data directory's filesystem
+	dir  string // the data directory on fs ("" in memory)
+
+	faults faults // storage faults: writes refused (fault.go)
+	// Errors that repeat while a fault lasts are logged at a bounded rate.
+	logGroup, logSync, logProbe, logPebble *ratelog.Limited
 
 	reqs         chan *writeReq // to the writer goroutine
 	cache        *metaCache     // committed metadata; filled by the writer goroutine only
@@ -169,7 +194,7 @@ type Store struct {
 	// expiredKeys counts the keys deleted because their TTL passed, by
 	// active expiry or by a write that found them expired (ExpiredKeys).
 	expiredKeys atomic.Int64
-	broken      error // set when a commit failed after its log write: every later write fails
+	broken      error // set when a Pebble apply failed after its log write: every later write fails
 	closed      bool
 
 	committed atomic.Uint64 // == seq, readable without mu; stored once a group is applied and published
@@ -194,7 +219,7 @@ func Open(opts Options) (*Store, error) {
 		FormatMajorVersion: pebble.FormatNewest,
 		Cache:              cache,
 		MemTableSize:       o.MemTableSize,
-		Logger:             pebbleLogger{o.Logger},
+		Logger:             pebbleLogger{o.Logger, o.Fatal},
 	}
 	// Bloom filters spare point lookups of absent keys (a new key's
 	// metadata, an entry not in the PEL) a read of every level.
@@ -239,14 +264,27 @@ func Open(opts Options) (*Store, error) {
 	// keeps none, and syncs them before each flush makes its own state
 	// durable.
 	po.DisableWAL = true
+	s := &Store{
+		opts:    o,
+		fs:      po.FS,
+		dir:     dir,
+		entropy: ulid.Monotonic(rand.Reader, 0),
+		stop:    make(chan struct{}),
+		reqs:    make(chan *writeReq, maxGroup),
+
+		writerDone: make(chan struct{}),
+		commitCh:   make(chan struct{}, 1),
+		cache:      newMetaCache(),
+		staged:     overlay{m: map[string]cachedMeta{}},
+		logGroup:   ratelog.New(logEvery),
+		logSync:    ratelog.New(logEvery),
+		logProbe:   ratelog.New(logEvery),
+		logPebble:  ratelog.New(logEvery),
+	}
+	s.faults.free.Store(-1)
+	s.faults.reserve.Store(max(o.MinFreeDisk, 0))
 	var logRef atomic.Pointer[changeLog]
-	po.EventListener = &pebble.EventListener{FlushBegin: func(pebble.FlushInfo) {
-		if l := logRef.Load(); l != nil {
-			if err := l.sync(); err != nil {
-				o.Logger.Error("change log sync before a flush failed", "err", err)
-			}
-		}
-	}}
+	po.EventListener = s.pebbleEvents(&logRef)
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("materialize: open %q: %w", dir, err)
@@ -257,19 +295,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("materialize: change log: %w", err)
 	}
 	logRef.Store(log)
-	s := &Store{
-		db:      db,
-		log:     log,
-		opts:    o,
-		entropy: ulid.Monotonic(rand.Reader, 0),
-		stop:    make(chan struct{}),
-		reqs:    make(chan *writeReq, maxGroup),
-
-		writerDone: make(chan struct{}),
-		commitCh:   make(chan struct{}, 1),
-		cache:      newMetaCache(),
-		staged:     overlay{m: map[string]cachedMeta{}},
-	}
+	s.db, s.log = db, log
 	s.run.s = s
 	s.run.serveFn = s.run.serve
 	s.stagedCounts.m = map[uint8]*[2]int64{}
@@ -292,7 +318,7 @@ func Open(opts Options) (*Store, error) {
 	if err := s.recover(); err != nil {
 		log.close()
 		db.Close()
-		return nil, err
+		return nil, fmt.Errorf("materialize: replaying the change log: %w", err)
 	}
 	if err := s.restoreULIDTime(); err != nil {
 		log.close()
@@ -303,6 +329,11 @@ func Open(opts Options) (*Store, error) {
 	s.committed.Store(s.seq)
 	s.applying.Store(s.seq)
 	s.synced.Store(s.seq)
+	// A store opened below the reserve serves reads and refuses writes
+	// from the first command.
+	s.checkSpace()
+	s.wg.Add(1)
+	go s.monitorFaults()
 	s.wg.Add(1)
 	go s.fillFilter(f)
 	s.wg.Add(1)
@@ -328,7 +359,9 @@ func (s *Store) Close() error {
 	close(s.stop)
 	s.wg.Wait()
 	err := s.log.sync()
-	if err == nil {
+	if err == nil && s.faults.cur.Load() == nil {
+		// With a storage fault the flush could wait forever (Pebble retries
+		// a failed flush until it succeeds): the next Open replays the log.
 		err = s.db.Flush()
 	}
 	return errors.Join(err, s.db.Close(), s.log.close())
@@ -643,6 +676,12 @@ func (s *Store) commitGroup(group []*writeReq) {
 		s.doneServed(g.served, nil)
 		return
 	}
+	// A storage fault refuses the group once it writes: decisions that
+	// write nothing (WATCH, a transaction of reads) are still served.
+	if f := s.WriteFault(); f != nil {
+		s.failGroup(group, g.served, f)
+		return
+	}
 	if err := s.seal(g.b, seq); err != nil {
 		s.failGroup(group, g.served, err)
 		return
@@ -651,14 +690,13 @@ func (s *Store) commitGroup(group []*writeReq) {
 	// Pebble: a crash between the two replays them at Open.
 	g.logBytes = len(s.log.buf)
 	if err := s.log.write(); err != nil {
-		if errors.Is(err, errLogPoisonFailed) {
-			s.broken = fmt.Errorf("materialize: change log write: %w", err)
-			s.failGroup(group, g.served, s.broken)
-			return
-		}
-		s.failGroup(group, g.served, fmt.Errorf("materialize: change log write: %w", err))
+		// Nothing of the group was acknowledged; frames it left in the
+		// file are invalidated, now or by the probe (changeLog.sync),
+		// before any later write.
+		s.failGroup(group, g.served, s.setFault(FaultChangeLog, err))
 		return
 	}
+	s.noteLogBytes(g.logBytes)
 	// Read views pin a state between committed and applying (readPin).
 	s.applying.Store(seq)
 	if err := s.db.Apply(g.b, pebble.NoSync); err != nil {
@@ -742,7 +780,7 @@ func (s *Store) doneServed(served []servedWrite, err error) {
 }
 
 func (s *Store) failGroup(group []*writeReq, served []servedWrite, err error) {
-	s.opts.Logger.Warn("write group failed", "err", err, "writes", len(group))
+	s.logGroup.Warn(s.opts.Logger, "write group failed", "err", err, "writes", len(group))
 	s.run.failed = err
 	s.log.discard(s.seq)
 	for _, r := range group {
@@ -816,6 +854,9 @@ func (s *Store) pruneLog(cut uint64) {
 	defer s.pruning.Store(false)
 	r := s.opts.ChangeLogRetention
 	for {
+		if s.faults.cur.Load() != nil {
+			return // a flush may never end; pruning waits for the next commit after the fault
+		}
 		applied := s.committed.Load()
 		if err := s.db.Flush(); err != nil {
 			if !errors.Is(err, pebble.ErrClosed) {
@@ -862,7 +903,7 @@ func (s *Store) syncTo(seq uint64) error {
 	}
 	upTo := s.committed.Load()
 	if err := s.syncLog(); err != nil {
-		return fmt.Errorf("materialize: change log sync: %w", err)
+		return s.setFault(FaultChangeLog, fmt.Errorf("materialize: change log sync: %w", err))
 	}
 	for {
 		cur := s.synced.Load()
@@ -883,7 +924,7 @@ func (s *Store) syncEverySec() {
 		case <-t.C:
 			if c := s.committed.Load(); c > s.synced.Load() {
 				if err := s.syncTo(c); err != nil {
-					s.opts.Logger.Warn("background change log sync failed", "err", err)
+					s.logSync.Warn(s.opts.Logger, "background change log sync failed", "err", err)
 				}
 			}
 		}
@@ -909,7 +950,10 @@ func (s *Store) ChangeLog(from uint64, fn func(codec.Record) bool) error {
 	return ferr
 }
 
-type pebbleLogger struct{ l *slog.Logger }
+type pebbleLogger struct {
+	l     *slog.Logger
+	fatal func(msg string)
+}
 
 func (p pebbleLogger) Infof(format string, args ...any) {
 	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
@@ -917,9 +961,16 @@ func (p pebbleLogger) Infof(format string, args ...any) {
 func (p pebbleLogger) Errorf(format string, args ...any) {
 	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 }
+
+// Fatalf is Pebble's report of a state it cannot go on from (a MANIFEST
+// write that failed, a broken invariant): Options.Fatal, or a panic.
 func (p pebbleLogger) Fatalf(format string, args ...any) {
-	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
-	panic(fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	p.l.Error(msg, "component", "pebble")
+	if p.fatal != nil {
+		p.fatal(msg)
+	}
+	panic(msg)
 }
 
 // MemoryUsage returns the bytes Pebble holds in memory outside the Go heap:
