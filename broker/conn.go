@@ -281,7 +281,7 @@ func (c *conn) flush() error {
 	c.drain()
 	if c.pendingSeq != 0 {
 		if err := c.s.store.WaitDurable(c.pendingSeq); err != nil {
-			c.s.opts.Logger.Warn("change log sync failed", "client", c.id, "err", err)
+			c.s.logSync.Warn(c.s.opts.Logger, "change log sync failed: closing the connection, its writes' outcome unknown", "client", c.id, "err", err)
 			return err
 		}
 		c.pendingSeq = 0
@@ -307,6 +307,41 @@ func (c *conn) reject(cmd *cmdSpec, args [][]byte, msg string) {
 	}
 	c.s.cmdstats.errorReply(msg)
 	c.w.WriteError(msg)
+}
+
+// writes reports whether a storage fault refuses cmd, as Redis's
+// processCommand refuses commands on a disk error: a command with the write
+// flag, PING (so health checks see the fault), and EXEC of a transaction
+// holding a write.
+func (c *conn) writes(cmd *cmdSpec) bool {
+	switch {
+	case cmd.flags&flagWrite != 0:
+		return true
+	case cmd.name == "ping":
+		return true
+	case cmd.name == "exec":
+		return c.multi != nil && c.multi.writes
+	}
+	return false
+}
+
+// refuseFault replies the MISCONF error of a storage fault to cmd. Inside
+// MULTI the transaction is marked (EXEC replies EXECABORT); a refused EXEC
+// discards it, replying EXECABORT with the reason (Redis 7.0's
+// rejectCommand and execCommandAbort).
+func (c *conn) refuseFault(cmd *cmdSpec, args [][]byte, f *materialize.StorageFault) {
+	msg := string(errMisconf(f))
+	if c.multi != nil {
+		if cmd.name == "exec" {
+			c.multi = nil
+			c.multiLen.Store(-1)
+			c.s.watch.clear(c)
+			msg = string(errExecAbortBecause(msg))
+		} else {
+			c.multi.aborted = true
+		}
+	}
+	c.reject(cmd, args, msg)
 }
 
 // execute runs one request and buffers its reply.
@@ -338,6 +373,13 @@ func (c *conn) execute(args [][]byte) {
 		if cmd != nil && cmd.arityOK(len(args)) && c.proto == reply.RESP2 && !subscribedOK(cmd) && c.subscribed() {
 			c.drain()
 			c.reject(cmd, args, string(errSubscribedContext(cmd, args)))
+			return
+		}
+	}
+	if cmd != nil && cmd.arityOK(len(args)) && c.writes(cmd) {
+		if f := c.s.store.WriteFault(); f != nil {
+			c.drain()
+			c.refuseFault(cmd, args, f)
 			return
 		}
 	}

@@ -173,5 +173,23 @@ func toWire(err error) (msg string, ok bool) {
 	case errors.Is(err, materialize.ErrWrongType):
 		return string(errWrongType), true
 	}
+	var f *materialize.StorageFault
+	if errors.As(err, &f) {
+		return string(errMisconf(f)), true
+	}
 	return string(errInternal), false
+}
+
+// errMisconf is the reply to a write refused by a storage fault, in the
+// words of Redis 7.0's AOF error (server.c writeCommandsGetDiskErrorMessage:
+// "MISCONF Errors writing to the AOF file: No space left on device"), the
+// change log or the data files in the AOF file's place.
+func errMisconf(f *materialize.StorageFault) wireError {
+	return wireError("MISCONF Errors writing to the " + f.Where + ": " + command.Sanitize([]byte(f.Cause()), 200))
+}
+
+// errExecAbortBecause is EXEC's reply when EXEC itself is refused (Redis
+// 7.0 multi.c execCommandAbort), msg the refusal without its dash.
+func errExecAbortBecause(msg string) wireError {
+	return wireError("EXECABORT Transaction discarded because of: " + msg)
 }

@@ -34,6 +34,7 @@ func init() {
 type multiState struct {
 	queue   []queued
 	aborted bool // a command was rejected while queueing: EXEC replies EXECABORT
+	writes  bool // a queued command has the write flag (a storage fault refuses EXEC)
 }
 
 type queued struct {
@@ -70,6 +71,7 @@ func (c *conn) queue(cmd *cmdSpec, args [][]byte) {
 		c.reject(cmd, args, string(errNotInMulti))
 	default:
 		c.multi.queue = append(c.multi.queue, queued{cmd, args})
+		c.multi.writes = c.multi.writes || cmd.flags&flagWrite != 0
 		c.multiLen.Store(int64(len(c.multi.queue)))
 		c.w.WriteString("QUEUED")
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/feed"
+	"github.com/sediment-dev/sediment/internal/ratelog"
 	"github.com/sediment-dev/sediment/keyspace"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/streams"
@@ -62,6 +63,13 @@ type Options struct {
 	// than the cache is read from the files, checksummed and cached again
 	// on every read (docs/perf.md).
 	CacheSize int64
+	// MinFreeDisk is the free space in bytes below which writes are
+	// refused with MISCONF (materialize.Options.MinFreeDisk); 0 takes its
+	// default, 64 MiB; negative turns the check off.
+	MinFreeDisk int64
+	// StorageFatal is materialize.Options.Fatal: told when Pebble cannot go
+	// on, it must not return. nil: a panic.
+	StorageFatal func(msg string)
 	// Timeout closes a client connection idle for longer than it (Redis's
 	// timeout, whole seconds at the wire); 0, the default, never does. A
 	// client waiting in a blocking command is not idle, nor is one whose
@@ -169,12 +177,15 @@ func (o Options) Validate() error {
 // Server is a Sediment server. Create it with New, run it with Serve or
 // ListenAndServe, stop it with Close.
 type Server struct {
-	opts   Options
-	store  *materialize.Store
-	wake   *waker
-	pubsub *pubsub       // SUBSCRIBE/PUBLISH through NATS (pubsub.go)
-	track  *tracker      // CLIENT TRACKING (tracking.go)
-	notify atomic.Uint32 // notify-keyspace-events flags (notify.go)
+	opts  Options
+	store *materialize.Store
+	// logSync limits the log lines of failed change-log syncs (one per
+	// connection whose writes wait on them).
+	logSync *ratelog.Limited
+	wake    *waker
+	pubsub  *pubsub       // SUBSCRIBE/PUBLISH through NATS (pubsub.go)
+	track   *tracker      // CLIENT TRACKING (tracking.go)
+	notify  atomic.Uint32 // notify-keyspace-events flags (notify.go)
 	// requirepass is the default user's password (auth.go); nil or empty:
 	// nopass.
 	requirepass atomic.Pointer[string]
@@ -234,18 +245,20 @@ func New(opts Options) (*Server, error) {
 		observer = tl
 	}
 	store, err := materialize.Open(materialize.Options{
-		Dir:       o.Dir,
-		InMemory:  o.InMemory,
-		Sync:      o.AppendFsync,
-		CacheSize: o.CacheSize,
-		Logger:    o.Logger,
-		Now:       o.Now,
-		Observer:  observer,
+		Dir:         o.Dir,
+		InMemory:    o.InMemory,
+		Sync:        o.AppendFsync,
+		CacheSize:   o.CacheSize,
+		MinFreeDisk: o.MinFreeDisk,
+		Fatal:       o.StorageFatal,
+		Logger:      o.Logger,
+		Now:         o.Now,
+		Observer:    observer,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: o, store: store, conns: map[*conn]struct{}{}, start: o.Now(), tel: tl}
+	s := &Server{opts: o, store: store, conns: map[*conn]struct{}{}, start: o.Now(), tel: tl, logSync: ratelog.New(10 * time.Second)}
 	s.requirepass.Store(&o.RequirePass)
 	var id [20]byte
 	rand.Read(id[:])
@@ -542,6 +555,9 @@ func (s *Server) activeExpiry() {
 	tick := 0
 	var idmpFrom int64 // the sweep's cursor (streams.ExpireIDMP)
 	s.every(100*time.Millisecond, func() {
+		if s.store.Fault() != nil {
+			return // writes are refused (docs/operations.md, "Storage faults")
+		}
 		if tick++; tick%10 == 0 {
 			_, err := s.store.Write(func(v *materialize.View) ([]codec.Event, error) {
 				from := idmpFrom

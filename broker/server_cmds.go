@@ -15,6 +15,7 @@ import (
 	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/command/reply"
 	"github.com/sediment-dev/sediment/internal/glob"
+	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/streams"
 )
 
@@ -357,6 +358,7 @@ func runConfig(x *exec) error {
 		{"stream-node-max-bytes", strconv.FormatInt(s.streamCfg.Load().NodeMaxBytes, 10)},
 		{"stream-node-max-entries", strconv.FormatInt(s.streamCfg.Load().NodeMaxEntries, 10)},
 		{"protected-mode", map[bool]string{false: "yes", true: "no"}[s.opts.ProtectedModeOff]},
+		{"min-free-disk", strconv.FormatUint(minFree(s.store), 10)},
 		{"client-output-buffer-limit", fmt.Sprintf("normal 0 0 0 slave 268435456 67108864 60 pubsub %d %d %d",
 			s.opts.PubSubLimit.Hard, s.opts.PubSubLimit.Soft, int64(s.opts.PubSubLimit.SoftFor/time.Second))},
 	}
@@ -390,9 +392,16 @@ func runConfigSet(x *exec) error {
 	trackMax := x.c.s.track.maxKeys()
 	threshold, tracking, percentiles := x.c.s.latency.threshold.Load(), x.c.s.cmdstats.tracking.Load(), *x.c.s.cmdstats.percentiles.Load()
 	streamCfg := *x.c.s.streamCfg.Load()
+	minFreeDisk := int64(minFree(x.c.s.store))
 	for i := 2; i < len(x.args); i += 2 {
 		name := command.Lower(x.args[i])
 		switch name {
+		case "min-free-disk":
+			v, err := parseMemory(x.args[i+1])
+			if err != nil {
+				return errConfigSetFailed(name, err.Error())
+			}
+			minFreeDisk = v
 		case "stream-node-max-entries":
 			v, err := configInt(name, x.args[i+1], 0, math.MaxInt64)
 			if err != nil {
@@ -462,6 +471,9 @@ func runConfigSet(x *exec) error {
 		default:
 			return errConfigSetUnknown(x.args[i])
 		}
+	}
+	if int64(minFree(x.c.s.store)) != minFreeDisk {
+		x.c.s.store.SetMinFreeDisk(minFreeDisk)
 	}
 	x.c.s.notify.Store(notify)
 	x.c.s.requirepass.Store(&pass)
@@ -545,6 +557,22 @@ func runInfo(x *exec) error {
 		kv("aof_enabled", 1)
 		kv("appendfsync", s.store.Policy().String())
 		kv("changelog_last_seq", s.store.LastSeq())
+		// Storage faults (docs/operations.md): Redis's AOF write status,
+		// with the fault's cause and the free space beside it.
+		fault := "none"
+		status := "ok"
+		if f := s.store.Fault(); f != nil {
+			fault, status = f.Where+": "+sanitize([]byte(f.Cause()), 200), "err"
+		}
+		kv("aof_last_write_status", status)
+		kv("sediment_storage_fault", fault)
+		free, reserve, ok := s.store.DiskFree()
+		if !ok {
+			kv("sediment_disk_free", -1)
+		} else {
+			kv("sediment_disk_free", free)
+		}
+		kv("sediment_min_free_disk", reserve)
 	})
 	section("stats", func() {
 		kv("total_connections_received", s.stats.connsReceived.Load())
@@ -733,4 +761,11 @@ func parseBool(v []byte, yes, no string) (value, ok bool) {
 		return false, true
 	}
 	return false, false
+}
+
+// minFree is the store's reserve of free disk space in bytes (CONFIG
+// min-free-disk; 0: none).
+func minFree(st *materialize.Store) uint64 {
+	_, reserve, _ := st.DiskFree()
+	return reserve
 }

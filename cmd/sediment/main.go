@@ -52,6 +52,7 @@ type config struct {
 	otelStdout, otelRecordArgs                       bool
 	natsListen, feedPrefix, requirepass, protected   string
 	port, databases, maxclients, timeout, cacheMB    int
+	minFreeDiskMB                                    int
 	tls                                              tlsFlags
 }
 
@@ -73,6 +74,7 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.IntVar(&c.databases, "databases", 16, "number of databases (SELECT 0..N-1)")
 	fs.IntVar(&c.maxclients, "maxclients", 10000, "most client connections served at once; more are told \"ERR max number of clients reached\"")
 	fs.IntVar(&c.cacheMB, "cache-size", 64, "Pebble's block cache in MiB (large values are read through it)")
+	fs.IntVar(&c.minFreeDiskMB, "min-free-disk", 64, "refuse writes (MISCONF) while the data directory's filesystem has less free space than this, in MiB; 0: never")
 	fs.IntVar(&c.timeout, "timeout", 0, "close a client idle for this many seconds; 0: never (Redis's timeout)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log line format: text (logfmt) or json; lines logged inside a traced command carry trace_id and span_id")
@@ -207,14 +209,19 @@ func run(args []string, getenv func(string) string) error {
 		MaxClients:     c.maxclients,
 		Timeout:        time.Duration(c.timeout) * time.Second,
 		CacheSize:      int64(c.cacheMB) << 20,
-		NATSListen:     natsListen,
-		FeedPrefix:     c.feedPrefix,
-		RequirePass:    c.requirepass,
-		TLSAddr:        tlsAddr,
-		TLS:            tlsCfg,
-		PlainOff:       c.port == 0,
-		NATSOptions:    natsOpts,
-		Logger:         log,
+		MinFreeDisk:    minFreeDisk(c.minFreeDiskMB),
+		StorageFatal: func(msg string) {
+			log.Error("storage cannot go on; exiting (every acknowledged write is in the change log and is replayed at the next start)", "err", msg)
+			os.Exit(1)
+		},
+		NATSListen:  natsListen,
+		FeedPrefix:  c.feedPrefix,
+		RequirePass: c.requirepass,
+		TLSAddr:     tlsAddr,
+		TLS:         tlsCfg,
+		PlainOff:    c.port == 0,
+		NATSOptions: natsOpts,
+		Logger:      log,
 		// Protected mode as Redis's: off only when asked.
 		ProtectedModeOff: c.protected == "no",
 	})
@@ -255,4 +262,13 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// minFreeDisk turns --min-free-disk (MiB; 0: off) into
+// broker.Options.MinFreeDisk (bytes; negative: off).
+func minFreeDisk(mb int) int64 {
+	if mb <= 0 {
+		return -1
+	}
+	return int64(mb) << 20
 }
