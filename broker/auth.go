@@ -1,18 +1,17 @@
 package broker
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"net"
 )
 
-// Authentication as a Redis 7.0 server without ACL users configured: one
-// user, "default", with the password requirepass (Options.RequirePass,
-// CONFIG SET requirepass), or nopass when it is empty. A connection opened
-// while a password is set must AUTH (or HELLO ... AUTH) before any command
-// but AUTH, HELLO, QUIT and RESET; it gets "NOAUTH Authentication
-// required." otherwise. Setting a password leaves the connections already
-// open authenticated, as in Redis. docs/security.md.
+// Authentication as Redis 7.0's: a connection starts as the default user,
+// authenticated when that user is on and has nopass; otherwise it must
+// AUTH (or HELLO ... AUTH) before any command but AUTH, HELLO, QUIT and
+// RESET, and gets "NOAUTH Authentication required." The default user's
+// password is requirepass (Options.RequirePass, CONFIG SET requirepass)
+// or ACL SETUSER's; other users come from ACL SETUSER (acl.go). Changing a
+// password leaves the connections already open authenticated, as in
+// Redis. docs/security.md.
 
 func init() {
 	register(
@@ -38,23 +37,31 @@ func (s *Server) password() string {
 	return ""
 }
 
-// checkAuth checks user and password against the default user: nil, or
-// WRONGPASS for another user or a wrong password. The comparison takes the
-// same time whatever the password's first difference.
-func (s *Server) checkAuth(user, pass []byte) error {
-	if string(user) != "default" {
+// authenticate makes the connection user's if the user exists, is on and
+// pass is one of its passwords (any, with nopass); else WRONGPASS, logged
+// in ACL LOG (reason "auth"). Digests are compared in constant time.
+func (c *conn) authenticate(user, pass []byte) error {
+	slot := c.s.acl.slot(string(user))
+	var u *aclUser
+	if slot != nil {
+		u = slot.u.Load()
+	}
+	if u == nil || !u.on || !u.checkPassword(pass) {
+		context := "toplevel"
+		if c.multi != nil {
+			context = "multi"
+		}
+		c.s.acl.logDenial("auth", context, "AUTH", string(user), c.info(), c.s.opts.Now())
 		return errWrongPass
 	}
-	want := s.password()
-	if want == "" {
-		return nil // nopass: any password
-	}
-	a, b := sha256.Sum256(pass), sha256.Sum256([]byte(want))
-	if subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
-		return errWrongPass
-	}
+	c.user.Store(slot)
+	c.authed = true
 	return nil
 }
+
+// defaultAuthed reports whether a new connection is authenticated as this
+// (default) user: on, with nopass.
+func (u *aclUser) defaultAuthed() bool { return u.on && u.nopass }
 
 // AUTH [username] password. Reply: OK, WRONGPASS, or, for a password with
 // no username while no password is set, Redis's "called without any
@@ -64,7 +71,7 @@ func runAuth(x *exec) error {
 	var user, pass []byte
 	switch len(x.args) {
 	case 2:
-		if x.c.s.password() == "" {
+		if x.c.s.acl.def.u.Load().nopass {
 			return errAuthNoPassword
 		}
 		user, pass = []byte("default"), x.args[1]
@@ -73,10 +80,9 @@ func runAuth(x *exec) error {
 	default:
 		return errSyntax
 	}
-	if err := x.c.s.checkAuth(user, pass); err != nil {
+	if err := x.c.authenticate(user, pass); err != nil {
 		return err
 	}
-	x.c.authed = true
 	x.reply().OK()
 	return nil
 }
@@ -85,7 +91,7 @@ func runAuth(x *exec) error {
 // addr: it is on, the default user has no password, and addr is not a
 // loopback address (Redis 7.0's clientAcceptHandler).
 func (s *Server) protectedDenied(addr net.Addr) bool {
-	if s.opts.ProtectedModeOff || s.password() != "" {
+	if s.opts.ProtectedModeOff || !s.acl.def.u.Load().nopass {
 		return false
 	}
 	ta, ok := addr.(*net.TCPAddr)

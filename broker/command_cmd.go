@@ -127,7 +127,7 @@ func writeCommandInfo(w reply.Writer, c *cmdSpec) {
 	w.Int(int64(c.first))
 	w.Int(int64(c.last))
 	w.Int(int64(c.step))
-	cats := c.aclCategories()
+	cats := acls().byName[c.name].categoryNames()
 	w.Array(len(cats))
 	for _, cat := range cats {
 		w.Simple(cat)
@@ -137,8 +137,9 @@ func writeCommandInfo(w reply.Writer, c *cmdSpec) {
 	w.Array(0) // subcommands
 }
 
-// aclCategories derives Redis's ACL categories from the flags and group.
-func (c *cmdSpec) aclCategories() []string {
+// derivedCategories derives ACL categories from the flags and group, for
+// the commands Redis 7.0's table (acl_commands.tsv) does not have.
+func (c *cmdSpec) derivedCategories() []string {
 	var out []string
 	if c.flags&flagWrite != 0 {
 		out = append(out, "@write")

@@ -64,6 +64,10 @@ type conn struct {
 	// authed: the connection may run commands (auth.go); false until AUTH
 	// when a password was set at its opening. Connection goroutine only.
 	authed bool
+	// user is the connection's ACL user (userSlot); nil: the default
+	// user. Set by the connection (AUTH, HELLO, RESET), read by CLIENT
+	// LIST and ACL DELUSER.
+	user atomic.Pointer[aclSlot]
 	// monitor: the connection ran MONITOR (monitor.go); read by CLIENT KILL.
 	monitor atomic.Bool
 	// For CLIENT LIST, written by the connection, read by anyone: the last
@@ -116,7 +120,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		born:  s.opts.Now(),
 		proto: reply.RESP2,
 	}
-	c.authed = s.password() == ""
+	c.authed = s.acl.def.u.Load().defaultAuthed()
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	c.fd = socketFD(nc)
 	c.multiLen.Store(-1)
@@ -359,6 +363,16 @@ func (c *conn) execute(args [][]byte) {
 		c.drain()
 		c.reject(cmd, args, string(errNoAuth))
 		return
+	}
+	if cmd != nil && cmd.arityOK(len(args)) {
+		if err := c.aclDenied(cmd, args); err != nil {
+			c.drain()
+			if c.multi != nil {
+				c.multi.aborted = true
+			}
+			c.reject(cmd, args, string(err.(wireError)))
+			return
+		}
 	}
 	if c.monitor.Load() && cmd != nil && cmd.arityOK(len(args)) && cmd.flags&(flagWrite|flagReadonly) != 0 {
 		c.drain()

@@ -57,10 +57,9 @@ func runHello(x *exec) error {
 		}
 	}
 	if user != nil {
-		if err := x.c.s.checkAuth(user, pass); err != nil {
+		if err := x.c.authenticate(user, pass); err != nil {
 			return err
 		}
-		x.c.authed = true
 	}
 	if !x.c.authed {
 		return errHelloNoAuth
@@ -124,7 +123,8 @@ func runReset(x *exec) error {
 	c.proto = reply.RESP2
 	c.name = ""
 	c.mu.Unlock()
-	c.authed = c.s.password() == "" // back to the default user, unauthenticated if it has a password
+	c.user.Store(nil) // back to the default user, unauthenticated if it has a password
+	c.authed = c.s.acl.def.u.Load().defaultAuthed()
 	x.reply().Simple("RESET")
 	return nil
 }

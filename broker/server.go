@@ -186,6 +186,8 @@ type Server struct {
 	pubsub  *pubsub       // SUBSCRIBE/PUBLISH through NATS (pubsub.go)
 	track   *tracker      // CLIENT TRACKING (tracking.go)
 	notify  atomic.Uint32 // notify-keyspace-events flags (notify.go)
+	// acl is the users (acl.go).
+	acl *aclUsers
 	// requirepass is the default user's password (auth.go); nil or empty:
 	// nopass.
 	requirepass atomic.Pointer[string]
@@ -260,6 +262,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: o, store: store, conns: map[*conn]struct{}{}, start: o.Now(), tel: tl, logSync: ratelog.New(10 * time.Second)}
 	s.requirepass.Store(&o.RequirePass)
+	s.acl = newACLUsers(o.RequirePass)
 	var id [20]byte
 	rand.Read(id[:])
 	s.replID = hex.EncodeToString(id[:])

@@ -251,9 +251,9 @@ func (c *conn) info() string {
 	if p := c.lastCmd.Load(); p != nil {
 		cmd = *p
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=%d multi=%d qbuf=%d obl=%d oll=%d omem=%d events=r cmd=%s user=default redir=%d resp=%d lib-name=%s lib-ver=%s",
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=%d multi=%d qbuf=%d obl=%d oll=%d omem=%d events=r cmd=%s user=%s redir=%d resp=%d lib-name=%s lib-ver=%s",
 		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.fd, name, age, idle, flags, db, sub, psub, ssub, multi,
-		c.qbuf.Load(), c.obl.Load(), (omem+16383)/16384, omem, cmd, redir, proto, libName, libVer)
+		c.qbuf.Load(), c.obl.Load(), (omem+16383)/16384, omem, cmd, c.userSlot().name, redir, proto, libName, libVer)
 }
 
 // ROLE: ["master", replication offset, replicas]. Sediment has no
@@ -387,7 +387,7 @@ func runConfigSet(x *exec) error {
 		return errWrongArgsSub("config", x.args[1])
 	}
 	notify := x.c.s.notify.Load()
-	pass := x.c.s.password()
+	pass, passSet := x.c.s.password(), false
 	slower, maxLen := x.c.s.slowlog.slower.Load(), x.c.s.slowlog.maxLen.Load()
 	trackMax := x.c.s.track.maxKeys()
 	threshold, tracking, percentiles := x.c.s.latency.threshold.Load(), x.c.s.cmdstats.tracking.Load(), *x.c.s.cmdstats.percentiles.Load()
@@ -425,7 +425,7 @@ func runConfigSet(x *exec) error {
 			}
 			*at = v
 		case "requirepass":
-			pass = string(x.args[i+1])
+			pass, passSet = string(x.args[i+1]), true
 		case "latency-monitor-threshold":
 			v, err := configInt(name, x.args[i+1], 0, math.MaxInt64)
 			if err != nil {
@@ -476,6 +476,9 @@ func runConfigSet(x *exec) error {
 		x.c.s.store.SetMinFreeDisk(minFreeDisk)
 	}
 	x.c.s.notify.Store(notify)
+	if passSet {
+		x.c.s.acl.setDefaultPassword(pass)
+	}
 	x.c.s.requirepass.Store(&pass)
 	x.c.s.slowlog.slower.Store(slower)
 	x.c.s.slowlog.maxLen.Store(maxLen)
