@@ -73,20 +73,27 @@ type aclUsers struct {
 
 func newACLUsers(password string) *aclUsers {
 	a := &aclUsers{users: map[string]*aclSlot{}}
-	u := &aclUser{name: "default", on: true}
-	u.apply("+@all")
-	u.apply("allkeys")
-	u.apply("allchannels")
+	u := newDefaultUser(password)
+	a.def = &aclSlot{name: "default"}
+	a.def.u.Store(u)
+	a.users["default"] = a.def
+	return a
+}
+
+// newDefaultUser is the default user as Redis starts it: on, every
+// command, key and channel, and the password (nopass when empty).
+func newDefaultUser(password string) *aclUser {
+	u := newACLUser("default")
+	for _, r := range []string{"on", "+@all", "allkeys", "allchannels"} {
+		u.apply(r)
+	}
 	if password == "" {
 		u.apply("nopass")
 	} else {
 		u.apply(">" + password)
 	}
 	u.seal()
-	a.def = &aclSlot{name: "default"}
-	a.def.u.Store(u)
-	a.users["default"] = a.def
-	return a
+	return u
 }
 
 // slot returns the named user's slot, or nil.

@@ -101,7 +101,18 @@ func runACL(x *exec) error {
 	case sub == "dryrun" && n >= 4:
 		return aclDryRun(x)
 	case (sub == "save" || sub == "load") && n == 2:
-		return errACLNoFile
+		path := x.c.s.opts.ACLFile
+		if path == "" {
+			return errACLNoFile
+		}
+		if sub == "save" {
+			if err := a.save(path); err != nil {
+				return wireError("ERR There was an error trying to save the ACLs. Please check the server logs for more information")
+			}
+		} else if err := a.load(path, func(gone []*aclSlot) { x.c.s.closeUsers(gone, x.c) }); err != nil {
+			return wireError("ERR " + sanitize([]byte(err.Error()), 4096))
+		}
+		w.OK()
 	case sub == "help" && n == 2:
 		w.Array(len(aclHelp))
 		for _, l := range aclHelp {
@@ -164,17 +175,7 @@ func aclDelUser(x *exec) error {
 		}
 	}
 	a.mu.Unlock()
-	if len(gone) > 0 {
-		x.c.s.closeClients(func(o *conn) bool {
-			s := o.userSlot()
-			for _, g := range gone {
-				if s == g {
-					return true
-				}
-			}
-			return false
-		}, x.c)
-	}
+	x.c.s.closeUsers(gone, x.c)
 	x.reply().Int(int64(len(gone)))
 	return nil
 }
@@ -329,6 +330,46 @@ func (c *conn) aclDenied(cmd *cmdSpec, args [][]byte) error {
 	}
 	c.s.acl.logDenial(d.reason, context, d.object, slot.name, c.info(), c.s.opts.Now())
 	return errNoPerm(d)
+}
+
+// aclChanged is EXEC's check of a queued command against its user's rules
+// as they are now (Redis 7.0's execCommand): nil, or the NOPERM error,
+// logged in ACL LOG with context "multi".
+func (c *conn) aclChanged(cmd *cmdSpec, args [][]byte) error {
+	slot := c.userSlot()
+	u := slot.u.Load()
+	d := &aclDenial{"command", cmd.name}
+	if u != nil {
+		if d = u.check(cmd, args); d == nil {
+			return nil
+		}
+	}
+	c.s.acl.logDenial(d.reason, "multi", d.object, slot.name, c.info(), c.s.opts.Now())
+	reason := "no permission to execute the command or subcommand"
+	switch d.reason {
+	case "key":
+		reason = "no permission to touch the specified keys"
+	case "channel":
+		reason = "no permission to access one of the channels used as arguments"
+	}
+	return wireError("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + reason)
+}
+
+// closeUsers closes the connections of the users gone (deleted, or absent
+// from a loaded ACL file); self (the caller's) after its reply.
+func (s *Server) closeUsers(gone []*aclSlot, self *conn) {
+	if len(gone) == 0 {
+		return
+	}
+	s.closeClients(func(o *conn) bool {
+		s := o.userSlot()
+		for _, g := range gone {
+			if s == g {
+				return true
+			}
+		}
+		return false
+	}, self)
 }
 
 // closeClients closes the connections match selects; self (the caller's)

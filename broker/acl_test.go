@@ -353,6 +353,99 @@ func init() {
 	for _, c := range [][]string{{"GET", "r1"}, {"SET", "r1", "v"}, {"TYPE", "r1"}, {"COPY", "r1", "w9"}, {"FLUSHALL"}, {"ZUNIONSTORE", "r2", "1", "r1"}, {"SINTERCARD", "1", "r1"}, {"XREAD", "STREAMS", "r3", "0"}} {
 		steps = append(steps, cc(c...))
 	}
+	// EXEC checks each queued command again (Redis 7.0's execCommand).
+	steps = append(steps, cc("AUTH", "default", "x"),
+		cc("ACL", "SETUSER", "carol", "reset", "on", "nopass", "~*", "&*", "+@all"),
+		cc("AUTH", "carol", "x"),
+		cc("MULTI"),
+		cc("ACL", "SETUSER", "carol", "-get", "-publish", "resetkeys", "~k", "%W~x", "resetchannels", "&c"),
+		cc("GET", "k"), cc("GET", "x"), cc("SET", "x", "1"), cc("PUBLISH", "d", "m"), cc("PUBLISH", "c", "m"),
+		cc("EXEC"))
 	steps = append(steps, cc("AUTH", "default", "x"), cc("ACL", "DELUSER", "carol", "w", "r"))
 	conformanceCases = append(conformanceCases, confCase{name: "acl", steps: steps})
+}
+
+// TestACLFileLikeRedis runs one script against redis-server and Sediment,
+// each started with an ACL file of the same content, and compares the
+// replies (the files' paths replaced by FILE) and what ACL SAVE writes:
+// loading at start, ACL LOAD's all-or-nothing errors, ACL SAVE, a load
+// that drops a user (its connection closed) and a missing file.
+func TestACLFileLikeRedis(t *testing.T) {
+	ctx := context.Background()
+	const initial = "user default on nopass ~* &* +@all\n\nuser app on >secret ~app:* &ev +@read +publish\n"
+	rdir, sdir := t.TempDir(), t.TempDir()
+	rfile, sfile := rdir+"/users.acl", sdir+"/users.acl"
+	for _, f := range []string{rfile, sfile} {
+		if err := os.WriteFile(f, []byte(initial), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := redis.NewClient(&redis.Options{Addr: redistest.Start(t, "--aclfile", rfile), Protocol: 2, MaxRetries: -1})
+	defer r.Close()
+	ts := newTestServer(t, func(o *Options) { o.ACLFile = sfile })
+	s := ts.client(t)
+	both := func(content string) {
+		for _, f := range []string{rfile, sfile} {
+			if content == "" {
+				os.Remove(f)
+			} else if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	reply := func(c *redis.Client, file string, args ...any) string {
+		v, err := c.Do(ctx, args...).Result()
+		if err != nil {
+			return "error: " + strings.ReplaceAll(err.Error(), file, "FILE")
+		}
+		return fmt.Sprint(v)
+	}
+	compare := func(args ...any) {
+		t.Helper()
+		want, got := reply(r, rfile, args...), reply(s, sfile, args...)
+		if want != got {
+			t.Fatalf("%v:\nredis:    %s\nsediment: %s", args, want, got)
+		}
+	}
+	compare("ACL", "LIST")
+	compare("ACL", "SETUSER", "bob", "on", ">b", "~*", "+@all")
+	compare("ACL", "SAVE")
+	rs, _ := os.ReadFile(rfile)
+	ss, _ := os.ReadFile(sfile)
+	if string(rs) != string(ss) {
+		t.Fatalf("ACL SAVE wrote:\nredis:\n%s\nsediment:\n%s", rs, ss)
+	}
+	both("user x +bogus\nuser app on\nuser app off\nfoo bar\n# a comment\nuser y ~a allkeys ~b\n")
+	compare("ACL", "LOAD")
+	compare("ACL", "USERS")
+	// A load without bob: bob's connection is closed; app keeps its own.
+	bob := redis.NewClient(&redis.Options{Addr: ts.addr, Protocol: 2, Username: "bob", Password: "b", MaxRetries: -1})
+	defer bob.Close()
+	if err := bob.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	both("user app on >x ~app:*\n")
+	compare("ACL", "LOAD")
+	compare("ACL", "LIST")
+	if err := bob.Ping(ctx).Err(); err == nil {
+		t.Fatal("the connection of a user the loaded file dropped still serves")
+	}
+	both("")
+	compare("ACL", "LOAD")
+	compare("ACL", "LIST")
+
+	// Start-up: the users are the file's; a missing file or requirepass with
+	// a file refuses to start.
+	both("user default on >pw ~* &* +@all\nuser app on >secret ~app:* +@read\n")
+	ts2 := startTestServer(t, t.TempDir(), func(o *Options) { o.ACLFile = sfile })
+	c2 := ts2.client(t)
+	if err := c2.Ping(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOAUTH") {
+		t.Fatalf("PING on a server whose file gives default a password: %v", err)
+	}
+	if _, err := New(Options{InMemory: true, ACLFile: sdir + "/none.acl"}); err == nil || !strings.Contains(err.Error(), "No such file or directory") {
+		t.Fatalf("New with a missing ACL file: %v", err)
+	}
+	if _, err := New(Options{InMemory: true, ACLFile: sfile, RequirePass: "x"}); err == nil {
+		t.Fatal("New with requirepass and an ACL file succeeded")
+	}
 }

@@ -173,7 +173,10 @@ func runExec(x *exec) error {
 				qx.span = c.s.tel.startCommand(c, q.cmd, q.args, x.span)
 			}
 			start := monotonic()
-			err := q.cmd.run(qx)
+			err := c.aclChanged(q.cmd, q.args)
+			if err == nil {
+				err = q.cmd.run(qx)
+			}
 			d := monotonic() - start
 			c.s.ran(q.cmd, q.args, d, err != nil, false)
 			endCommand(qx.span, err)

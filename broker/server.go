@@ -100,6 +100,11 @@ type Options struct {
 	// PlainOff serves TLS alone, with no plain listener (Redis's port 0);
 	// it needs TLSAddr.
 	PlainOff bool
+	// ACLFile is Redis's aclfile: the users are loaded from it at start
+	// and by ACL LOAD, and written by ACL SAVE (acl_file.go). It must
+	// exist; it cannot be used with RequirePass. Empty: users live in
+	// memory only.
+	ACLFile string
 	// RequirePass is the default user's password (Redis's requirepass):
 	// when set, a connection must AUTH before any other command. Empty,
 	// the default, is nopass. CONFIG SET requirepass changes it.
@@ -164,6 +169,9 @@ func (o Options) Validate() error {
 	}
 	if o.Timeout < 0 {
 		return fmt.Errorf("broker: timeout must not be negative, got %v", o.Timeout)
+	}
+	if o.ACLFile != "" && o.RequirePass != "" {
+		return fmt.Errorf("broker: requirepass and an ACL file cannot be used together: give the default user its password in the ACL file")
 	}
 	if (o.TLSAddr != "") != (o.TLS != nil) {
 		return fmt.Errorf("broker: a TLS listen address needs a TLS configuration, and one without the other is unused")
@@ -263,6 +271,12 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: o, store: store, conns: map[*conn]struct{}{}, start: o.Now(), tel: tl, logSync: ratelog.New(10 * time.Second)}
 	s.requirepass.Store(&o.RequirePass)
 	s.acl = newACLUsers(o.RequirePass)
+	if o.ACLFile != "" {
+		if err := s.acl.load(o.ACLFile, nil); err != nil {
+			store.Close()
+			return nil, fmt.Errorf("broker: ACL file: %w", err)
+		}
+	}
 	var id [20]byte
 	rand.Read(id[:])
 	s.replID = hex.EncodeToString(id[:])

@@ -359,6 +359,7 @@ func runConfig(x *exec) error {
 		{"stream-node-max-entries", strconv.FormatInt(s.streamCfg.Load().NodeMaxEntries, 10)},
 		{"protected-mode", map[bool]string{false: "yes", true: "no"}[s.opts.ProtectedModeOff]},
 		{"min-free-disk", strconv.FormatUint(minFree(s.store), 10)},
+		{"aclfile", s.opts.ACLFile},
 		{"client-output-buffer-limit", fmt.Sprintf("normal 0 0 0 slave 268435456 67108864 60 pubsub %d %d %d",
 			s.opts.PubSubLimit.Hard, s.opts.PubSubLimit.Soft, int64(s.opts.PubSubLimit.SoftFor/time.Second))},
 	}

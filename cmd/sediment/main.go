@@ -51,6 +51,7 @@ type config struct {
 	metricsAddr, logFormat, metricsStreams           string
 	otelStdout, otelRecordArgs                       bool
 	natsListen, feedPrefix, requirepass, protected   string
+	aclFile                                          string
 	port, databases, maxclients, timeout, cacheMB    int
 	minFreeDiskMB                                    int
 	tls                                              tlsFlags
@@ -78,6 +79,7 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.IntVar(&c.timeout, "timeout", 0, "close a client idle for this many seconds; 0: never (Redis's timeout)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log line format: text (logfmt) or json; lines logged inside a traced command carry trace_id and span_id")
+	fs.StringVar(&c.aclFile, "aclfile", "", "the users' file (Redis's aclfile: one 'user <name> <rules>' line each; loaded at start and by ACL LOAD, written by ACL SAVE); it must exist")
 	fs.StringVar(&c.requirepass, "requirepass", "", "the default user's password (Redis's requirepass): clients must AUTH; empty: none")
 	fs.StringVar(&c.protected, "protected-mode", "yes", "yes: without a password, refuse clients from outside loopback (Redis's protected-mode); no: serve them")
 	fs.IntVar(&c.tls.port, "tls-port", 0, "TCP port of a TLS listener beside the plain one (Redis's tls-port); 0: none. --port 0 with it: TLS only")
@@ -217,6 +219,7 @@ func run(args []string, getenv func(string) string) error {
 		NATSListen:  natsListen,
 		FeedPrefix:  c.feedPrefix,
 		RequirePass: c.requirepass,
+		ACLFile:     c.aclFile,
 		TLSAddr:     tlsAddr,
 		TLS:         tlsCfg,
 		PlainOff:    c.port == 0,
