@@ -150,8 +150,13 @@ func (r *registry) register(w *waiter) []*keySub {
 func (r *registry) subscribe(k waitKey, ks *keySub) {
 	defer close(ks.ready)
 	sub, err := r.w.nc.Subscribe(wakeSubject(k.db, []byte(k.key)), func(*nats.Msg) { r.serve(k) })
-	if err == nil {
-		err = r.w.nc.Flush()
+	// While NATS is away nats.go subscribes again once it is back, and
+	// until then this process's writes wake the waiter locally: no
+	// confirmation to wait for.
+	if err == nil && !r.w.away() {
+		if err = r.w.nc.Flush(); err != nil && r.w.away() {
+			err = nil
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

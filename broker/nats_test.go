@@ -75,3 +75,93 @@ func TestExternalNATS(t *testing.T) {
 		t.Fatalf("wake subject %q, want %q", msg.Subject, want)
 	}
 }
+
+// TestExternalNATSDown: with an external NATS server that goes away,
+// writes keep working and this server's blocked readers are still woken
+// (locally, while the connection is down); a reader that blocks while NATS
+// is down waits rather than failing; once NATS is back on the same
+// address, wakes go through it again.
+func TestExternalNATSDown(t *testing.T) {
+	opts := &natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true}
+	ns, err := natsserver.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS server not ready")
+	}
+	url := ns.ClientURL()
+	ts := newTestServer(t, func(o *Options) {
+		o.NATSURL = url
+		o.NATSOptions = append(o.NATSOptions, nats.ReconnectWait(50*time.Millisecond))
+	})
+	ctx := context.Background()
+	c, admin := ts.client(t), ts.client(t)
+	blockRead := func(key, from string) chan []redis.XStream {
+		got := make(chan []redis.XStream, 1)
+		go func() {
+			r, _ := c.XRead(ctx, &redis.XReadArgs{Streams: []string{key, from}, Block: 10 * time.Second}).Result()
+			got <- r
+		}()
+		waitBlocked(t, admin, 1)
+		return got
+	}
+	woken := func(got chan []redis.XStream, id string) {
+		t.Helper()
+		select {
+		case r := <-got:
+			if len(r) != 1 || len(r[0].Messages) != 1 || r[0].Messages[0].ID != id {
+				t.Fatalf("woken with %v, want %s", r, id)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("blocked XREAD not woken with %s", id)
+		}
+	}
+
+	// Blocked before NATS goes away, woken by a write while it is away.
+	got := blockRead("s", "$")
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	mustDo(t, admin, "XADD", "s", "1-1", "f", "v")
+	woken(got, "1-1")
+	// Blocked while NATS is away.
+	got = blockRead("s", "1-1")
+	mustDo(t, admin, "XADD", "s", "2-1", "f", "v")
+	woken(got, "2-1")
+
+	// NATS back on the same address: wakes go through it again, and other
+	// subscribers see them.
+	ns2, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: opts.Port, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns2.Start()
+	defer ns2.Shutdown()
+	if !ns2.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS server not ready again")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !ts.wake.nc.IsConnected() {
+		if time.Now().After(deadline) {
+			t.Fatal("not reconnected to NATS within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	observer, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer observer.Close()
+	wakes, err := observer.SubscribeSync("sediment.wake.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	observer.Flush()
+	got = blockRead("s", "2-1")
+	mustDo(t, admin, "XADD", "s", "3-1", "f", "v")
+	woken(got, "3-1")
+	if _, err := wakes.NextMsg(5 * time.Second); err != nil {
+		t.Fatalf("no wake on NATS after it came back: %v", err)
+	}
+}

@@ -65,7 +65,20 @@ type waker struct {
 func newWaker(url, listen string, log *slog.Logger, extra ...nats.Option) (*waker, error) {
 	w := &waker{log: log}
 	var opts []nats.Option
-	opts = append(opts, nats.Name("sediment"), nats.MaxReconnects(-1))
+	opts = append(opts, nats.Name("sediment"), nats.MaxReconnects(-1),
+		// While an external NATS server is away, this process's waiters
+		// are woken locally (publishKey); a wake NATS took but never
+		// delivered back before the connection dropped is covered by
+		// re-checking every waiter once it is back.
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			w.log.Warn("NATS disconnected: this server's blocked clients are woken locally until it is back", "err", err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			w.log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted())
+			if w.reg != nil {
+				w.reg.serveAll()
+			}
+		}))
 	opts = append(opts, extra...)
 	if url == "" {
 		so := &natsserver.Options{DontListen: true, NoLog: true, NoSigs: true}
@@ -154,8 +167,16 @@ func (w *waker) publishKey(db uint8, key []byte) bool {
 	if err := w.nc.Publish(subj, nil); err != nil {
 		w.log.Warn("wake publish failed", "err", err)
 	}
+	if w.away() {
+		w.reg.serve(waitKey{db, string(key)})
+	}
 	return true
 }
+
+// away reports whether the external NATS server is out of reach: its
+// publishes wait in nats.go's reconnect buffer, so this process's waiters
+// are woken directly (the embedded server is never away).
+func (w *waker) away() bool { return w.ns == nil && !w.nc.IsConnected() }
 
 // publishEvents publishes one wake per distinct key whose events may unblock
 // a reader: new entries, deleted keys and groups, flushes. It returns how
@@ -175,6 +196,9 @@ func (w *waker) publishEvents(events []codec.Event) (n int) {
 			}
 			if err := w.nc.Publish(wakeFlush, nil); err != nil {
 				w.log.Warn("wake publish failed", "err", err)
+			}
+			if w.away() {
+				w.reg.serveAll()
 			}
 			n++
 			continue
