@@ -246,6 +246,14 @@ func New(opts Options) (*Server, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	fit, warning, err := fitMaxClients(o.MaxClients, openFilesLimit())
+	if err != nil {
+		return nil, err
+	}
+	if warning != "" {
+		o.Logger.Warn(warning)
+		o.MaxClients = fit
+	}
 	tl, err := newTelem(o.Telemetry)
 	if err != nil {
 		return nil, err

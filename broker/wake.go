@@ -71,7 +71,9 @@ func newWaker(url, listen string, log *slog.Logger, extra ...nats.Option) (*wake
 		// delivered back before the connection dropped is covered by
 		// re-checking every waiter once it is back.
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			w.log.Warn("NATS disconnected: this server's blocked clients are woken locally until it is back", "err", err)
+			if err != nil { // nil: closed at shutdown
+				w.log.Warn("NATS disconnected: this server's blocked clients are woken locally until it is back", "err", err)
+			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			w.log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted())
