@@ -55,6 +55,8 @@ test:
 	$(GO) test -count=1 -run '^TestChurnCostFlat$$' ./groups
 	@echo "> running the sorted-set rank-block model walk (too slow under -race)"
 	$(GO) test -count=1 -run '^TestRankBlocksModel$$' ./types/rzset
+	@echo "> fuzzing the whole command surface for 30 s (FuzzDispatch: random arguments to every command, exactly one reply each)"
+	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzDispatch$$' -fuzztime 30s ./broker
 	@echo "> loading the deployment files with their tools' loaders (deploy/validate, a module of its own)"
 	cd deploy/validate && $(GO) test -count=1 ./...
 

@@ -26,18 +26,15 @@ func startNATS(t testing.TB) *natsserver.Server {
 	return ns
 }
 
-// TestExternalNATS runs Sediment against an external NATS server
-// (--nats-url): a blocked XREADGROUP is woken by an XADD from another client,
-// and the wake is visible to any other NATS subscriber, which is how several
-// Sediment processes on one NATS cluster wake each other's clients.
-func TestExternalNATS(t *testing.T) {
-	ns := startNATS(t)
-
-	observer, err := nats.Connect(ns.ClientURL())
+// watchWakes subscribes another NATS client of url to every wake subject,
+// until the test ends.
+func watchWakes(t testing.TB, url string) *nats.Subscription {
+	t.Helper()
+	observer, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer observer.Close()
+	t.Cleanup(observer.Close)
 	wakes, err := observer.SubscribeSync("sediment.wake.>")
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +42,16 @@ func TestExternalNATS(t *testing.T) {
 	if err := observer.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	return wakes
+}
+
+// TestExternalNATS runs Sediment against an external NATS server
+// (--nats-url): a blocked XREADGROUP is woken by an XADD from another client,
+// and the wake is visible to any other NATS subscriber, which is how several
+// Sediment processes on one NATS cluster wake each other's clients.
+func TestExternalNATS(t *testing.T) {
+	ns := startNATS(t)
+	wakes := watchWakes(t, ns.ClientURL())
 
 	ts := newTestServer(t, func(o *Options) { o.NATSURL = ns.ClientURL() })
 	c := ts.client(t)
@@ -148,16 +155,7 @@ func TestExternalNATSDown(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	observer, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer observer.Close()
-	wakes, err := observer.SubscribeSync("sediment.wake.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	observer.Flush()
+	wakes := watchWakes(t, url)
 	got = blockRead("s", "2-1")
 	mustDo(t, admin, "XADD", "s", "3-1", "f", "v")
 	woken(got, "3-1")

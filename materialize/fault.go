@@ -200,21 +200,6 @@ func (s *Store) probe() {
 	}
 }
 
-// monitorFaults checks the free space every second and probes a fault.
-func (s *Store) monitorFaults() {
-	defer s.wg.Done()
-	t := time.NewTicker(faultProbeEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			s.CheckStorage()
-		}
-	}
-}
-
 // noteLogBytes counts change-log bytes written and checks the free space
 // after each quarter of the reserve, so that a burst between the monitor's
 // checks cannot use up the reserve. Writer goroutine only.

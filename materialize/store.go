@@ -333,14 +333,14 @@ func Open(opts Options) (*Store, error) {
 	// from the first command.
 	s.checkSpace()
 	s.wg.Add(1)
-	go s.monitorFaults()
+	go s.every(faultProbeEvery, func() { s.CheckStorage() })
 	s.wg.Add(1)
 	go s.fillFilter(f)
 	s.wg.Add(1)
 	go s.writer()
 	if o.Sync == SyncEverySec {
 		s.wg.Add(1)
-		go s.syncEverySec()
+		go s.every(time.Second, s.syncCommitted)
 	}
 	return s, nil
 }
@@ -913,20 +913,28 @@ func (s *Store) syncTo(seq uint64) error {
 	}
 }
 
-func (s *Store) syncEverySec() {
+// syncCommitted fsyncs the change log up to the last committed record
+// (appendfsync everysec, once a second).
+func (s *Store) syncCommitted() {
+	if c := s.committed.Load(); c > s.synced.Load() {
+		if err := s.syncTo(c); err != nil {
+			s.logSync.Warn(s.opts.Logger, "background change log sync failed", "err", err)
+		}
+	}
+}
+
+// every runs fn every d until Close, on a goroutine counted in s.wg (the
+// caller adds it).
+func (s *Store) every(d time.Duration, fn func()) {
 	defer s.wg.Done()
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
-			if c := s.committed.Load(); c > s.synced.Load() {
-				if err := s.syncTo(c); err != nil {
-					s.logSync.Warn(s.opts.Logger, "background change log sync failed", "err", err)
-				}
-			}
+			fn()
 		}
 	}
 }
