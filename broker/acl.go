@@ -68,7 +68,6 @@ type aclUsers struct {
 	users map[string]*aclSlot
 	def   *aclSlot // "default"
 	log   []*aclLogEntry
-	seq   int64
 }
 
 func newACLUsers(password string) *aclUsers {
@@ -569,7 +568,6 @@ type aclLogEntry struct {
 	reason, context, object string
 	username, clientInfo    string
 	created, updated        time.Time
-	entryID                 int64
 }
 
 // aclLogMax is acllog-max-len's default.
@@ -589,9 +587,8 @@ func (a *aclUsers) logDenial(reason, context, object, username, clientInfo strin
 			return
 		}
 	}
-	a.seq++
 	e := &aclLogEntry{count: 1, reason: reason, context: context, object: object, username: username,
-		clientInfo: clientInfo, created: now, updated: now, entryID: a.seq}
+		clientInfo: clientInfo, created: now, updated: now}
 	a.log = append([]*aclLogEntry{e}, a.log...)
 	if len(a.log) > aclLogMax {
 		a.log = a.log[:aclLogMax]

@@ -23,6 +23,13 @@ var updateACLTable = flag.Bool("update-acl-table", false, "rewrite broker/acl_co
 func TestACLTableMatchesRedis(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: redistest.Start(t), Protocol: 2})
 	defer c.Close()
+	info, err := c.Info(context.Background(), "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(info, "redis_version:7.0.") && !*updateACLTable {
+		t.Skipf("!!! acl_commands.tsv holds Redis 7.0's table; this redis-server is not 7.0: comparison SKIPPED !!!")
+	}
 	v, err := c.Do(context.Background(), "COMMAND").Result()
 	if err != nil {
 		t.Fatal(err)

@@ -313,11 +313,11 @@ func (c *conn) reject(cmd *cmdSpec, args [][]byte, msg string) {
 	c.w.WriteError(msg)
 }
 
-// writes reports whether a storage fault refuses cmd, as Redis's
+// faultRefuses reports whether a storage fault refuses cmd, as Redis's
 // processCommand refuses commands on a disk error: a command with the write
 // flag, PING (so health checks see the fault), and EXEC of a transaction
 // holding a write.
-func (c *conn) writes(cmd *cmdSpec) bool {
+func (c *conn) faultRefuses(cmd *cmdSpec) bool {
 	switch {
 	case cmd.flags&flagWrite != 0:
 		return true
@@ -390,7 +390,7 @@ func (c *conn) execute(args [][]byte) {
 			return
 		}
 	}
-	if cmd != nil && cmd.arityOK(len(args)) && c.writes(cmd) {
+	if cmd != nil && cmd.arityOK(len(args)) && c.faultRefuses(cmd) {
 		if f := c.s.store.WriteFault(); f != nil {
 			c.drain()
 			c.refuseFault(cmd, args, f)
