@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,5 +163,80 @@ func TestExternalNATSDown(t *testing.T) {
 	woken(got, "3-1")
 	if _, err := wakes.NextMsg(5 * time.Second); err != nil {
 		t.Fatalf("no wake on NATS after it came back: %v", err)
+	}
+}
+
+// TestEmbeddedNATSFeedAuth: with a feed password, the embedded NATS
+// listener refuses a client without credentials; the "feed" user follows
+// the change feed but may neither subscribe to the wake subjects nor
+// publish; the server's own wake-ups still work.
+func TestEmbeddedNATSFeedAuth(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ts := newTestServer(t, func(o *Options) { o.NATSListen = addr; o.NATSFeedPassword = "fp" })
+	url := "nats://" + addr
+	if nc, err := nats.Connect(url); err == nil {
+		nc.Close()
+		t.Fatal("a client without credentials was admitted")
+	}
+	if nc, err := nats.Connect(url, nats.UserInfo("feed", "wrong")); err == nil {
+		nc.Close()
+		t.Fatal("a wrong feed password was admitted")
+	}
+	denied := make(chan error, 4)
+	nc, err := nats.Connect(url, nats.UserInfo("feed", "fp"), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { denied <- err }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	changes, err := nc.SubscribeSync("sediment.chg.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	c := ts.client(t)
+	mustStr(t, c, "OK", "SET", "k", "v")
+	if _, err := changes.NextMsg(5 * time.Second); err != nil {
+		t.Fatalf("the feed user saw no change: %v", err)
+	}
+	for _, try := range []func() error{
+		func() error { _, err := nc.SubscribeSync("sediment.wake.>"); nc.Flush(); return err },
+		func() error { err := nc.Publish("sediment.wake.flush", nil); nc.Flush(); return err },
+	} {
+		if err := try(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-denied:
+			if !strings.Contains(err.Error(), "Permissions Violation") {
+				t.Fatalf("want a permissions violation, got %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the feed user was allowed beyond the change feed")
+		}
+	}
+	// Blocked readers are still woken through the server's own connection.
+	got := make(chan []redis.XStream, 1)
+	go func() {
+		r, _ := c.XRead(context.Background(), &redis.XReadArgs{Streams: []string{"s", "$"}, Block: 10 * time.Second}).Result()
+		got <- r
+	}()
+	admin := ts.client(t)
+	waitBlocked(t, admin, 1)
+	mustDo(t, admin, "XADD", "s", "1-1", "f", "v")
+	select {
+	case r := <-got:
+		if len(r) != 1 {
+			t.Fatalf("woken with %v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("blocked XREAD not woken with access control on")
+	}
+	if _, err := New(Options{InMemory: true, NATSFeedPassword: "x"}); err == nil {
+		t.Fatal("a feed password without a NATS listener was accepted")
 	}
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -48,6 +49,12 @@ type Options struct {
 	// FeedPrefix is the change feed's subject prefix (feed.DefaultPrefix
 	// when empty): docs/change-feed.md.
 	FeedPrefix string
+	// NATSFeedPassword, with the embedded NATS server listening
+	// (NATSListen), turns on its access control: the user "feed" with this
+	// password may only subscribe to the change feed (<FeedPrefix>.chg.>),
+	// and every other client is refused (Sediment's own connection uses a
+	// random password of its own). Empty: no access control.
+	NATSFeedPassword string
 	// AppendFsync is the durability policy (Redis's appendfsync). The
 	// default is everysec.
 	AppendFsync materialize.SyncPolicy
@@ -169,6 +176,9 @@ func (o Options) Validate() error {
 	}
 	if o.Timeout < 0 {
 		return fmt.Errorf("broker: timeout must not be negative, got %v", o.Timeout)
+	}
+	if o.NATSFeedPassword != "" && (o.NATSListen == "" || o.NATSURL != "") {
+		return fmt.Errorf("broker: a NATS feed password needs the embedded NATS server listening (no NATS URL, a NATS listen address)")
 	}
 	if o.ACLFile != "" && o.RequirePass != "" {
 		return fmt.Errorf("broker: requirepass and an ACL file cannot be used together: give the default user its password in the ACL file")
@@ -306,7 +316,11 @@ func New(opts Options) (*Server, error) {
 		})
 	})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if s.wake, err = newWaker(o.NATSURL, o.NATSListen, o.Logger, o.NATSOptions...); err != nil {
+	var feedAuth *natsFeedAuth
+	if o.NATSFeedPassword != "" {
+		feedAuth = &natsFeedAuth{subjects: cmp.Or(o.FeedPrefix, feed.DefaultPrefix) + ".chg.>", password: o.NATSFeedPassword}
+	}
+	if s.wake, err = newWaker(o.NATSURL, o.NATSListen, feedAuth, o.Logger, o.NATSOptions...); err != nil {
 		store.Close()
 		return nil, err
 	}

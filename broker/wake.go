@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -59,10 +60,19 @@ type waker struct {
 	logicalDB func(storage uint8) uint8
 }
 
+// natsFeedAuth is the embedded NATS server's access control
+// (Options.NATSFeedPassword): the "feed" user may subscribe to subjects
+// only, and publish nothing.
+type natsFeedAuth struct {
+	subjects string // <prefix>.chg.>
+	password string
+}
+
 // newWaker connects to url, or starts an embedded NATS server when url is
 // empty: listening on listen (host:port), or in-process only when listen
-// is empty.
-func newWaker(url, listen string, log *slog.Logger, extra ...nats.Option) (*waker, error) {
+// is empty; with auth, the embedded server admits the feed user and this
+// process's own connection only.
+func newWaker(url, listen string, auth *natsFeedAuth, log *slog.Logger, extra ...nats.Option) (*waker, error) {
 	w := &waker{log: log}
 	var opts []nats.Option
 	opts = append(opts, nats.Name("sediment"), nats.MaxReconnects(-1),
@@ -94,6 +104,19 @@ func newWaker(url, listen string, log *slog.Logger, extra ...nats.Option) (*wake
 				return nil, fmt.Errorf("broker: NATS listen address %q: bad port", listen)
 			}
 			so.DontListen, so.Host, so.Port = false, host, p
+		}
+		if auth != nil {
+			var b [24]byte
+			rand.Read(b[:])
+			self := hex.EncodeToString(b[:])
+			so.Users = []*natsserver.User{
+				{Username: "sediment", Password: self},
+				{Username: "feed", Password: auth.password, Permissions: &natsserver.Permissions{
+					Publish:   &natsserver.SubjectPermission{Deny: []string{">"}},
+					Subscribe: &natsserver.SubjectPermission{Allow: []string{auth.subjects}},
+				}},
+			}
+			opts = append(opts, nats.UserInfo("sediment", self))
 		}
 		ns, err := natsserver.NewServer(so)
 		if err != nil {

@@ -51,7 +51,7 @@ type config struct {
 	metricsAddr, logFormat, metricsStreams           string
 	otelStdout, otelRecordArgs                       bool
 	natsListen, feedPrefix, requirepass, protected   string
-	aclFile                                          string
+	aclFile, natsFeedPassword                        string
 	port, databases, maxclients, timeout, cacheMB    int
 	minFreeDiskMB                                    int
 	tls                                              tlsFlags
@@ -79,6 +79,7 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.IntVar(&c.timeout, "timeout", 0, "close a client idle for this many seconds; 0: never (Redis's timeout)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log line format: text (logfmt) or json; lines logged inside a traced command carry trace_id and span_id")
+	fs.StringVar(&c.natsFeedPassword, "nats-feed-password", "", "access control on the embedded NATS listener: the user 'feed' with this password may only subscribe to the change feed; any other client is refused (SEDIMENT_NATS_FEED_PASSWORD keeps it out of the process list)")
 	fs.StringVar(&c.aclFile, "aclfile", "", "the users' file (Redis's aclfile: one 'user <name> <rules>' line each; loaded at start and by ACL LOAD, written by ACL SAVE); it must exist")
 	fs.StringVar(&c.requirepass, "requirepass", "", "the default user's password (Redis's requirepass): clients must AUTH; empty: none")
 	fs.StringVar(&c.protected, "protected-mode", "yes", "yes: without a password, refuse clients from outside loopback (Redis's protected-mode); no: serve them")
@@ -216,15 +217,16 @@ func run(args []string, getenv func(string) string) error {
 			log.Error("storage cannot go on; exiting (every acknowledged write is in the change log and is replayed at the next start)", "err", msg)
 			os.Exit(1)
 		},
-		NATSListen:  natsListen,
-		FeedPrefix:  c.feedPrefix,
-		RequirePass: c.requirepass,
-		ACLFile:     c.aclFile,
-		TLSAddr:     tlsAddr,
-		TLS:         tlsCfg,
-		PlainOff:    c.port == 0,
-		NATSOptions: natsOpts,
-		Logger:      log,
+		NATSListen:       natsListen,
+		FeedPrefix:       c.feedPrefix,
+		RequirePass:      c.requirepass,
+		ACLFile:          c.aclFile,
+		NATSFeedPassword: c.natsFeedPassword,
+		TLSAddr:          tlsAddr,
+		TLS:              tlsCfg,
+		PlainOff:         c.port == 0,
+		NATSOptions:      natsOpts,
+		Logger:           log,
 		// Protected mode as Redis's: off only when asked.
 		ProtectedModeOff: c.protected == "no",
 	})
