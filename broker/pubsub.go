@@ -54,8 +54,9 @@ type PubSubLimit struct {
 var DefaultPubSubLimit = PubSubLimit{Hard: 32 << 20, Soft: 8 << 20, SoftFor: 60 * time.Second}
 
 // pubsub is the process's subscription table. Lock order: pubsub.mu, then
-// a connPubSub's mu; a connPubSub's sockMu is taken before its mu and never
-// with pubsub.mu held.
+// a conn's mu or a connPubSub's mu; a connPubSub's sockMu is taken before
+// its mu and never with pubsub.mu held (docs/lock-order.md has every
+// nesting).
 type pubsub struct {
 	s  *Server
 	nc *nats.Conn

@@ -36,7 +36,8 @@ const trackingChannel = "__redis__:invalidate"
 const DefaultTrackingTableMaxKeys = 1_000_000
 
 // tracker is the process's tracking table. Lock order: tracker.mu, then
-// pubsub.mu, then a connPubSub's mu.
+// Server.mu, pubsub.mu, a conn's mu or a connPubSub's mu
+// (docs/lock-order.md has every nesting).
 type tracker struct {
 	s       *Server
 	clients atomic.Int32 // connections with tracking on
