@@ -453,7 +453,7 @@ func getKeys(cmd *cmdSpec, args [][]byte) (keys [][]byte, ok bool) {
 // the table, whose keys getKeys finds by rule; TestTrackingKeys checks
 // every other read-only command has key positions or no keys.
 var movableKeyCommands = []string{"sintercard", "zdiff", "zinter", "zintercard", "zunion", "lmpop", "zmpop",
-	"blmpop", "bzmpop", "xread", "xreadgroup", "object", "memory"}
+	"blmpop", "bzmpop", "xread", "xreadgroup", "object", "memory", "zunionstore", "zinterstore", "zdiffstore"}
 
 // clientByID returns the connection with that CLIENT ID, or nil.
 func (s *Server) clientByID(id int64) *conn {
