@@ -148,6 +148,16 @@ func runExec(x *exec) error {
 		x.reply().NullArray()
 		return nil
 	}
+	// The queued commands run on the writer goroutine, every write waiting
+	// behind them: the process's pub/sub subscription, a NATS round trip
+	// the first time, is made before (docs/lock-order.md). Its error, if
+	// any, is the queued SUBSCRIBE's reply, which tries again.
+	for _, q := range m.queue {
+		switch q.cmd.name {
+		case "subscribe", "psubscribe", "ssubscribe":
+			c.s.pubsub.ensureSub()
+		}
+	}
 	replies := redcon.NewWriter(nil) // buffered only: copied to the connection after the commit
 	aborted := false
 	var events []codec.Event
