@@ -47,6 +47,32 @@ func watchWakes(t testing.TB, url string) *nats.Subscription {
 	return wakes
 }
 
+// blockXRead starts an XREAD BLOCK of key from on c and returns once the
+// server counts it blocked (admin asks); the reply arrives on the channel.
+func blockXRead(t testing.TB, c, admin *redis.Client, key, from string) chan []redis.XStream {
+	t.Helper()
+	got := make(chan []redis.XStream, 1)
+	go func() {
+		r, _ := c.XRead(context.Background(), &redis.XReadArgs{Streams: []string{key, from}, Block: 10 * time.Second}).Result()
+		got <- r
+	}()
+	waitBlocked(t, admin, 1)
+	return got
+}
+
+// expectWoken checks that a blockXRead got one entry, id, within 5 s.
+func expectWoken(t testing.TB, got chan []redis.XStream, id string) {
+	t.Helper()
+	select {
+	case r := <-got:
+		if len(r) != 1 || len(r[0].Messages) != 1 || r[0].Messages[0].ID != id {
+			t.Fatalf("woken with %v, want %s", r, id)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("blocked XREAD not woken with %s", id)
+	}
+}
+
 // TestExternalNATS runs Sediment against an external NATS server
 // (--nats-url): a blocked XREADGROUP is woken by an XADD from another client,
 // and the wake is visible to any other NATS subscriber, which is how several
@@ -105,28 +131,9 @@ func TestExternalNATSDown(t *testing.T) {
 		o.NATSURL = url
 		o.NATSOptions = append(o.NATSOptions, nats.ReconnectWait(50*time.Millisecond))
 	})
-	ctx := context.Background()
 	c, admin := ts.client(t), ts.client(t)
-	blockRead := func(key, from string) chan []redis.XStream {
-		got := make(chan []redis.XStream, 1)
-		go func() {
-			r, _ := c.XRead(ctx, &redis.XReadArgs{Streams: []string{key, from}, Block: 10 * time.Second}).Result()
-			got <- r
-		}()
-		waitBlocked(t, admin, 1)
-		return got
-	}
-	woken := func(got chan []redis.XStream, id string) {
-		t.Helper()
-		select {
-		case r := <-got:
-			if len(r) != 1 || len(r[0].Messages) != 1 || r[0].Messages[0].ID != id {
-				t.Fatalf("woken with %v, want %s", r, id)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("blocked XREAD not woken with %s", id)
-		}
-	}
+	blockRead := func(key, from string) chan []redis.XStream { return blockXRead(t, c, admin, key, from) }
+	woken := func(got chan []redis.XStream, id string) { t.Helper(); expectWoken(t, got, id) }
 
 	// Blocked before NATS goes away, woken by a write while it is away.
 	got := blockRead("s", "$")
@@ -220,22 +227,10 @@ func TestEmbeddedNATSFeedAuth(t *testing.T) {
 		}
 	}
 	// Blocked readers are still woken through the server's own connection.
-	got := make(chan []redis.XStream, 1)
-	go func() {
-		r, _ := c.XRead(context.Background(), &redis.XReadArgs{Streams: []string{"s", "$"}, Block: 10 * time.Second}).Result()
-		got <- r
-	}()
 	admin := ts.client(t)
-	waitBlocked(t, admin, 1)
+	got := blockXRead(t, c, admin, "s", "$")
 	mustDo(t, admin, "XADD", "s", "1-1", "f", "v")
-	select {
-	case r := <-got:
-		if len(r) != 1 {
-			t.Fatalf("woken with %v", r)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("blocked XREAD not woken with access control on")
-	}
+	expectWoken(t, got, "1-1")
 	if _, err := New(Options{InMemory: true, NATSFeedPassword: "x"}); err == nil {
 		t.Fatal("a feed password without a NATS listener was accepted")
 	}

@@ -156,22 +156,8 @@ func TestNATSOverTLS(t *testing.T) {
 		o.NATSURL = ns.ClientURL()
 		o.NATSOptions = []nats.Option{nats.RootCAs(ca)}
 	})
-	c := ts.client(t)
-	ctx := context.Background()
-	got := make(chan []redis.XStream, 1)
-	go func() {
-		r, _ := c.XRead(ctx, &redis.XReadArgs{Streams: []string{"s", "$"}, Block: 10 * time.Second}).Result()
-		got <- r
-	}()
-	admin := ts.client(t)
-	waitBlocked(t, admin, 1)
+	c, admin := ts.client(t), ts.client(t)
+	got := blockXRead(t, c, admin, "s", "$")
 	mustDo(t, admin, "XADD", "s", "1-1", "f", "v")
-	select {
-	case r := <-got:
-		if len(r) != 1 || r[0].Messages[0].ID != "1-1" {
-			t.Fatalf("woken with %v", r)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("blocked XREAD not woken through NATS over TLS")
-	}
+	expectWoken(t, got, "1-1") // through NATS over TLS
 }
