@@ -146,6 +146,16 @@ func (tl *telem) observe(m metric.Meter, s *Server) error {
 	if err != nil {
 		return err
 	}
+	fault, err := m.Int64ObservableGauge("sediment.storage.fault", metric.WithUnit("1"),
+		metric.WithDescription("1 while a storage fault refuses writes (MISCONF: a failed change-log write or fsync, a failed flush, free space below the reserve), else 0"))
+	if err != nil {
+		return err
+	}
+	free, err := m.Int64ObservableGauge("sediment.storage.disk_free", metric.WithUnit("By"),
+		metric.WithDescription("Free bytes on the data directory's filesystem at the last check (every second)"))
+	if err != nil {
+		return err
+	}
 	hit := metric.WithAttributes(attribute.String("result", "hit"))
 	miss := metric.WithAttributes(attribute.String("result", "miss"))
 	tl.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -169,8 +179,16 @@ func (tl *telem) observe(m metric.Meter, s *Server) error {
 		o.ObserveInt64(compactions, st.Compactions)
 		o.ObserveInt64(flushes, st.Flushes)
 		o.ObserveInt64(readAmp, int64(st.ReadAmp))
+		if s.store.Fault() != nil {
+			o.ObserveInt64(fault, 1)
+		} else {
+			o.ObserveInt64(fault, 0)
+		}
+		if n, _, ok := s.store.DiskFree(); ok {
+			o.ObserveInt64(free, int64(min(n, 1<<62)))
+		}
 		return nil
-	}, connected, blocked, records, feedLag, disk, memtable, cache, lookups, compactions, flushes, readAmp)
+	}, connected, blocked, records, feedLag, disk, memtable, cache, lookups, compactions, flushes, readAmp, fault, free)
 	if err != nil || len(s.opts.MetricsStreams) == 0 {
 		return err
 	}

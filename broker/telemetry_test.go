@@ -390,6 +390,9 @@ func TestTelemetryMetrics(t *testing.T) {
 	if n := gauge("sediment.clients.connected"); n != 1 {
 		t.Errorf("connected %d, want 1", n)
 	}
+	if n := gauge("sediment.storage.fault"); n != 0 {
+		t.Errorf("storage fault %d with none set", n)
+	}
 	sum, ok := metrics["sediment.changelog.records"].Data.(metricdata.Sum[int64])
 	if !ok || len(sum.DataPoints) != 1 || sum.DataPoints[0].Value != int64(ts.store.LastSeq()) || sum.DataPoints[0].Value < 6 {
 		t.Errorf("changelog records %+v, want %d", metrics["sediment.changelog.records"].Data, ts.store.LastSeq())
