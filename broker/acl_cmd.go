@@ -312,9 +312,10 @@ func (c *conn) userSlot() *aclSlot {
 	return c.s.acl.def
 }
 
-// aclDenied checks the request against the connection's user, logging a
-// denial in ACL LOG (context "toplevel", or "multi" inside MULTI).
-func (c *conn) aclDenied(cmd *cmdSpec, args [][]byte) error {
+// aclDenied checks the request against the connection's user: "", or
+// the NOPERM error, the denial logged in ACL LOG (context "toplevel", or
+// "multi" inside MULTI).
+func (c *conn) aclDenied(cmd *cmdSpec, args [][]byte) wireError {
 	slot := c.userSlot()
 	u := slot.u.Load()
 	if u == nil { // deleted: its connection is being closed
@@ -322,7 +323,7 @@ func (c *conn) aclDenied(cmd *cmdSpec, args [][]byte) error {
 	}
 	d := u.check(cmd, args)
 	if d == nil {
-		return nil
+		return ""
 	}
 	context := "toplevel"
 	if c.multi != nil {
@@ -372,19 +373,22 @@ func (s *Server) closeUsers(gone []*aclSlot, self *conn) {
 	}, self)
 }
 
-// closeClients closes the connections match selects; self (the caller's)
-// after its reply.
-func (s *Server) closeClients(match func(*conn) bool, self *conn) {
+// closeClients closes the connections match selects, self (the caller's)
+// after its reply, and returns how many (CLIENT KILL, ACL DELUSER and
+// LOAD).
+func (s *Server) closeClients(match func(*conn) bool, self *conn) int64 {
 	s.mu.Lock()
 	conns := make([]*conn, 0, len(s.conns))
 	for o := range s.conns {
 		conns = append(conns, o)
 	}
 	s.mu.Unlock()
+	closed := int64(0)
 	for _, o := range conns {
 		if !match(o) {
 			continue
 		}
+		closed++
 		if o == self {
 			o.closeAfter = true
 			continue
@@ -392,4 +396,5 @@ func (s *Server) closeClients(match func(*conn) bool, self *conn) {
 		o.nc.Close() // its read fails: it closes
 		o.cancel()
 	}
+	return closed
 }

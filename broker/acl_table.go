@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/sediment-dev/sediment/command"
 )
 
 // The ACL's view of the command table: each command's and subcommand's
@@ -148,7 +150,7 @@ func derivedACL(c *cmdSpec) (uint32, []keyPerm) {
 func (t *aclTable) aclFor(cmd *cmdSpec, args [][]byte) *aclCmd {
 	a := t.byName[cmd.name]
 	if len(a.subs) > 0 && len(args) > 1 {
-		sub := cmd.name + "|" + strings.ToLower(string(args[1]))
+		sub := cmd.name + "|" + command.Lower(args[1])
 		if s, ok := t.byName[sub]; ok {
 			return s
 		}

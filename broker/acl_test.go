@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -237,6 +238,19 @@ func TestACLUsersOnConnections(t *testing.T) {
 	mustStr(t, admin, "OK", "ACL", "SETUSER", "app", "-get")
 	if err := app.Get(ctx, "app:1").Err(); err == nil || !strings.Contains(err.Error(), "'get' command") {
 		t.Fatalf("GET after -get: %v", err)
+	}
+	// CLIENT KILL USER knows the ACL users.
+	mustInt(t, admin, 1, "CLIENT", "KILL", "USER", "app")
+	mustErr(t, admin, "ERR No such user 'nobody'", "CLIENT", "KILL", "USER", "nobody")
+	deadline := time.Now().Add(5 * time.Second)
+	for strings.Contains(admin.ClientList(ctx).Val(), "user=app") {
+		if time.Now().After(deadline) {
+			t.Fatal("the app connection is still listed 5 s after CLIENT KILL USER app")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := app.Exists(ctx, "app:1").Err(); err != nil { // a new connection, authenticated again
+		t.Fatalf("EXISTS on a new app connection: %v", err)
 	}
 	mustInt(t, admin, 1, "ACL", "DELUSER", "app")
 	if err := app.Do(ctx, "SET", "app:2", "v").Err(); err == nil {

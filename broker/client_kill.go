@@ -53,9 +53,11 @@ func runClientKill(x *exec) error {
 				a := string(v)
 				filters = append(filters, func(o *conn) bool { return o.nc.LocalAddr().String() == a })
 			case equalFold(opt, "USER"):
-				if string(v) != "default" {
+				slot := c.s.acl.slot(string(v))
+				if slot == nil {
 					return wireError(fmt.Sprintf("ERR No such user '%s'", v))
 				}
+				filters = append(filters, func(o *conn) bool { return o.userSlot() == slot })
 			case equalFold(opt, "SKIPME"):
 				switch {
 				case equalFold(v, "YES"):
@@ -78,25 +80,7 @@ func runClientKill(x *exec) error {
 			return true
 		}
 	}
-	c.s.mu.Lock()
-	conns := make([]*conn, 0, len(c.s.conns))
-	for o := range c.s.conns {
-		conns = append(conns, o)
-	}
-	c.s.mu.Unlock()
-	killed := int64(0)
-	for _, o := range conns {
-		if o == c && skipMe || !match(o) {
-			continue
-		}
-		killed++
-		if o == c {
-			c.closeAfter = true // after this reply
-			continue
-		}
-		o.nc.Close() // its read fails: it closes
-		o.cancel()
-	}
+	killed := c.s.closeClients(func(o *conn) bool { return !(o == c && skipMe) && match(o) }, c)
 	if old {
 		if killed == 0 {
 			return errNoSuchClient

@@ -365,12 +365,12 @@ func (c *conn) execute(args [][]byte) {
 		return
 	}
 	if cmd != nil && cmd.arityOK(len(args)) {
-		if err := c.aclDenied(cmd, args); err != nil {
+		if msg := c.aclDenied(cmd, args); msg != "" {
 			c.drain()
 			if c.multi != nil {
 				c.multi.aborted = true
 			}
-			c.reject(cmd, args, string(err.(wireError)))
+			c.reject(cmd, args, string(msg))
 			return
 		}
 	}

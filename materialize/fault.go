@@ -112,9 +112,10 @@ func (s *Store) WriteFault() *StorageFault {
 func (s *Store) CheckStorage() *StorageFault {
 	s.faults.probeMu.Lock()
 	defer s.faults.probeMu.Unlock()
-	s.checkSpace()
-	if s.faults.cur.Load() != nil {
-		s.probe()
+	if s.faults.cur.Load() == nil {
+		s.checkSpace() // a fault it sets is probed at the next check
+	} else {
+		s.probe() // checks the space first
 	}
 	return s.faults.cur.Load()
 }
