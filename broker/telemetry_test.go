@@ -291,9 +291,23 @@ func TestTelemetryExecAndBlock(t *testing.T) {
 	if n := len(spansNamedNow(exp, "wake")); n != 0 {
 		t.Errorf("%d wake spans before any XREAD waited", n)
 	}
-	whileBlocked(t, c, func() error {
-		return reader.XRead(ctx, &redis.XReadArgs{Streams: []string{"q2", "$"}, Block: 5 * time.Second}).Err()
-	}, "XADD", "q2", "*", "f", "v")
+	// The XADD must come once the waiter is in the registry: INFO counts a
+	// client blocked just before it registers, and an XADD in between is
+	// seen by the waiter's re-check instead, with no wake-up to publish.
+	got := make(chan error, 1)
+	go func() {
+		got <- reader.XRead(ctx, &redis.XReadArgs{Streams: []string{"q2", "$"}, Block: 5 * time.Second}).Err()
+	}()
+	for deadline := time.Now().Add(5 * time.Second); !ts.wake.reg.waiting(waitKey{0, "q2"}); {
+		if time.Now().After(deadline) {
+			t.Fatal("the XREAD never waited in the registry")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	mustDo(t, c, "XADD", "q2", "*", "f", "v")
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
 	wake := spansNamed(t, exp, "wake", 1)[0]
 	var xadd tracetest.SpanStub
 	for _, sp := range exp.GetSpans() {
