@@ -68,6 +68,8 @@ type aclUsers struct {
 	users map[string]*aclSlot
 	def   *aclSlot // "default"
 	log   []*aclLogEntry
+	// logMax is acllog-max-len: ACL LOG keeps this many entries.
+	logMax atomic.Int64
 }
 
 func newACLUsers(password string) *aclUsers {
@@ -76,6 +78,7 @@ func newACLUsers(password string) *aclUsers {
 	a.def = &aclSlot{name: "default"}
 	a.def.u.Store(u)
 	a.users["default"] = a.def
+	a.logMax.Store(aclLogMax)
 	return a
 }
 
@@ -590,8 +593,8 @@ func (a *aclUsers) logDenial(reason, context, object, username, clientInfo strin
 	e := &aclLogEntry{count: 1, reason: reason, context: context, object: object, username: username,
 		clientInfo: clientInfo, created: now, updated: now}
 	a.log = append([]*aclLogEntry{e}, a.log...)
-	if len(a.log) > aclLogMax {
-		a.log = a.log[:aclLogMax]
+	if n := a.logMax.Load(); int64(len(a.log)) > n {
+		a.log = a.log[:n]
 	}
 }
 

@@ -173,12 +173,12 @@ func (c *conn) serve() {
 	defer c.s.pubsub.drop(c)
 	defer c.s.track.disable(c)
 	defer c.s.stopMonitor(c)
-	timeout := c.s.opts.Timeout > 0
-	if timeout {
-		c.active.Store(c.s.opts.Now().UnixNano())
-	}
+	c.active.Store(c.s.opts.Now().UnixNano())
 	for n := 1; ; n++ {
 		args, err := c.rd.ReadCommand()
+		// The activity times are kept only while there is a timeout
+		// (CONFIG SET timeout may change it at any request).
+		timeout := c.s.timeout.Load() > 0
 		if timeout {
 			c.busy.Store(true)
 		}

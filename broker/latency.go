@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -136,16 +137,17 @@ func formatPercentiles(ps []float64) string {
 }
 
 // parsePercentiles parses latency-tracking-info-percentiles: numbers in
-// [0, 100] separated by spaces; empty is none.
+// [0, 100] separated by spaces; empty is none. The error is CONFIG SET's
+// reason text.
 func parsePercentiles(v []byte) ([]float64, error) {
 	var ps []float64
 	for _, f := range strings.Fields(string(v)) {
 		p, err := strconv.ParseFloat(f, 64)
 		if err != nil || math.IsNaN(p) {
-			return nil, errConfigSetFailed("latency-tracking-info-percentiles", "Invalid latency-tracking-info-percentiles parameters")
+			return nil, errors.New("Invalid latency-tracking-info-percentiles parameters")
 		}
 		if p < 0 || p > 100 {
-			return nil, errConfigSetFailed("latency-tracking-info-percentiles", "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]")
+			return nil, errors.New("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]")
 		}
 		ps = append(ps, p)
 	}

@@ -219,6 +219,9 @@ type Server struct {
 	watch       *watches                       // WATCHed keys
 	scans       keyspace.ScanCursors           // SCAN positions inside hash slots
 	streamCfg   atomic.Pointer[streams.Config] // stream-idmp-* (CONFIG SET)
+	cfg         configStore                    // CONFIG's stored parameters (config.go)
+	maxClients  atomic.Int64                   // maxclients: Options.MaxClients, then CONFIG SET
+	timeout     atomic.Int64                   // timeout in ns: Options.Timeout, then CONFIG SET
 	start       time.Time
 	replID      string // INFO replication's master_replid: 40 random hex digits per start, as Redis's
 
@@ -288,6 +291,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: o, store: store, conns: map[*conn]struct{}{}, start: o.Now(), tel: tl, logSync: ratelog.New(10 * time.Second)}
 	s.requirepass.Store(&o.RequirePass)
+	s.maxClients.Store(int64(o.MaxClients))
+	s.timeout.Store(int64(o.Timeout))
+	s.initConfig()
 	s.acl = newACLUsers(o.RequirePass)
 	if o.ACLFile != "" {
 		if err := s.acl.load(o.ACLFile, nil); err != nil {
@@ -329,10 +335,8 @@ func New(opts Options) (*Server, error) {
 	s.track = newTracker(s)
 	s.wg.Add(1)
 	go s.activeExpiry()
-	if o.Timeout > 0 {
-		s.wg.Add(1)
-		go s.closeIdle()
-	}
+	s.wg.Add(1)
+	go s.closeIdle()
 	nc := s.wake.nc
 	s.feed = &feed.Publisher{Store: store, Prefix: o.FeedPrefix, Publish: nc.Publish,
 		PublishTraced: func(subject string, payload []byte, traceparent string) error {
@@ -460,7 +464,7 @@ func (s *Server) serve(ln net.Listener, isTLS bool) error {
 			nc.Close()
 			continue
 		}
-		if len(s.conns) >= s.opts.MaxClients {
+		if int64(len(s.conns)) >= s.maxClients.Load() {
 			s.mu.Unlock()
 			s.stats.rejectedConns.Add(1)
 			go rejectConn(nc, errMaxClients)
@@ -556,11 +560,17 @@ func (s *Server) close() error {
 	return err
 }
 
-// closeIdle closes the connections idle for longer than Options.Timeout
-// (Redis's clientsCronHandleTimeout), checked Timeout/4 apart (10 ms to 1 s).
+// closeIdle closes the connections idle for longer than the timeout
+// (Redis's clientsCronHandleTimeout), checked a quarter of the timeout at
+// start apart (10 ms to 1 s; 1 s without one). Clients blocked in a
+// command are not idle.
 func (s *Server) closeIdle() {
 	s.every(min(max(s.opts.Timeout/4, 10*time.Millisecond), time.Second), func() {
-		idleSince := s.opts.Now().Add(-s.opts.Timeout).UnixNano()
+		timeout := time.Duration(s.timeout.Load())
+		if timeout == 0 {
+			return
+		}
+		idleSince := s.opts.Now().Add(-timeout).UnixNano()
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		for c := range s.conns {
@@ -570,6 +580,27 @@ func (s *Server) closeIdle() {
 			}
 		}
 	})
+}
+
+// setTimeout changes the idle timeout (CONFIG SET timeout). A connection
+// keeps its activity times only while there is a timeout: turning one on
+// starts every connection's idle time now, and marks those blocked in a
+// command busy until they return.
+func (s *Server) setTimeout(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.timeout.Load() == 0 && d > 0 {
+		now := s.opts.Now().UnixNano()
+		for c := range s.conns {
+			c.active.Store(now)
+			c.mu.Lock()
+			if c.unblock != nil {
+				c.busy.Store(true)
+			}
+			c.mu.Unlock()
+		}
+	}
+	s.timeout.Store(int64(d))
 }
 
 // every calls fn every d until the server closes, then marks s.wg done.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"os"
 	"runtime"
 	"sort"
@@ -14,9 +13,7 @@ import (
 
 	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/command/reply"
-	"github.com/sediment-dev/sediment/internal/glob"
 	"github.com/sediment-dev/sediment/materialize"
-	"github.com/sediment-dev/sediment/streams"
 )
 
 // Version is the Redis version Sediment reports in INFO (redis_version), so
@@ -277,221 +274,6 @@ func runTime(x *exec) error {
 	return nil
 }
 
-// configHelp is CONFIG HELP's text, Redis 7.0's.
-var configHelp = []string{
-	"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-	"GET <pattern>",
-	"    Return parameters matching the glob-like <pattern> and their values.",
-	"SET <directive> <value>",
-	"    Set the configuration <directive> to <value>.",
-	"RESETSTAT",
-	"    Reset statistics reported by the INFO command.",
-	"REWRITE",
-	"    Rewrite the configuration file.",
-	"HELP",
-	"    Prints this help.",
-}
-
-// errNoConfigFile is CONFIG REWRITE's reply: Sediment's settings are flags
-// and variables, never a file, as a Redis started without one.
-var errNoConfigFile = wireError("ERR The server is running without a config file")
-
-// CONFIG GET pattern [pattern ...] | SET parameter value [...] | RESETSTAT
-// | HELP | REWRITE (always Redis's error for a server without a config
-// file).
-func runConfig(x *exec) error {
-	sub := x.args[1]
-	if equalFold(sub, "SET") {
-		return runConfigSet(x)
-	}
-	if equalFold(sub, "RESETSTAT") {
-		if len(x.args) != 2 {
-			return errWrongArgsSub("config", sub)
-		}
-		x.c.s.cmdstats.reset()
-		x.reply().OK()
-		return nil
-	}
-	if equalFold(sub, "HELP") && len(x.args) == 2 {
-		command.WriteHelp(x.reply(), configHelp)
-		return nil
-	}
-	if equalFold(sub, "REWRITE") && len(x.args) == 2 {
-		return errNoConfigFile
-	}
-	if equalFold(sub, "HELP") || equalFold(sub, "REWRITE") {
-		return errWrongArgsSub("config", sub)
-	}
-	if !equalFold(sub, "GET") {
-		return errUnknownSubcommand(sub, "config")
-	}
-	if len(x.args) < 3 {
-		return errWrongArgsSub("config", sub)
-	}
-	s := x.c.s
-	bind := ""
-	if a := s.Addr(); a != nil {
-		bind, _, _ = net.SplitHostPort(a.String())
-	}
-	params := [][2]string{
-		{"port", portOf(s)},
-		{"bind", bind},
-		{"appendonly", "yes"},
-		{"appendfsync", s.store.Policy().String()},
-		{"save", ""},
-		{"databases", strconv.Itoa(s.opts.Databases)},
-		{"maxclients", strconv.Itoa(s.opts.MaxClients)},
-		{"timeout", strconv.FormatInt(int64(s.opts.Timeout/time.Second), 10)},
-		{"dir", s.opts.Dir},
-		{"proto-max-bulk-len", strconv.FormatInt(s.opts.Limits.MaxBulkLen, 10)},
-		{"client-query-buffer-limit", strconv.FormatInt(s.opts.Limits.MaxQueryBuffer, 10)},
-		{"notify-keyspace-events", formatNotifyFlags(s.notify.Load())},
-		{"requirepass", s.password()},
-		{"slowlog-log-slower-than", strconv.FormatInt(s.slowlog.slower.Load(), 10)},
-		{"slowlog-max-len", strconv.FormatInt(s.slowlog.maxLen.Load(), 10)},
-		{"latency-monitor-threshold", strconv.FormatInt(s.latency.threshold.Load(), 10)},
-		{"latency-tracking", map[bool]string{true: "yes", false: "no"}[s.cmdstats.tracking.Load()]},
-		{"latency-tracking-info-percentiles", formatPercentiles(*s.cmdstats.percentiles.Load())},
-		{"tracking-table-max-keys", strconv.Itoa(s.track.maxKeys())},
-		{"stream-idmp-duration", strconv.FormatInt(s.streamCfg.Load().IDMPDurationS, 10)},
-		{"stream-idmp-maxsize", strconv.FormatInt(s.streamCfg.Load().IDMPMaxSize, 10)},
-		{"stream-node-max-bytes", strconv.FormatInt(s.streamCfg.Load().NodeMaxBytes, 10)},
-		{"stream-node-max-entries", strconv.FormatInt(s.streamCfg.Load().NodeMaxEntries, 10)},
-		{"protected-mode", map[bool]string{false: "yes", true: "no"}[s.opts.ProtectedModeOff]},
-		{"min-free-disk", strconv.FormatUint(minFree(s.store), 10)},
-		{"aclfile", s.opts.ACLFile},
-		{"client-output-buffer-limit", fmt.Sprintf("normal 0 0 0 slave 268435456 67108864 60 pubsub %d %d %d",
-			s.opts.PubSubLimit.Hard, s.opts.PubSubLimit.Soft, int64(s.opts.PubSubLimit.SoftFor/time.Second))},
-	}
-	var out []string
-	for _, p := range params {
-		for _, pat := range x.args[2:] {
-			if glob.Match([]byte(command.Lower(pat)), []byte(p[0])) {
-				out = append(out, p[0], p[1])
-				break
-			}
-		}
-	}
-	w := x.reply()
-	w.Map(len(out) / 2)
-	for _, o := range out {
-		w.BulkString(o)
-	}
-	return nil
-}
-
-// CONFIG SET parameter value [parameter value ...]: notify-keyspace-events
-// and requirepass, so far. Every pair is checked before any is applied, as Redis 7.0
-// does; an unknown parameter gets Redis's error.
-func runConfigSet(x *exec) error {
-	if len(x.args) < 4 || len(x.args)%2 != 0 {
-		return errWrongArgsSub("config", x.args[1])
-	}
-	notify := x.c.s.notify.Load()
-	pass, passSet := x.c.s.password(), false
-	slower, maxLen := x.c.s.slowlog.slower.Load(), x.c.s.slowlog.maxLen.Load()
-	trackMax := x.c.s.track.maxKeys()
-	threshold, tracking, percentiles := x.c.s.latency.threshold.Load(), x.c.s.cmdstats.tracking.Load(), *x.c.s.cmdstats.percentiles.Load()
-	streamCfg := *x.c.s.streamCfg.Load()
-	minFreeDisk := int64(minFree(x.c.s.store))
-	for i := 2; i < len(x.args); i += 2 {
-		name := command.Lower(x.args[i])
-		switch name {
-		case "min-free-disk":
-			v, err := parseMemory(x.args[i+1])
-			if err != nil {
-				return errConfigSetFailed(name, err.Error())
-			}
-			minFreeDisk = v
-		case "stream-node-max-entries":
-			v, err := configInt(name, x.args[i+1], 0, math.MaxInt64)
-			if err != nil {
-				return err
-			}
-			streamCfg.NodeMaxEntries = v
-		case "stream-node-max-bytes":
-			v, err := parseMemory(x.args[i+1])
-			if err != nil {
-				return errConfigSetFailed(name, err.Error())
-			}
-			streamCfg.NodeMaxBytes = v
-		case "stream-idmp-duration", "stream-idmp-maxsize":
-			hi, at := int64(streams.IDMPDurationMax), &streamCfg.IDMPDurationS
-			if name == "stream-idmp-maxsize" {
-				hi, at = streams.IDMPMaxSizeMax, &streamCfg.IDMPMaxSize
-			}
-			v, err := configInt(name, x.args[i+1], 1, hi)
-			if err != nil {
-				return err
-			}
-			*at = v
-		case "requirepass":
-			pass, passSet = string(x.args[i+1]), true
-		case "latency-monitor-threshold":
-			v, err := configInt(name, x.args[i+1], 0, math.MaxInt64)
-			if err != nil {
-				return err
-			}
-			threshold = v
-		case "latency-tracking":
-			v, ok := parseBool(x.args[i+1], "YES", "NO")
-			if !ok {
-				return errConfigSetFailed(name, "argument must be 'yes' or 'no'")
-			}
-			tracking = v
-		case "latency-tracking-info-percentiles":
-			ps, err := parsePercentiles(x.args[i+1])
-			if err != nil {
-				return err
-			}
-			percentiles = ps
-		case "tracking-table-max-keys":
-			v, err := configInt(name, x.args[i+1], 0, math.MaxInt64)
-			if err != nil {
-				return err
-			}
-			trackMax = int(v)
-		case "slowlog-log-slower-than", "slowlog-max-len":
-			v, ok := parseInt(x.args[i+1])
-			switch {
-			case !ok:
-				return errConfigSetFailed(name, "argument couldn't be parsed into an integer")
-			case name == "slowlog-max-len" && v < 0:
-				return errConfigSetFailed(name, "argument must be between 0 and 9223372036854775807 inclusive")
-			case name == "slowlog-max-len":
-				maxLen = v
-			default:
-				slower = v
-			}
-		case "notify-keyspace-events":
-			f, ok := parseNotifyFlags(x.args[i+1])
-			if !ok {
-				return errConfigSetFailed(name, "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
-			}
-			notify = f
-		default:
-			return errConfigSetUnknown(x.args[i])
-		}
-	}
-	if int64(minFree(x.c.s.store)) != minFreeDisk {
-		x.c.s.store.SetMinFreeDisk(minFreeDisk)
-	}
-	x.c.s.notify.Store(notify)
-	if passSet {
-		x.c.s.acl.setDefaultPassword(pass)
-	}
-	x.c.s.requirepass.Store(&pass)
-	x.c.s.slowlog.slower.Store(slower)
-	x.c.s.slowlog.maxLen.Store(maxLen)
-	x.c.s.track.setMaxKeys(trackMax)
-	x.c.s.latency.threshold.Store(threshold)
-	x.c.s.cmdstats.tracking.Store(tracking)
-	x.c.s.cmdstats.percentiles.Store(&percentiles)
-	x.c.s.streamCfg.Store(&streamCfg)
-	x.reply().OK()
-	return nil
-}
-
 // INFO [section ...]: server, clients, memory, persistence, stats,
 // errorstats, keyspace ("default", "all" and "everything" select them all),
 // and commandstats (with "all", "everything" or by name, as Redis).
@@ -537,7 +319,7 @@ func runInfo(x *exec) error {
 		s.mu.Unlock()
 		kv("connected_clients", n)
 		kv("blocked_clients", s.stats.blocked.Load())
-		kv("maxclients", s.opts.MaxClients)
+		kv("maxclients", s.maxClients.Load())
 	})
 	section("memory", func() {
 		m := s.memoryFigures()
@@ -548,9 +330,11 @@ func runInfo(x *exec) error {
 		kv("used_memory_rss_human", humanBytes(rss))
 		kv("used_memory_peak", m.peak)
 		kv("used_memory_peak_human", humanBytes(m.peak))
-		kv("maxmemory", 0)
-		kv("maxmemory_human", "0B")
-		kv("maxmemory_policy", "noeviction")
+		// maxmemory and its policy are stored, not enforced (config.go).
+		maxmem, _ := strconv.ParseInt(s.cfg.load("maxmemory"), 10, 64)
+		kv("maxmemory", maxmem)
+		kv("maxmemory_human", humanBytes(maxmem))
+		kv("maxmemory_policy", s.cfg.load("maxmemory-policy"))
 		kv("mem_allocator", "go")
 		kv("sediment_go_heap", m.heap)
 		kv("sediment_pebble_block_cache", m.cache)
@@ -740,19 +524,6 @@ func parseMemory(b []byte) (int64, error) {
 		return 0, fmt.Errorf("argument must be between 0 and %d inclusive", int64(math.MaxInt64))
 	}
 	return int64(n * mul), nil
-}
-
-// configInt parses an integer CONFIG SET value within [lo, hi], with
-// Redis's reasons (config.c) in its error.
-func configInt(name string, arg []byte, lo, hi int64) (int64, error) {
-	v, ok := parseInt(arg)
-	switch {
-	case !ok:
-		return 0, errConfigSetFailed(name, "argument couldn't be parsed into an integer")
-	case v < lo || v > hi:
-		return 0, errConfigSetFailed(name, fmt.Sprintf("argument must be between %d and %d inclusive", lo, hi))
-	}
-	return v, nil
 }
 
 // parseBool parses an argument that is either yes or no (upper case: any

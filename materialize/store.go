@@ -160,8 +160,11 @@ type Store struct {
 	db   *pebble.DB
 	log  *changeLog // the write-ahead change log (changelog.go)
 	opts Options
-	fs   vfs.FS // the data directory's filesystem
-	dir  string // the data directory on fs ("" in memory)
+	// policy is the fsync policy (a SyncPolicy): Options.Sync until
+	// SetPolicy.
+	policy atomic.Int32
+	fs     vfs.FS // the data directory's filesystem
+	dir    string // the data directory on fs ("" in memory)
 
 	faults faults // storage faults: writes refused (fault.go)
 	// Errors that repeat while a fault lasts are logged at a bounded rate.
@@ -281,6 +284,7 @@ func Open(opts Options) (*Store, error) {
 		logProbe:   ratelog.New(logEvery),
 		logPebble:  ratelog.New(logEvery),
 	}
+	s.policy.Store(int32(o.Sync))
 	s.faults.free.Store(-1)
 	s.faults.reserve.Store(max(o.MinFreeDisk, 0))
 	var logRef atomic.Pointer[changeLog]
@@ -338,10 +342,8 @@ func Open(opts Options) (*Store, error) {
 	go s.fillFilter(f)
 	s.wg.Add(1)
 	go s.writer()
-	if o.Sync == SyncEverySec {
-		s.wg.Add(1)
-		go s.every(time.Second, s.syncCommitted)
-	}
+	s.wg.Add(1)
+	go s.every(time.Second, s.syncCommitted) // under everysec only (SetPolicy may change it)
 	return s, nil
 }
 
@@ -375,7 +377,12 @@ func (s *Store) GroupStats() (groups, records uint64) {
 }
 
 // Policy returns the store's fsync policy.
-func (s *Store) Policy() SyncPolicy { return s.opts.Sync }
+func (s *Store) Policy() SyncPolicy { return SyncPolicy(s.policy.Load()) }
+
+// SetPolicy changes the fsync policy (CONFIG SET appendfsync). Under a
+// change to SyncAlways, writes acknowledged from then on wait for their
+// fsync, which covers every earlier record too.
+func (s *Store) SetPolicy(p SyncPolicy) { s.policy.Store(int32(p)) }
 
 // Now returns the store's clock reading.
 func (s *Store) Now() time.Time { return s.opts.Now() }
@@ -886,7 +893,7 @@ func (s *Store) pruneLog(cut uint64) {
 // at once. Concurrent callers share one fsync: whoever syncs covers every
 // record committed before the sync started.
 func (s *Store) WaitDurable(seq uint64) error {
-	if s.opts.Sync != SyncAlways || seq == 0 {
+	if s.Policy() != SyncAlways || seq == 0 {
 		return nil
 	}
 	return s.syncTo(seq)
@@ -916,6 +923,9 @@ func (s *Store) syncTo(seq uint64) error {
 // syncCommitted fsyncs the change log up to the last committed record
 // (appendfsync everysec, once a second).
 func (s *Store) syncCommitted() {
+	if s.Policy() != SyncEverySec {
+		return
+	}
 	if c := s.committed.Load(); c > s.synced.Load() {
 		if err := s.syncTo(c); err != nil {
 			s.logSync.Warn(s.opts.Logger, "background change log sync failed", "err", err)
