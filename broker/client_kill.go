@@ -34,18 +34,11 @@ func runClientKill(x *exec) error {
 				}
 				filters = append(filters, func(o *conn) bool { return o.id == id })
 			case equalFold(opt, "TYPE"):
-				switch {
-				case equalFold(v, "NORMAL"):
-					filters = append(filters, func(o *conn) bool { return !o.subscribed() && !o.monitor.Load() })
-				case equalFold(v, "PUBSUB"):
-					filters = append(filters, func(o *conn) bool { return o.subscribed() })
-				case equalFold(v, "MASTER"), equalFold(v, "SLAVE"), equalFold(v, "REPLICA"):
-					// Sediment has no replication links; a monitor is a
-					// replica to Redis.
-					filters = append(filters, func(o *conn) bool { return o.monitor.Load() && !equalFold(v, "MASTER") })
-				default:
-					return wireError(fmt.Sprintf("ERR Unknown client type '%s'", v))
+				f, err := clientTypeFilter(v)
+				if err != nil {
+					return err
 				}
+				filters = append(filters, f)
 			case equalFold(opt, "ADDR"):
 				a := string(v)
 				filters = append(filters, func(o *conn) bool { return o.nc.RemoteAddr().String() == a })
@@ -90,4 +83,21 @@ func runClientKill(x *exec) error {
 	}
 	x.reply().Int(killed)
 	return nil
+}
+
+// clientTypeFilter matches the connections of a client type, as Redis
+// 7.0's getClientType: pubsub is a connection with subscriptions (either
+// protocol), normal any other (MONITOR clients included); Sediment has no
+// replication links, so master, replica and slave match none. An unknown
+// type gets Redis's error.
+func clientTypeFilter(v []byte) (func(*conn) bool, error) {
+	switch {
+	case equalFold(v, "NORMAL"):
+		return func(o *conn) bool { return !o.subscribed() }, nil
+	case equalFold(v, "PUBSUB"):
+		return func(o *conn) bool { return o.subscribed() }, nil
+	case equalFold(v, "MASTER"), equalFold(v, "SLAVE"), equalFold(v, "REPLICA"):
+		return func(*conn) bool { return false }, nil
+	}
+	return nil, wireError(fmt.Sprintf("ERR Unknown client type '%s'", v))
 }

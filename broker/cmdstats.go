@@ -76,7 +76,7 @@ func (s *cmdStats) statFor(cmd *cmdSpec, args [][]byte) *cmdStat {
 // the table's container flag (fullName) and the commandstats names.
 var subcommands = map[string][]string{
 	"acl":     {"cat", "deluser", "dryrun", "genpass", "getuser", "list", "load", "log", "save", "setuser", "users", "whoami", "help"},
-	"client":  {"id", "getname", "setname", "setinfo", "info", "list", "unblock", "kill", "tracking", "caching", "getredir", "trackinginfo", "no-evict"},
+	"client":  {"id", "getname", "setname", "setinfo", "info", "list", "unblock", "kill", "tracking", "caching", "getredir", "trackinginfo", "no-evict", "no-touch", "pause", "unpause", "reply", "help"},
 	"config":  {"get", "set", "resetstat", "help", "rewrite"},
 	"command": {"count", "list", "info", "docs", "getkeys"},
 	"object":  {"encoding", "freq", "idletime", "refcount", "help"},

@@ -98,12 +98,19 @@ type conn struct {
 	// buffered counts the reply bytes commands wrote since the last flush
 	// (countingSink; outside EXEC), against flushAt.
 	buffered int
+	// replyMode is CLIENT REPLY's; silenced is set while a command whose
+	// reply may be dropped runs (its pushes wait), and replyMark is where
+	// its reply begins in the writer's buffer (client_pause.go).
+	replyMode replyMode
+	silenced  bool
+	replyMark int
 
 	mu      sync.Mutex // guards name, closing and read deadlines; db and proto for readers other than the connection goroutine
 	name    string
 	libName string // CLIENT SETINFO LIB-NAME
 	libVer  string // CLIENT SETINFO LIB-VER
 	noEvict bool   // CLIENT NO-EVICT ON: shown as flag e (Sediment evicts no client or key anyway)
+	noTouch bool   // CLIENT NO-TOUCH ON: shown as flag T (Sediment keeps no access times)
 	closing bool   // shutdown was requested: the read deadline stays in the past
 	// unblock ends the connection's blocking wait (CLIENT UNBLOCK); nil
 	// when it is not blocked.
@@ -193,7 +200,12 @@ func (c *conn) serve() {
 			return
 		}
 		c.qbuf.Store(int64(c.rd.Buffered()))
-		c.execute(args)
+		if c.replyMode.silenced() {
+			c.executeSilenced(args)
+		} else {
+			c.execute(args)
+			c.endReply()
+		}
 		c.obl.Store(int64(c.buffered))
 		if c.closeAfter || c.rd.Buffered() == 0 || n%maxBatch == 0 || c.buffered >= flushAt {
 			if err := c.flush(); err != nil || c.closeAfter {
@@ -299,6 +311,7 @@ func (c *conn) flush() error {
 		defer p.sockMu.Unlock()
 		c.takePushes(true)
 	}
+	c.replyMark = 0
 	return c.w.Flush()
 }
 
@@ -383,7 +396,9 @@ func (c *conn) execute(args [][]byte) {
 		if len(c.pending) > 0 && p.pending() {
 			c.drain() // the replies of the writes before the messages come first
 		}
-		c.takePushes(false) // messages that came before this request reply first
+		if !c.silenced { // executeSilenced took them: the ones since wait for the next flush
+			c.takePushes(false) // messages that came before this request reply first
+		}
 		if cmd != nil && cmd.arityOK(len(args)) && c.proto == reply.RESP2 && !subscribedOK(cmd) && c.subscribed() {
 			c.drain()
 			c.reject(cmd, args, string(errSubscribedContext(cmd, args)))
@@ -396,6 +411,9 @@ func (c *conn) execute(args [][]byte) {
 			c.refuseFault(cmd, args, f)
 			return
 		}
+	}
+	if cmd != nil && cmd.arityOK(len(args)) {
+		c.waitPause(cmd) // CLIENT PAUSE (client_pause.go)
 	}
 	if c.multi != nil && (cmd == nil || !notQueued(cmd)) {
 		c.drain()

@@ -220,6 +220,7 @@ type Server struct {
 	scans       keyspace.ScanCursors           // SCAN positions inside hash slots
 	streamCfg   atomic.Pointer[streams.Config] // stream-idmp-* (CONFIG SET)
 	cfg         configStore                    // CONFIG's stored parameters (config.go)
+	pause       clientPause                    // CLIENT PAUSE (client_pause.go)
 	maxClients  atomic.Int64                   // maxclients: Options.MaxClients, then CONFIG SET
 	timeout     atomic.Int64                   // timeout in ns: Options.Timeout, then CONFIG SET
 	start       time.Time
@@ -627,6 +628,9 @@ func (s *Server) activeExpiry() {
 	s.every(100*time.Millisecond, func() {
 		if s.store.Fault() != nil {
 			return // writes are refused (docs/operations.md, "Storage faults")
+		}
+		if s.pause.writesHeld(s.opts.Now()) {
+			return // CLIENT PAUSE WRITE holds expiry too, as Redis's
 		}
 		if tick++; tick%10 == 0 {
 			_, err := s.store.Write(func(v *materialize.View) ([]codec.Event, error) {

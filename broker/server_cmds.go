@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -138,20 +139,19 @@ func runClient(x *exec) error {
 		x.reply().Simple("OK")
 	case equalFold(sub, "INFO") && n == 2:
 		x.reply().Verbatim("txt", []byte(c.info()+"\n"))
-	case equalFold(sub, "LIST") && n == 2:
-		var b strings.Builder
-		c.s.mu.Lock()
-		conns := make([]*conn, 0, len(c.s.conns))
-		for o := range c.s.conns {
-			conns = append(conns, o)
-		}
-		c.s.mu.Unlock()
-		sort.Slice(conns, func(i, j int) bool { return conns[i].id < conns[j].id })
-		for _, o := range conns {
-			b.WriteString(o.info())
-			b.WriteByte('\n')
-		}
-		x.reply().Verbatim("txt", []byte(b.String()))
+	case equalFold(sub, "LIST"):
+		return runClientList(x)
+	case equalFold(sub, "PAUSE") && (n == 3 || n == 4):
+		return runClientPause(x)
+	case equalFold(sub, "UNPAUSE") && n == 2:
+		c.s.pause.unpause()
+		x.reply().OK()
+	case equalFold(sub, "REPLY") && n == 3:
+		return runClientReply(x)
+	case equalFold(sub, "NO-TOUCH") && n == 3:
+		return runClientNoTouch(x)
+	case equalFold(sub, "HELP") && n == 2:
+		command.WriteHelp(x.reply(), clientHelp)
 	case equalFold(sub, "KILL") && n >= 3:
 		return runClientKill(x)
 	case equalFold(sub, "NO-EVICT") && n == 3:
@@ -180,13 +180,65 @@ func runClient(x *exec) error {
 		}
 		x.reply().IntBool(c.s.unblockClient(id, cause))
 	case equalFold(sub, "ID"), equalFold(sub, "GETNAME"), equalFold(sub, "SETNAME"), equalFold(sub, "SETINFO"), equalFold(sub, "KILL"),
-		equalFold(sub, "INFO"), equalFold(sub, "LIST"), equalFold(sub, "UNBLOCK"), equalFold(sub, "NO-EVICT"):
+		equalFold(sub, "INFO"), equalFold(sub, "UNBLOCK"), equalFold(sub, "NO-EVICT"), equalFold(sub, "UNPAUSE"),
+		equalFold(sub, "REPLY"), equalFold(sub, "NO-TOUCH"), equalFold(sub, "HELP"):
 		return errWrongArgsSub("client", sub)
+	case equalFold(sub, "PAUSE") && n < 3:
+		return errWrongArgsSub("client", sub)
+	case equalFold(sub, "PAUSE"):
+		return command.ErrSubcommandSyntax(sub, "client") // Redis's fall-through in clientCommand
 	default:
 		return errUnknownSubcommand(sub, "client")
 	}
 	return nil
 }
+
+// CLIENT LIST [TYPE normal|master|replica|pubsub | ID client-id ...]:
+// one line per connection, by ID, as Redis 7.0's.
+func runClientList(x *exec) error {
+	c, args := x.c, x.args
+	var keep func(*conn) bool
+	switch {
+	case len(args) == 4 && equalFold(args[2], "TYPE"):
+		f, err := clientTypeFilter(args[3])
+		if err != nil {
+			return err
+		}
+		keep = f
+	case len(args) > 3 && equalFold(args[2], "ID"):
+		ids := make([]int64, 0, len(args)-3)
+		for _, a := range args[3:] {
+			id, ok := parseInt(a)
+			if !ok {
+				return errInvalidClientID
+			}
+			ids = append(ids, id)
+		}
+		keep = func(o *conn) bool { return slices.Contains(ids, o.id) }
+	case len(args) != 2:
+		return errSyntax
+	}
+	c.s.mu.Lock()
+	conns := make([]*conn, 0, len(c.s.conns))
+	for o := range c.s.conns {
+		conns = append(conns, o)
+	}
+	c.s.mu.Unlock()
+	sort.Slice(conns, func(i, j int) bool { return conns[i].id < conns[j].id })
+	var b strings.Builder
+	for _, o := range conns {
+		if keep == nil || keep(o) {
+			b.WriteString(o.info())
+			b.WriteByte('\n')
+		}
+	}
+	x.reply().Verbatim("txt", []byte(b.String()))
+	return nil
+}
+
+// errInvalidClientID is CLIENT LIST ID's reply to an ID that is not an
+// integer.
+var errInvalidClientID = wireError("ERR Invalid client ID")
 
 // info is the connection's CLIENT LIST line (the fields Sediment tracks).
 //
@@ -199,7 +251,7 @@ func runClient(x *exec) error {
 func (c *conn) info() string {
 	c.mu.Lock()
 	name, db, proto, blocked := c.name, c.db, c.proto, c.unblock != nil
-	libName, libVer, noEvict := c.libName, c.libVer, c.noEvict
+	libName, libVer, noEvict, noTouch := c.libName, c.libVer, c.noEvict, c.noTouch
 	c.mu.Unlock()
 	sub, psub, ssub := c.s.pubsub.subCounts(c)
 	age := int64(c.s.opts.Now().Sub(c.born) / time.Second)
@@ -234,6 +286,9 @@ func (c *conn) info() string {
 	c.s.track.mu.Unlock()
 	if noEvict {
 		flags = append(flags, 'e')
+	}
+	if noTouch {
+		flags = append(flags, 'T')
 	}
 	if len(flags) == 0 {
 		flags = append(flags, 'N')
