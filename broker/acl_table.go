@@ -3,6 +3,7 @@ package broker
 import (
 	_ "embed"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -10,10 +11,10 @@ import (
 )
 
 // The ACL's view of the command table: each command's and subcommand's
-// categories and the key permissions its keys need, as Redis 7.0 defines
-// them (acl_commands.tsv, Redis's COMMAND INFO, checked against
-// redis-server by TestACLTableMatchesRedis), and an ID for each, the bit
-// of a user's command bitmap (acl.go).
+// arity, categories and key specs' flags (whence the permissions its keys
+// need), as Redis 7.0 defines them (acl_commands.tsv, Redis's COMMAND
+// INFO, checked against redis-server by TestACLTableMatchesRedis), and an
+// ID for each, the bit of a user's command bitmap (acl.go).
 
 //go:embed acl_commands.tsv
 var aclTableTSV string
@@ -34,17 +35,61 @@ const (
 	permWrite
 )
 
+// keyFlags are a key spec's flags, Redis 7.0's CMD_KEY_* (COMMAND INFO's
+// key specs, COMMAND GETKEYSANDFLAGS), in the order Redis replies them.
+type keyFlags uint16
+
+const (
+	keyRO keyFlags = 1 << iota
+	keyRW
+	keyOW
+	keyRM
+	keyAccess
+	keyUpdate
+	keyInsert
+	keyDelete
+	keyNotKey
+	keyIncomplete
+	keyVariableFlags
+)
+
+// keyFlagNames are the keyFlags' names, bit i's at index i.
+var keyFlagNames = []string{"RO", "RW", "OW", "RM", "access", "update", "insert", "delete", "not_key", "incomplete", "variable_flags"}
+
+// names returns f's names in Redis's reply order.
+func (f keyFlags) names() []string {
+	var out []string
+	for i, n := range keyFlagNames {
+		if f&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// perm is the permission a key with flags f needs.
+func (f keyFlags) perm() keyPerm {
+	var p keyPerm
+	if f&keyAccess != 0 {
+		p |= permRead
+	}
+	if f&(keyInsert|keyUpdate|keyDelete) != 0 {
+		p |= permWrite
+	}
+	return p
+}
+
 // aclCmd is one command or subcommand as the ACL sees it.
 type aclCmd struct {
 	id     int
 	name   string // "get", "config|get"
+	arity  int    // Redis's, a subcommand's own (COMMAND GETKEYS checks it)
 	cats   uint32
 	parent *aclCmd   // of a subcommand
 	subs   []*aclCmd // of a container
-	// specs are the permissions of its key specs, in order; variable:
-	// SET and BITFIELD, whose keys' permissions depend on the arguments.
-	specs    []keyPerm
-	variable bool
+	// specs are its key specs' flags, in order. With keyVariableFlags
+	// (SET, BITFIELD) a key's flags depend on the arguments (keyFlags).
+	specs []keyFlags
 }
 
 type aclTable struct {
@@ -65,11 +110,15 @@ func acls() *aclTable {
 }
 
 type aclRow struct {
-	cats     uint32
-	specs    []keyPerm
-	variable bool
+	arity int
+	cats  uint32
+	specs []keyFlags
 }
 
+// parseACLTable reads acl_commands.tsv: name, arity, categories (comma
+// separated), key specs (comma separated, each its flags separated by
+// spaces). It panics on a flag it does not know: the table and the code
+// disagree.
 func parseACLTable(tsv string) map[string]aclRow {
 	rows := map[string]aclRow{}
 	for _, line := range strings.Split(tsv, "\n") {
@@ -78,22 +127,23 @@ func parseACLTable(tsv string) map[string]aclRow {
 		}
 		f := strings.Split(line, "\t")
 		var r aclRow
-		for _, c := range strings.Split(f[1], ",") {
+		r.arity, _ = strconv.Atoi(f[1])
+		for _, c := range strings.Split(f[2], ",") {
 			if i := slices.Index(aclCategories, c); i >= 0 {
 				r.cats |= 1 << i
 			}
 		}
-		if len(f) > 2 && f[2] != "" {
-			for _, s := range strings.Split(f[2], ",") {
-				var p keyPerm
-				if strings.Contains(s, "R") {
-					p |= permRead
+		if len(f) > 3 && f[3] != "" {
+			for _, s := range strings.Split(f[3], ",") {
+				var kf keyFlags
+				for _, name := range strings.Fields(s) {
+					i := slices.Index(keyFlagNames, name)
+					if i < 0 {
+						panic("broker: acl_commands.tsv: unknown key-spec flag " + name)
+					}
+					kf |= 1 << i
 				}
-				if strings.Contains(s, "W") {
-					p |= permWrite
-				}
-				r.variable = r.variable || strings.Contains(s, "V")
-				r.specs = append(r.specs, p)
+				r.specs = append(r.specs, kf)
 			}
 		}
 		rows[f[0]] = r
@@ -107,8 +157,9 @@ func buildACLTable() *aclTable {
 	add := func(name string, c *cmdSpec, parent *aclCmd) *aclCmd {
 		a := &aclCmd{id: len(t.cmds), name: name, parent: parent}
 		if r, ok := rows[name]; ok {
-			a.cats, a.specs, a.variable = r.cats, r.specs, r.variable
+			a.arity, a.cats, a.specs = r.arity, r.cats, r.specs
 		} else {
+			a.arity = c.arity
 			a.cats, a.specs = derivedACL(c)
 		}
 		t.cmds = append(t.cmds, a)
@@ -125,24 +176,24 @@ func buildACLTable() *aclTable {
 }
 
 // derivedACL gives the commands Redis 7.0 does not have (Redis 7.2–8.10
-// stream commands, Sediment's own) categories and key permissions from
-// their flags and group: write commands' keys need write, read-only
-// commands' read.
-func derivedACL(c *cmdSpec) (uint32, []keyPerm) {
+// stream commands, Sediment's own) categories and one key spec from their
+// flags and group: a write command's keys are RW update (they need write),
+// a read-only command's RO access (read).
+func derivedACL(c *cmdSpec) (uint32, []keyFlags) {
 	var cats uint32
 	for _, name := range c.derivedCategories() {
 		if i := slices.Index(aclCategories, strings.TrimPrefix(name, "@")); i >= 0 {
 			cats |= 1 << i
 		}
 	}
-	var p keyPerm
+	var f keyFlags
 	if c.flags&flagWrite != 0 {
-		p |= permWrite
+		f |= keyRW | keyUpdate
 	}
 	if c.flags&flagReadonly != 0 {
-		p |= permRead
+		f |= keyRO | keyAccess
 	}
-	return cats, []keyPerm{p}
+	return cats, []keyFlags{f}
 }
 
 // aclFor returns the ACL entry of a request's command: its subcommand's
@@ -169,37 +220,68 @@ func (a *aclCmd) categoryNames() []string {
 	return out
 }
 
-// keyPerms returns the permission each key of a request needs: the first
-// key takes the first key spec's, the others the last spec's (a
-// destination after its sources, or the other way round, as in COPY,
-// LMOVE, SORT ... STORE, ZUNIONSTORE). SET needs read only with GET;
-// BITFIELD needs write only with SET or INCRBY (Redis's variable flags).
-func (a *aclCmd) keyPerms(args [][]byte, i int) keyPerm {
+// keyFlags returns the key-spec flags of a request's key i (COMMAND
+// GETKEYSANDFLAGS): the first key takes the first key spec's, the others
+// the last spec's (a destination after its sources, or the other way
+// round, as in COPY, LMOVE, SORT ... STORE, ZUNIONSTORE). With variable
+// flags they are Redis 7.0's setGetKeys' and bitfieldGetKeys': SET's key
+// is RW access update with GET, else OW update; BITFIELD's is RO access
+// while every operation is a complete GET or OVERFLOW, else RW access
+// update.
+func (a *aclCmd) keyFlags(args [][]byte, i int) keyFlags {
 	if len(a.specs) == 0 {
 		return 0
 	}
-	p := a.specs[len(a.specs)-1]
+	f := a.specs[len(a.specs)-1]
 	if i == 0 {
-		p = a.specs[0]
+		f = a.specs[0]
 	}
-	if !a.variable {
-		return p
+	if f&keyVariableFlags == 0 {
+		return f
 	}
 	switch a.name {
 	case "set":
-		p = permWrite
-		for _, arg := range args[3:] {
-			if equalFold(arg, "GET") {
-				p |= permRead
+		for j := 3; j < len(args); j++ {
+			if equalFold(args[j], "GET") {
+				return keyRW | keyAccess | keyUpdate
 			}
 		}
+		return keyOW | keyUpdate
 	case "bitfield":
-		p = permRead
-		for _, arg := range args[2:] {
-			if equalFold(arg, "SET") || equalFold(arg, "INCRBY") {
-				p |= permWrite
+		for j := 2; j < len(args); j++ {
+			rest := len(args) - j - 1
+			switch {
+			case equalFold(args[j], "GET") && rest >= 2:
+				j += 2
+			case equalFold(args[j], "OVERFLOW") && rest >= 1:
+				j++
+			default:
+				return keyRW | keyAccess | keyUpdate
 			}
 		}
+		return keyRO | keyAccess
 	}
-	return p
+	return f
+}
+
+// keyPerms returns the permission key i of a request needs, from its
+// key-spec flags (keyFlags): SET's needs read only with GET, BITFIELD's
+// write unless it only reads.
+func (a *aclCmd) keyPerms(args [][]byte, i int) keyPerm {
+	return a.keyFlags(args, i).perm()
+}
+
+// arityOK reports whether a request of n arguments (the command's name
+// included) has a's arity, in Redis's sense (cmdSpec.arityOK).
+func (a *aclCmd) arityOK(n int) bool {
+	if a.arity >= 0 {
+		return n == a.arity
+	}
+	return n >= -a.arity
+}
+
+// hasKeys reports whether a has a key spec that is not NOT_KEY (Redis's
+// doesCommandHaveKeys, for a subcommand).
+func (a *aclCmd) hasKeys() bool {
+	return slices.ContainsFunc(a.specs, func(f keyFlags) bool { return f&keyNotKey == 0 })
 }

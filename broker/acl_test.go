@@ -19,7 +19,7 @@ import (
 var updateACLTable = flag.Bool("update-acl-table", false, "rewrite broker/acl_commands.tsv from redis-server's COMMAND")
 
 // TestACLTableMatchesRedis: acl_commands.tsv is redis-server's COMMAND
-// reply (ACL categories and key-spec permissions of every command and
+// reply (arity, ACL categories and key-spec flags of every command and
 // subcommand); -update-acl-table rewrites it from the redis-server found.
 func TestACLTableMatchesRedis(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: redistest.Start(t), Protocol: 2})
@@ -44,35 +44,18 @@ func TestACLTableMatchesRedis(t *testing.T) {
 		}
 		for _, sp := range e[8].([]any) {
 			m := sp.([]any)
-			acc := ""
 			for i := 0; i+1 < len(m); i += 2 {
 				if m[i] != "flags" {
 					continue
 				}
-				r, w, vf := false, false, false
+				var flags []string
 				for _, f := range m[i+1].([]any) {
-					switch f {
-					case "access":
-						r = true
-					case "insert", "update", "delete":
-						w = true
-					case "variable_flags":
-						vf = true
-					}
+					flags = append(flags, f.(string))
 				}
-				if vf {
-					acc += "V"
-				}
-				if r {
-					acc += "R"
-				}
-				if w {
-					acc += "W"
-				}
+				specs = append(specs, strings.Join(flags, " "))
 			}
-			specs = append(specs, acc)
 		}
-		lines = append(lines, strings.ToLower(e[0].(string))+"\t"+strings.Join(cats, ",")+"\t"+strings.Join(specs, ","))
+		lines = append(lines, strings.ToLower(e[0].(string))+"\t"+fmt.Sprint(e[1])+"\t"+strings.Join(cats, ",")+"\t"+strings.Join(specs, ","))
 		for _, sub := range e[9].([]any) {
 			walk(sub.([]any))
 		}
@@ -97,10 +80,17 @@ func TestACLTableMatchesRedis(t *testing.T) {
 	if want != aclTableTSV {
 		t.Fatal("acl_commands.tsv differs from redis-server's COMMAND: go test ./broker -run TestACLTableMatchesRedis -update-acl-table")
 	}
-	// Every category of the table is one of aclCategories.
+	// Every category of the table is one of aclCategories, and every
+	// spec has flags (parseACLTable panics on an unknown one).
 	for name, r := range parseACLTable(aclTableTSV) {
 		if r.cats == 0 {
 			t.Errorf("%s: no known category", name)
+		}
+		if r.arity == 0 {
+			t.Errorf("%s: no arity", name)
+		}
+		if slices.Contains(r.specs, 0) {
+			t.Errorf("%s: a key spec without flags", name)
 		}
 	}
 }

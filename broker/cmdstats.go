@@ -78,7 +78,7 @@ var subcommands = map[string][]string{
 	"acl":     {"cat", "deluser", "dryrun", "genpass", "getuser", "list", "load", "log", "save", "setuser", "users", "whoami", "help"},
 	"client":  {"id", "getname", "setname", "setinfo", "info", "list", "unblock", "kill", "tracking", "caching", "getredir", "trackinginfo", "no-evict", "no-touch", "pause", "unpause", "reply", "help"},
 	"config":  {"get", "set", "resetstat", "help", "rewrite"},
-	"command": {"count", "list", "info", "docs", "getkeys"},
+	"command": {"count", "list", "info", "docs", "getkeys", "getkeysandflags", "help"},
 	"object":  {"encoding", "freq", "idletime", "refcount", "help"},
 	"pubsub":  {"channels", "numsub", "numpat", "shardchannels", "shardnumsub", "help"},
 	"xgroup":  {"create", "setid", "destroy", "createconsumer", "delconsumer", "help"},

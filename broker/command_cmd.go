@@ -4,10 +4,14 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/command/reply"
+	"github.com/sediment-dev/sediment/internal/glob"
 )
 
-// COMMAND [COUNT | INFO [name ...] | DOCS [name ...] | LIST]
+// COMMAND [COUNT | INFO [name ...] | DOCS [name ...] | LIST [FILTERBY
+// ...] | GETKEYS command [arg ...] | GETKEYSANDFLAGS command [arg ...] |
+// HELP]
 // The replies follow Redis 7's shapes, built from the command table.
 // https://redis.io/docs/latest/commands/command/
 func runCommand(x *exec) error {
@@ -24,12 +28,8 @@ func runCommand(x *exec) error {
 	switch {
 	case equalFold(sub, "COUNT") && len(x.args) == 2:
 		w.Int(int64(len(commandTable)))
-	case equalFold(sub, "LIST") && len(x.args) == 2:
-		cmds := sortedCommands()
-		w.Array(len(cmds))
-		for _, c := range cmds {
-			w.BulkString(c.name)
-		}
+	case equalFold(sub, "LIST"):
+		return commandList(x, w)
 	case equalFold(sub, "INFO"):
 		cmds := namedCommands(x.args[2:])
 		w.Array(len(cmds))
@@ -59,8 +59,12 @@ func runCommand(x *exec) error {
 			w.BulkString(c.group)
 		}
 	case equalFold(sub, "GETKEYS") && len(x.args) >= 4:
-		return commandGetKeys(x, w)
-	case equalFold(sub, "COUNT"), equalFold(sub, "LIST"), equalFold(sub, "GETKEYS"):
+		return commandGetKeys(x, w, false)
+	case equalFold(sub, "GETKEYSANDFLAGS") && len(x.args) >= 4:
+		return commandGetKeys(x, w, true)
+	case equalFold(sub, "HELP") && len(x.args) == 2:
+		command.WriteHelp(w, commandHelp)
+	case equalFold(sub, "COUNT"), equalFold(sub, "GETKEYS"), equalFold(sub, "GETKEYSANDFLAGS"), equalFold(sub, "HELP"):
 		return errWrongArgsSub("command", sub)
 	default:
 		return errUnknownSubcommand(sub, "command")
@@ -68,17 +72,101 @@ func runCommand(x *exec) error {
 	return nil
 }
 
-// COMMAND GETKEYS command [arg ...]: the keys of a request, as Redis 7.0
-// finds them (key positions, numkeys, STREAMS), with its errors.
-func commandGetKeys(x *exec, w reply.Writer) error {
+// commandHelp is COMMAND HELP's text, Redis 7.0's.
+var commandHelp = []string{
+	"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"(no subcommand)",
+	"    Return details about all Redis commands.",
+	"COUNT",
+	"    Return the total number of commands in this Redis server.",
+	"LIST",
+	"    Return a list of all commands in this Redis server.",
+	"INFO [<command-name> ...]",
+	"    Return details about multiple Redis commands.",
+	"    If no command names are given, documentation details for all",
+	"    commands are returned.",
+	"DOCS [<command-name> ...]",
+	"    Return documentation details about multiple Redis commands.",
+	"    If no command names are given, documentation details for all",
+	"    commands are returned.",
+	"GETKEYS <full-command>",
+	"    Return the keys from a full Redis command.",
+	"GETKEYSANDFLAGS <full-command>",
+	"    Return the keys and the access flags from a full Redis command.",
+	"HELP",
+	"    Prints this help.",
+}
+
+// commandList is COMMAND LIST [FILTERBY MODULE name | ACLCAT category |
+// PATTERN pattern]: as in Redis 7.0, the names of every command and of
+// every subcommand ("config|get"), each kept when it passes the filter.
+// MODULE matches nothing (Sediment has no modules); ACLCAT takes a
+// category name, any case, without '@' (an unknown one matches nothing);
+// PATTERN is a glob matched against the full name, ignoring case.
+// Differs from Redis: PATTERN ignores case by lower-casing the pattern
+// before matching, where Redis folds each byte as it compares; the two
+// differ only for a class range whose bounds change order when
+// lower-cased ("[Z-a]").
+func commandList(x *exec, w reply.Writer) error {
+	keep := func(*aclCmd) bool { return true }
+	switch opts := x.args[2:]; {
+	case len(opts) == 0:
+	case len(opts) == 3 && equalFold(opts[0], "FILTERBY"):
+		arg := opts[2]
+		switch {
+		case equalFold(opts[1], "MODULE"):
+			keep = func(*aclCmd) bool { return false }
+		case equalFold(opts[1], "ACLCAT"):
+			i := slices.Index(aclCategories, command.Lower(arg))
+			keep = func(a *aclCmd) bool { return i >= 0 && a.cats&(1<<i) != 0 }
+		case equalFold(opts[1], "PATTERN"):
+			pattern := []byte(command.Lower(arg))
+			keep = func(a *aclCmd) bool { return glob.Match(pattern, []byte(a.name)) }
+		default:
+			return errSyntax
+		}
+	default:
+		return errSyntax
+	}
+	var names []string
+	for _, a := range acls().cmds {
+		if keep(a) {
+			names = append(names, a.name)
+		}
+	}
+	w.Array(len(names))
+	for _, n := range names {
+		w.BulkString(n)
+	}
+	return nil
+}
+
+// commandGetKeys is COMMAND GETKEYS and (withFlags) GETKEYSANDFLAGS
+// command [arg ...]: the keys of a request, as Redis 7.0 finds them (key
+// positions, numkeys, STREAMS), with its errors, checked in its order
+// (the command or subcommand, whether it has keys, its arity). With flags
+// each key comes as [key, flags] with its key spec's flags (keyFlags), a
+// set in RESP3.
+func commandGetKeys(x *exec, w reply.Writer, withFlags bool) error {
 	args := x.args[2:]
 	cmd := lookup(args[0])
-	switch {
-	case cmd == nil:
+	if cmd == nil {
 		return errGetKeysInvalidCommand
-	case cmd.first <= 0 && !slices.Contains(movableKeyCommands, cmd.name):
+	}
+	a := acls().aclFor(cmd, args)
+	hasKeys := cmd.first > 0 || slices.Contains(movableKeyCommands, cmd.name)
+	arityOK := cmd.arityOK(len(args))
+	if cmd.container {
+		// Redis looks the subcommand up: it has its own key specs and arity.
+		if a.parent == nil {
+			return errGetKeysInvalidCommand
+		}
+		hasKeys, arityOK = a.hasKeys(), a.arityOK(len(args))
+	}
+	switch {
+	case !hasKeys:
 		return errGetKeysNoKeys
-	case !cmd.arityOK(len(args)):
+	case !arityOK:
 		return errGetKeysArity
 	}
 	keys, ok := getKeys(cmd, args)
@@ -86,8 +174,18 @@ func commandGetKeys(x *exec, w reply.Writer) error {
 		return errGetKeysInvalid
 	}
 	w.Array(len(keys))
-	for _, k := range keys {
+	for i, k := range keys {
+		if !withFlags {
+			w.Bulk(k)
+			continue
+		}
+		w.Array(2)
 		w.Bulk(k)
+		flags := a.keyFlags(args, i).names()
+		w.Set(len(flags))
+		for _, f := range flags {
+			w.Simple(f)
+		}
 	}
 	return nil
 }
