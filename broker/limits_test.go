@@ -318,6 +318,7 @@ var limitCases = map[string][]limitCase{
 // forms Sediment implements).
 var limitNoNumbers = []string{
 	"get", "del", "unlink", "exists", "type", "keys", "dbsize", "flushdb", "flushall",
+	"save", "bgsave", "lastsave",
 	"ttl", "pttl", "expiretime", "pexpiretime", "persist",
 	"xlen", "xdel", "xack",
 	// Redis 8.2: numids is checked against the redis.io text by

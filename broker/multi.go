@@ -54,7 +54,7 @@ func notQueued(cmd *cmdSpec) bool {
 
 // noMulti reports whether cmd is refused inside MULTI (Redis's no-multi
 // flag).
-func noMulti(cmd *cmdSpec) bool { return cmd.name == "shutdown" }
+func noMulti(cmd *cmdSpec) bool { return cmd.name == "shutdown" || cmd.name == "save" }
 
 // queue handles a request that arrives while c is in MULTI and is not one
 // of notQueued's. It replies at once.

@@ -221,6 +221,7 @@ type Server struct {
 	streamCfg   atomic.Pointer[streams.Config] // stream-idmp-* (CONFIG SET)
 	cfg         configStore                    // CONFIG's stored parameters (config.go)
 	pause       clientPause                    // CLIENT PAUSE (client_pause.go)
+	saves       saves                          // SAVE and BGSAVE (save.go)
 	maxClients  atomic.Int64                   // maxclients: Options.MaxClients, then CONFIG SET
 	timeout     atomic.Int64                   // timeout in ns: Options.Timeout, then CONFIG SET
 	start       time.Time

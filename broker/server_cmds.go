@@ -400,6 +400,7 @@ func runInfo(x *exec) error {
 		kv("aof_enabled", 1)
 		kv("appendfsync", s.store.Policy().String())
 		kv("changelog_last_seq", s.store.LastSeq())
+		s.saveInfo(kv)
 		// Storage faults (docs/operations.md): Redis's AOF write status,
 		// with the fault's cause and the free space beside it.
 		fault := "none"
