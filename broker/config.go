@@ -464,6 +464,7 @@ func runConfig(x *exec) error {
 		return runConfigSet(x)
 	case equalFold(sub, "RESETSTAT") && n == 2:
 		x.c.s.cmdstats.reset()
+		x.c.s.resetLookups()
 		x.reply().OK()
 	case equalFold(sub, "HELP") && n == 2:
 		command.WriteHelp(x.reply(), configHelp)

@@ -89,6 +89,9 @@ type conn struct {
 	replyScratch []byte
 	// viewBuf holds the read view of the command running (exec.view).
 	viewBuf materialize.View
+	// lookups counts the key lookups of its reads (INFO keyspace_hits and
+	// keyspace_misses: Server.keyLookups), added to the server's at close.
+	lookups materialize.Lookups
 	// active is when the connection last finished reading a request or
 	// flushing replies (Unix ns), and busy is set while it runs commands
 	// or waits in a blocking one: Options.Timeout's idle check (idleSince)
@@ -180,6 +183,7 @@ func (c *conn) serve() {
 	defer c.s.pubsub.drop(c)
 	defer c.s.track.disable(c)
 	defer c.s.stopMonitor(c)
+	defer c.s.keepLookups(c)
 	c.active.Store(c.s.opts.Now().UnixNano())
 	for n := 1; ; n++ {
 		args, err := c.rd.ReadCommand()
@@ -552,8 +556,10 @@ func (x *exec) view() *materialize.View {
 		// by then) and later views allocate theirs.
 		x.bufUsed = true
 		x.rv = x.c.s.store.ReadViewIn(&x.c.viewBuf, x.eager)
+		x.rv.CountLookups(&x.c.lookups)
 	default:
 		x.rv = x.c.s.store.ReadViewIn(new(materialize.View), x.eager)
+		x.rv.CountLookups(&x.c.lookups)
 	}
 	return x.rv
 }

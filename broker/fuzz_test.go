@@ -12,8 +12,10 @@ import (
 // reply and that the server keeps serving. Blocking commands are left out:
 // a fuzzed BLOCK 0 would wait forever, by design; so are the (un)subscribe
 // commands, which reply once per name and change what PING replies
-// (pubsub_test.go covers them); SHUTDOWN, which stops the server, and
-// CLIENT KILL, which may close the connection, are left out too.
+// (pubsub_test.go covers them); SHUTDOWN, which stops the server, CLIENT
+// KILL, which may close the connection, CLIENT PAUSE, which holds every
+// client for as long as it says, and CLIENT REPLY, which drops replies,
+// are left out too (client_pause_test.go covers both).
 //
 //	go test ./broker -run '^$' -fuzz FuzzDispatch -fuzztime 30s
 func FuzzDispatch(f *testing.F) {
@@ -35,8 +37,9 @@ func FuzzDispatch(f *testing.F) {
 	ts := newTestServer(f)
 	f.Fuzz(func(t *testing.T, which uint8, raw []byte) {
 		args := []string{names[int(which)%len(names)]}
-		if args[0] == "client" && bytes.Contains(bytes.ToUpper(raw), []byte("KILL")) {
-			return
+		if args[0] == "client" && (bytes.Contains(bytes.ToUpper(raw), []byte("KILL")) ||
+			bytes.Contains(bytes.ToUpper(raw), []byte("PAUSE")) || bytes.Contains(bytes.ToUpper(raw), []byte("REPLY"))) {
+			return // closes the connection, holds the server, drops replies
 		}
 		if len(raw) > 0 {
 			for _, a := range bytes.Split(raw, []byte{0}) {

@@ -252,6 +252,41 @@ type stats struct {
 	rejectedConns atomic.Int64 // connections refused beyond maxclients
 	memPeak       atomic.Int64 // the largest used_memory INFO has reported
 	pubsubKilled  atomic.Int64 // subscribers disconnected at PubSubLimit
+	// The key lookups of closed connections' reads (conn.lookups).
+	keyHits, keyMisses atomic.Int64
+}
+
+// keepLookups moves a closing connection's key lookups to the server's.
+func (s *Server) keepLookups(c *conn) {
+	s.stats.keyHits.Add(c.lookups.Hits.Swap(0))
+	s.stats.keyMisses.Add(c.lookups.Misses.Swap(0))
+}
+
+// resetLookups is CONFIG RESETSTAT's part for keyspace_hits and misses.
+func (s *Server) resetLookups() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats.keyHits.Store(0)
+	s.stats.keyMisses.Store(0)
+	for c := range s.conns {
+		c.lookups.Hits.Store(0)
+		c.lookups.Misses.Store(0)
+	}
+}
+
+// keyLookups returns INFO's keyspace_hits and keyspace_misses: the read
+// lookups of keys that were found and not found (materialize.Lookups),
+// of the closed connections and the open ones. CONFIG RESETSTAT resets
+// them.
+func (s *Server) keyLookups() (hits, misses int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hits, misses = s.stats.keyHits.Load(), s.stats.keyMisses.Load()
+	for c := range s.conns {
+		hits += c.lookups.Hits.Load()
+		misses += c.lookups.Misses.Load()
+	}
+	return hits, misses
 }
 
 // New opens the store, connects to (or starts) NATS and returns a Server

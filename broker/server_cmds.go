@@ -424,6 +424,9 @@ func runInfo(x *exec) error {
 		kv("total_commands_processed", s.stats.commands.Load())
 		kv("expired_keys", s.store.ExpiredKeys())
 		kv("evicted_keys", 0) // no maxmemory, no eviction
+		hits, misses := s.keyLookups()
+		kv("keyspace_hits", hits)
+		kv("keyspace_misses", misses)
 		kv("rejected_calls", s.stats.rejected.Load())
 		kv("total_error_replies", s.cmdstats.errTot.Load())
 		// This process's subscriptions (docs/pubsub.md).

@@ -3,6 +3,7 @@ package materialize
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -27,6 +28,29 @@ type View struct {
 
 	dbm     *dbMap      // committed db map when the view was made (dbmap.go)
 	filters *keyFilters // nil: always look keys up
+	lookups *Lookups    // counts Meta and MetaWith results; nil: none
+}
+
+// Lookups counts the key lookups of reads, found or not: Redis's
+// keyspace_hits and keyspace_misses (INFO stats), which count
+// lookupKeyRead's results. Views count into it once CountLookups names it.
+type Lookups struct {
+	Hits, Misses atomic.Int64
+}
+
+// CountLookups makes Meta and MetaWith count their results into l (nil:
+// stop counting).
+func (v *View) CountLookups(l *Lookups) { v.lookups = l }
+
+// counted records one read lookup's result in v.lookups.
+func (v *View) counted(found bool) {
+	switch {
+	case v.lookups == nil:
+	case found:
+		v.lookups.Hits.Add(1)
+	default:
+		v.lookups.Misses.Add(1)
+	}
 }
 
 // NowMs returns the decision time in Unix milliseconds.
@@ -149,8 +173,12 @@ func (v *View) rawMetaPartial(db uint8, key []byte, needValue bool) (codec.Meta,
 func (v *View) MetaWith(db uint8, key []byte, fn func(m codec.Meta) error) (bool, error) {
 	m, ok, partial, err := v.rawMetaPartial(db, key, false)
 	if err != nil || !ok || v.expired(m) {
+		if err == nil {
+			v.counted(false)
+		}
 		return false, err
 	}
+	v.counted(true)
 	if !partial {
 		return true, fn(m)
 	}
@@ -179,12 +207,14 @@ func (v *View) expired(m codec.Meta) bool { return m.ExpireAtMs != 0 && m.Expire
 // TTL has passed (lazy expiry: an expired key reads as absent).
 func (v *View) Meta(db uint8, key []byte) (codec.Meta, bool, error) {
 	m, ok, err := v.rawMeta(db, key)
-	if !ok || err != nil {
+	if err != nil {
 		return m, false, err
 	}
-	if v.expired(m) {
+	if !ok || v.expired(m) {
+		v.counted(false)
 		return codec.Meta{}, false, nil
 	}
+	v.counted(true)
 	return m, true, nil
 }
 

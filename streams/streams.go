@@ -135,12 +135,18 @@ func Range(v *materialize.View, db uint8, key []byte, start, end codec.ID, count
 	if err != nil || !ok {
 		return nil, err
 	}
+	return RangeOf(v, db, key, m, start, end, count, reverse)
+}
+
+// RangeOf is Range of the stream whose metadata m the caller has read
+// (Meta): one lookup of the key, not two.
+func RangeOf(v *materialize.View, db uint8, key []byte, m codec.Meta, start, end codec.ID, count int, reverse bool) ([]Entry, error) {
 	p, lower, upper, ok := liveBounds(db, key, m.Stream, start, end)
 	if !ok {
 		return nil, nil
 	}
 	var out []Entry
-	err = v.Iterate(lower, upper, reverse, func(k, val []byte) (bool, error) {
+	err := v.Iterate(lower, upper, reverse, func(k, val []byte) (bool, error) {
 		e, err := decodeEntry(len(p), k, val)
 		if err != nil {
 			return false, err

@@ -39,7 +39,8 @@ func runXRange(x *command.Ctx) error {
 		}
 	}
 	v := x.View()
-	if _, ok, err := streams.Meta(v, x.DB, x.Args[1]); err != nil || !ok {
+	m, ok, err := streams.Meta(v, x.DB, x.Args[1])
+	if err != nil || !ok {
 		if err == nil {
 			x.Reply.Array(0)
 		}
@@ -52,7 +53,7 @@ func runXRange(x *command.Ctx) error {
 	if count < 0 || count > int64(^uint(0)>>1) {
 		count = 0 // no limit
 	}
-	entries, err := streams.Range(v, x.DB, x.Args[1], start, end, int(count), reverse)
+	entries, err := streams.RangeOf(v, x.DB, x.Args[1], m, start, end, int(count), reverse)
 	if err != nil {
 		return err
 	}
