@@ -400,6 +400,12 @@ func runInfo(x *exec) error {
 		kv("aof_enabled", 1)
 		kv("appendfsync", s.store.Policy().String())
 		kv("changelog_last_seq", s.store.LastSeq())
+		// Write amplification since start (materialize.StorageStats).
+		st := s.store.StorageStats()
+		kv("sediment_changelog_bytes_written", st.ChangeLogBytes)
+		kv("sediment_flush_bytes_written", st.FlushBytes)
+		kv("sediment_compaction_bytes_written", st.CompactionBytes)
+		kv("sediment_write_amplification", strconv.FormatFloat(st.WriteAmp(), 'f', 2, 64))
 		s.saveInfo(kv)
 		// Storage faults (docs/operations.md): Redis's AOF write status,
 		// with the fault's cause and the free space beside it.

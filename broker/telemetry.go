@@ -146,6 +146,16 @@ func (tl *telem) observe(m metric.Meter, s *Server) error {
 	if err != nil {
 		return err
 	}
+	written, err := m.Int64ObservableCounter("sediment.storage.bytes_written", metric.WithUnit("By"),
+		metric.WithDescription("Bytes written to disk since start, by kind: changelog (each write's record, once), flush and compaction (Pebble's sstables and blob files)"))
+	if err != nil {
+		return err
+	}
+	writeAmp, err := m.Float64ObservableGauge("sediment.storage.write_amplification", metric.WithUnit("1"),
+		metric.WithDescription("Bytes written to disk (change log, flushes, compactions) per change-log byte, since start"))
+	if err != nil {
+		return err
+	}
 	fault, err := m.Int64ObservableGauge("sediment.storage.fault", metric.WithUnit("1"),
 		metric.WithDescription("1 while a storage fault refuses writes (MISCONF: a failed change-log write or fsync, a failed flush, free space below the reserve), else 0"))
 	if err != nil {
@@ -179,6 +189,10 @@ func (tl *telem) observe(m metric.Meter, s *Server) error {
 		o.ObserveInt64(compactions, st.Compactions)
 		o.ObserveInt64(flushes, st.Flushes)
 		o.ObserveInt64(readAmp, int64(st.ReadAmp))
+		o.ObserveInt64(written, st.ChangeLogBytes, metric.WithAttributes(attribute.String("kind", "changelog")))
+		o.ObserveInt64(written, st.FlushBytes, metric.WithAttributes(attribute.String("kind", "flush")))
+		o.ObserveInt64(written, st.CompactionBytes, metric.WithAttributes(attribute.String("kind", "compaction")))
+		o.ObserveFloat64(writeAmp, st.WriteAmp())
 		if s.store.Fault() != nil {
 			o.ObserveInt64(fault, 1)
 		} else {
@@ -188,7 +202,7 @@ func (tl *telem) observe(m metric.Meter, s *Server) error {
 			o.ObserveInt64(free, int64(min(n, 1<<62)))
 		}
 		return nil
-	}, connected, blocked, records, feedLag, disk, memtable, cache, lookups, compactions, flushes, readAmp, fault, free)
+	}, connected, blocked, records, feedLag, disk, memtable, cache, lookups, compactions, flushes, readAmp, written, writeAmp, fault, free)
 	if err != nil || len(s.opts.MetricsStreams) == 0 {
 		return err
 	}

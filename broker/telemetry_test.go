@@ -411,6 +411,20 @@ func TestTelemetryMetrics(t *testing.T) {
 	if !ok || len(sum.DataPoints) != 1 || sum.DataPoints[0].Value != int64(ts.store.LastSeq()) || sum.DataPoints[0].Value < 6 {
 		t.Errorf("changelog records %+v, want %d", metrics["sediment.changelog.records"].Data, ts.store.LastSeq())
 	}
+	written, ok := metrics["sediment.storage.bytes_written"].Data.(metricdata.Sum[int64])
+	var logBytes int64
+	for _, dp := range written.DataPoints {
+		if k, _ := dp.Attributes.Value("kind"); k.AsString() == "changelog" {
+			logBytes = dp.Value
+		}
+	}
+	if !ok || len(written.DataPoints) != 3 || logBytes <= 0 {
+		t.Errorf("bytes written %+v: want changelog, flush and compaction, change-log bytes > 0", metrics["sediment.storage.bytes_written"].Data)
+	}
+	amp, ok := metrics["sediment.storage.write_amplification"].Data.(metricdata.Gauge[float64])
+	if !ok || len(amp.DataPoints) != 1 || amp.DataPoints[0].Value < 1 {
+		t.Errorf("write amplification %+v, want >= 1 after writes", metrics["sediment.storage.write_amplification"].Data)
+	}
 }
 
 // TestTelemetryPrometheus scrapes /metrics and finds every metric that

@@ -205,6 +205,7 @@ func (s *Store) probe() {
 // after each quarter of the reserve, so that a burst between the monitor's
 // checks cannot use up the reserve. Writer goroutine only.
 func (s *Store) noteLogBytes(n int) {
+	s.logBytes.Add(int64(n))
 	r := s.reserve()
 	if r == 0 {
 		return

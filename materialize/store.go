@@ -163,6 +163,9 @@ type Store struct {
 	// policy is the fsync policy (a SyncPolicy): Options.Sync until
 	// SetPolicy.
 	policy atomic.Int32
+	// logBytes counts the change-log bytes written since Open (the
+	// denominator of StorageStats.WriteAmp).
+	logBytes atomic.Int64
 	fs     vfs.FS // the data directory's filesystem
 	dir    string // the data directory on fs ("" in memory)
 
@@ -1014,17 +1017,35 @@ type StorageStats struct {
 	Flushes          int64  // memtable flushes since Open
 	ReadAmp          int    // sublevels and levels a read may visit
 	ChangeLogRecords uint64 // the last committed change-log sequence number
+	// Bytes written since Open: to the change log (the data written, once),
+	// by Pebble's flushes and by its compactions (sstables and blob files).
+	ChangeLogBytes, FlushBytes, CompactionBytes int64
+}
+
+// WriteAmp is the write amplification since Open: bytes written to disk
+// (change log, flushes, compactions) per change-log byte; 0 before any
+// write. Each write's bytes go to the change log once, so 1 would mean no
+// rewriting at all; Pebble's own WAL is off (the change log is the WAL).
+func (st StorageStats) WriteAmp() float64 {
+	if st.ChangeLogBytes == 0 {
+		return 0
+	}
+	return float64(st.ChangeLogBytes+st.FlushBytes+st.CompactionBytes) / float64(st.ChangeLogBytes)
 }
 
 // StorageStats returns Pebble's current metrics. It takes Pebble's metrics
 // lock: call it at scrape rate, not per command.
 func (s *Store) StorageStats() StorageStats {
 	m := s.db.Metrics()
+	t := m.Total()
 	return StorageStats{
 		DiskUsage: m.DiskSpaceUsage(), MemTableSize: m.MemTable.Size,
 		CacheSize: m.BlockCache.Size, CacheHits: m.BlockCache.Hits, CacheMisses: m.BlockCache.Misses,
 		Compactions: m.Compact.Count, Flushes: m.Flush.Count, ReadAmp: m.ReadAmp(),
 		ChangeLogRecords: s.committed.Load(),
+		ChangeLogBytes:   s.logBytes.Load(),
+		FlushBytes:       int64(t.TableBytesFlushed + t.BlobBytesFlushed),
+		CompactionBytes:  int64(t.TableBytesCompacted + t.BlobBytesCompacted),
 	}
 }
 
