@@ -166,8 +166,8 @@ type Store struct {
 	// logBytes counts the change-log bytes written since Open (the
 	// denominator of StorageStats.WriteAmp).
 	logBytes atomic.Int64
-	fs     vfs.FS // the data directory's filesystem
-	dir    string // the data directory on fs ("" in memory)
+	fs       vfs.FS // the data directory's filesystem
+	dir      string // the data directory on fs ("" in memory)
 
 	faults faults // storage faults: writes refused (fault.go)
 	// Errors that repeat while a fault lasts are logged at a bounded rate.
