@@ -327,16 +327,26 @@ func (s *Server) publishWakes(parent trace.Span, events []codec.Event) {
 }
 
 // spanTag is the tag a traced write gives the store (materialize
-// SubmitTagged), for the commit span's links: nil when the span is not
-// sampled.
+// SubmitTagged): the commit span links to it, and the store writes its
+// trace context into the write's change-log record (materialize.Traced),
+// which the change feed sends as the traceparent header. nil when the span
+// is not sampled.
 func spanTag(sp trace.Span) any {
 	if sp == nil {
 		return nil
 	}
 	if sc := sp.SpanContext(); sc.IsSampled() {
-		return sc
+		return sampledWrite{sc}
 	}
 	return nil
+}
+
+// sampledWrite is spanTag's tag.
+type sampledWrite struct{ sc trace.SpanContext }
+
+// TraceContext is materialize.Traced's.
+func (w sampledWrite) TraceContext() codec.TraceContext {
+	return codec.TraceContext{TraceID: w.sc.TraceID(), SpanID: w.sc.SpanID(), Flags: byte(w.sc.TraceFlags())}
 }
 
 // Commit records a commit group (materialize.Observer) and, when it
@@ -352,8 +362,8 @@ func (tl *telem) Commit(g materialize.GroupInfo) {
 	}
 	links := make([]trace.Link, 0, len(g.Tags))
 	for _, t := range g.Tags {
-		if sc, ok := t.(trace.SpanContext); ok {
-			links = append(links, trace.Link{SpanContext: sc})
+		if w, ok := t.(sampledWrite); ok {
+			links = append(links, trace.Link{SpanContext: w.sc})
 		}
 	}
 	_, sp := tl.tracer.Start(context.Background(), "commit",

@@ -615,7 +615,8 @@ func TestTelemetryMessagePath(t *testing.T) {
 // TestTelemetryFeedTraceparent: a traced XADD's change-feed message
 // carries its span's context in a traceparent header, from which a
 // nats.go subscriber continues the writer's trace; the payload's args are
-// the entry's ID and fields alone.
+// the entry's ID and fields alone. Other traced writes' messages carry
+// theirs too; expiry's, none.
 func TestTelemetryFeedTraceparent(t *testing.T) {
 	ts, exp, _, _ := tracedServer(t, telemetry.Config{})
 	c := ts.client(t)
@@ -643,8 +644,16 @@ func TestTelemetryFeedTraceparent(t *testing.T) {
 	// are case-sensitive, so its carrier reads nats.Header as is.
 	ctx := propagation.TraceContext{}.Extract(context.Background(), natsCarrier(msg.Header))
 	sc := trace.SpanContextFromContext(ctx)
-	// It names the feed's send span, the XADD span's child.
-	send := spansNamed(t, exp, "send", 1)[0]
+	// It names the feed's send span, the XADD span's child. (The XADD's
+	// record holds two events, both sent with a send span of their own.)
+	var send tracetest.SpanStub
+	for deadline := time.Now().Add(5 * time.Second); send.Name == "" && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for _, sp := range spansNamedNow(exp, "send") {
+			if sp.SpanContext.SpanID() == sc.SpanID() {
+				send = sp
+			}
+		}
+	}
 	if sc.TraceID() != add.SpanContext.TraceID() || sc.SpanID() != send.SpanContext.SpanID() || !sc.IsRemote() {
 		t.Fatalf("traceparent %q: %v, want the send span %v", msg.Header.Get("traceparent"), sc, send.SpanContext)
 	}
@@ -656,15 +665,48 @@ func TestTelemetryFeedTraceparent(t *testing.T) {
 			t.Errorf("send span %s = %q, want %q", k, got.Emit(), v)
 		}
 	}
-	// An untraced write has no header.
-	mustDo(t, c, "XTRIM", "s", "MAXLEN", 0)
-	select {
-	case msg = <-ch:
-		if h := msg.Header.Get("traceparent"); h != "" {
-			t.Errorf("XTRIM's message has traceparent %q", h)
+	// Any other traced write carries its command's context (the record's)
+	// in the same way; a deletion by active expiry, which no command made,
+	// carries none.
+	// record returns the messages of the next record (after those of the
+	// records before it, which it skips).
+	record := func(what string, after uint64) []*nats.Msg {
+		t.Helper()
+		var out []*nats.Msg
+		for {
+			select {
+			case m := <-ch:
+				fm, err := feed.Decode(m.Data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fm.Seq <= after {
+					continue
+				}
+				if out = append(out, m); fm.I == fm.N-1 {
+					return out
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("no change-feed record for %s", what)
+			}
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no change-feed message for XTRIM")
+	}
+	seq := ts.store.LastSeq()
+	for _, cmd := range [][]any{{"XTRIM", "s", "MAXLEN", 0}, {"PEXPIRE", "s", 20}} {
+		mustDo(t, c, cmd...)
+		span := spansNamed(t, exp, cmd[0].(string), 1)[0]
+		for _, m := range record(cmd[0].(string), seq) {
+			sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), natsCarrier(m.Header)))
+			if !sc.IsValid() || sc.TraceID() != span.SpanContext.TraceID() {
+				t.Errorf("%s's message %s: traceparent %q, want a span of the %s span's trace %v", cmd[0], m.Data, m.Header.Get("traceparent"), cmd[0], span.SpanContext.TraceID())
+			}
+		}
+		seq = ts.store.LastSeq()
+	}
+	for _, m := range record("the expiry", seq) {
+		if h := m.Header.Get("traceparent"); h != "" {
+			t.Errorf("the expiry's message (%s) has traceparent %q", m.Data, h)
+		}
 	}
 }
 

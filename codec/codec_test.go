@@ -731,7 +731,7 @@ func eventsEqual(a, b Event) bool {
 }
 
 func recordsEqual(a, b Record) bool {
-	if a.Seq != b.Seq || a.ULID != b.ULID || a.TimeMs != b.TimeMs || len(a.Events) != len(b.Events) {
+	if a.Seq != b.Seq || a.ULID != b.ULID || a.TimeMs != b.TimeMs || a.Trace != b.Trace || len(a.Events) != len(b.Events) {
 		return false
 	}
 	for i := range a.Events {
@@ -882,11 +882,19 @@ func TestRecordRoundTrip(t *testing.T) {
 		{Seq: 1, ULID: ulid, TimeMs: 1700000000000, Events: opEvents()},
 		{Seq: math.MaxUint64, ULID: ulid, TimeMs: -1, Events: sampleEvents()},
 		{Seq: 42, TimeMs: math.MaxInt64, Events: []Event{{Op: OpFlushAll}}},
+		{Seq: 7, ULID: ulid, TimeMs: 5, Events: sampleEvents(), Trace: TraceContext{TraceID: [16]byte{1}, SpanID: [8]byte{2}, Flags: 1}},
 	}
 	for _, r := range records {
 		enc := AppendRecord([]byte("pre"), r)
 		enc = enc[3:]
-		if enc[0] != recordVersion || !bytes.Equal(enc[1:17], r.ULID[:]) || int64(binary.BigEndian.Uint64(enc[17:])) != r.TimeMs {
+		ver := byte(recordVersion)
+		if !r.Trace.IsZero() {
+			ver = recordTraced
+			if !bytes.Equal(enc[len(enc)-TraceTrailerLen:], AppendTraceTrailer(nil, r.Trace)) {
+				t.Fatalf("traced record does not end with its trace trailer: %x", enc)
+			}
+		}
+		if enc[0] != ver || !bytes.Equal(enc[1:17], r.ULID[:]) || int64(binary.BigEndian.Uint64(enc[17:])) != r.TimeMs {
 			t.Fatalf("record header %x", enc[:25])
 		}
 		got, err := DecodeRecord(r.Seq, enc)
@@ -1362,6 +1370,7 @@ func decoders() []decoder {
 		AppendRecord(nil, Record{}),
 		AppendRecord(nil, Record{TimeMs: 5, Events: opEvents()}),
 		AppendRecord(nil, Record{Events: []Event{{Op: OpFlushAll}}}),
+		AppendRecord(nil, Record{Events: []Event{{Op: OpFlushAll}}, Trace: TraceContext{TraceID: [16]byte{9}, Flags: 1}}),
 	)
 	return []decoder{
 		{"DecodeKey", func(b []byte) error { _, err := DecodeKey(b); return err }, keysIn, false, false},

@@ -200,31 +200,48 @@ func DecodeIDArg(b []byte) (ID, error) {
 	return DecodeID(b)
 }
 
-// recordVersion is the first byte of every change-log record.
-const recordVersion = 1
+// The first byte of every change-log record: recordVersion, or
+// recordTraced for a record followed by its command's trace trailer.
+const (
+	recordVersion = 1
+	recordTraced  = 2
+)
 
 // Record is one change-log record: the events of one command (or one
 // MULTI/EXEC), committed atomically under one sequence number.
 //
-//	| ver (1) | ulid (16) | time-ms (8) | nevents (uvarint) | (len (uvarint) | Event)* |
+//	| ver (1) | ulid (16) | time-ms (8) | nevents (uvarint) | (len (uvarint) | Event)* | [trace trailer (26)] |
 //
-// The sequence number is the record's key (ChangeLogKey), not part of the value.
+// ver is 1, or 2 when the trace trailer (AppendTraceTrailer) follows the
+// events. The sequence number is the record's key (ChangeLogKey), not
+// part of the value.
 type Record struct {
 	Seq    uint64
 	ULID   [16]byte
 	TimeMs int64 // Unix ms at which the command was decided
 	Events []Event
+	// Trace is the trace context of the command that wrote the record
+	// when it was sampled (docs/telemetry.md); zero: none. The change feed
+	// sends it as the events' traceparent header.
+	Trace TraceContext
 }
 
 // AppendRecord appends the value encoding of r (without Seq) to b.
 func AppendRecord(b []byte, r Record) []byte {
-	b = append(b, recordVersion)
+	if r.Trace.IsZero() {
+		b = append(b, recordVersion)
+	} else {
+		b = append(b, recordTraced)
+	}
 	b = append(b, r.ULID[:]...)
 	b = binary.BigEndian.AppendUint64(b, uint64(r.TimeMs))
 	b = binary.AppendUvarint(b, uint64(len(r.Events)))
 	for _, e := range r.Events {
 		b = binary.AppendUvarint(b, uint64(EventLen(e)))
 		b = AppendEvent(b, e) // straight into b: each argument copied once
+	}
+	if !r.Trace.IsZero() {
+		b = AppendTraceTrailer(b, r.Trace)
 	}
 	return b
 }
@@ -249,9 +266,10 @@ func uvarintLen(x uint64) int {
 
 // DecodeRecord decodes a record value; seq comes from its key. Events alias b.
 func DecodeRecord(seq uint64, b []byte) (Record, error) {
-	if len(b) < 26 || b[0] != recordVersion {
+	if len(b) < 26 || (b[0] != recordVersion && b[0] != recordTraced) {
 		return Record{}, corruptf("record of %d bytes", len(b))
 	}
+	traced := b[0] == recordTraced
 	r := Record{Seq: seq, TimeMs: int64(binary.BigEndian.Uint64(b[17:]))}
 	copy(r.ULID[:], b[1:17])
 	b = b[25:]
@@ -274,6 +292,13 @@ func DecodeRecord(seq uint64, b []byte) (Record, error) {
 			return Record{}, corruptf("%d trailing bytes in event", len(tail))
 		}
 		r.Events[i], b = e, rest
+	}
+	if traced {
+		t, err := DecodeTraceTrailer(b)
+		if err != nil {
+			return Record{}, err
+		}
+		r.Trace, b = t, nil
 	}
 	if len(b) != 0 {
 		return Record{}, corruptf("%d trailing bytes in record", len(b))

@@ -159,19 +159,21 @@ func (p *Publisher) Run(ctx context.Context) error {
 }
 
 func (p *Publisher) publish(prefix string, r codec.Record, i int, logical func(uint8) uint8) error {
-	// An XADD's trace trailer goes in a header, not in the payload's args.
-	var (
-		traceparent string
-		tc          codec.TraceContext
-	)
+	// The trace context of the command that wrote the record (a sampled
+	// one's: Record.Trace) goes in a traceparent header; an XADD's entry
+	// carries its own (its trace trailer), which leaves the payload's args.
+	tc := r.Trace
 	if e := r.Events[i]; e.Op == codec.OpXAdd && len(e.Args) > 1 {
 		if _, trailer, err := codec.XAddFields(e.Args[1:]); err == nil && trailer != nil {
 			tc, _ = codec.DecodeTraceTrailer(trailer)
-			traceparent = tc.String()
 			events := append([]codec.Event(nil), r.Events...)
 			events[i].Args = e.Args[:len(e.Args)-1]
 			r.Events = events
 		}
+	}
+	var traceparent string
+	if !tc.IsZero() {
+		traceparent = tc.String()
 	}
 	if p.Interest != nil {
 		// The subject alone first: most events are skipped when nobody

@@ -582,9 +582,16 @@ func (s *Store) observedGroup(o Observer, group []*writeReq) {
 	clear(g.tags)
 }
 
+// Traced is implemented by a write's tag (SubmitTagged) that carries the
+// trace context of the command that made it: the store writes it into the
+// write's change-log record (codec.Record.Trace), for the change feed.
+type Traced interface {
+	TraceContext() codec.TraceContext
+}
+
 // record stages one write's events as change-log record seq+1 (applied
-// tells that a Txn has applied them already).
-func (g *groupRun) record(events []codec.Event, applied bool) error {
+// tells that a Txn has applied them already; tag is the request's).
+func (g *groupRun) record(events []codec.Event, applied bool, tag any) error {
 	s := g.s
 	g.seq++
 	if !applied {
@@ -594,7 +601,11 @@ func (g *groupRun) record(events []codec.Event, applied bool) error {
 			}
 		}
 	}
-	if err := s.stageRecord(g.seq, g.now, events); err != nil {
+	var tc codec.TraceContext
+	if t, ok := tag.(Traced); ok {
+		tc = t.TraceContext()
+	}
+	if err := s.stageRecord(g.seq, g.now, events, tc); err != nil {
 		return err
 	}
 	g.committed = append(g.committed, events...)
@@ -610,7 +621,7 @@ func (g *groupRun) record(events []codec.Event, applied bool) error {
 func (g *groupRun) serve(sv Served) {
 	w := servedWrite{done: sv.Done}
 	if len(sv.Events) > 0 && g.serr == nil {
-		if g.serr = g.record(sv.Events, false); g.serr == nil {
+		if g.serr = g.record(sv.Events, false, nil); g.serr == nil {
 			w.seq = g.seq
 		}
 	}
@@ -665,7 +676,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 			r.err = err
 			continue
 		}
-		if err := g.record(events, r.txn != nil); err != nil {
+		if err := g.record(events, r.txn != nil, r.tag); err != nil {
 			// Only corrupt events fail here: a programming error. Nothing of
 			// the group is committed.
 			s.failGroup(group, g.served, err)
@@ -823,9 +834,10 @@ func (s *Store) restoreULIDTime() error {
 	return nil
 }
 
-// stageRecord stages the change-log record (sequence seq) of events in
-// the log's buffer (written with the group), encoded in place.
-func (s *Store) stageRecord(seq uint64, now time.Time, events []codec.Event) error {
+// stageRecord stages the change-log record (sequence seq) of events, with
+// the trace context of the command when it was sampled (tc), in the log's
+// buffer (written with the group), encoded in place.
+func (s *Store) stageRecord(seq uint64, now time.Time, events []codec.Event, tc codec.TraceContext) error {
 	// ULIDs must increase even if the clock steps back.
 	ms := ulid.Timestamp(now)
 	if ms < s.ulidMs {
@@ -838,7 +850,7 @@ func (s *Store) stageRecord(seq uint64, now time.Time, events []codec.Event) err
 	if err := s.entropy.MonotonicRead(ms, s.ulidBuf[6:]); err != nil {
 		return fmt.Errorf("materialize: ulid: %w", err)
 	}
-	r := codec.Record{ULID: s.ulidBuf, TimeMs: now.UnixMilli(), Events: events}
+	r := codec.Record{ULID: s.ulidBuf, TimeMs: now.UnixMilli(), Events: events, Trace: tc}
 	s.log.appendWith(seq, func(b []byte) []byte { return codec.AppendRecord(b, r) })
 	return nil
 }
