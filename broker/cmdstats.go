@@ -34,11 +34,13 @@ type cmdStat struct {
 	lat [2]atomic.Pointer[latHist]
 }
 
-// cmdStats holds the subcommands' counters by full name ("client|info");
-// the other commands keep theirs in their cmdSpec (no lookup per call).
+// cmdStats holds a server's counters: the commands' by their index
+// (cmdSpec.idx: no lookup per call), the subcommands' by full name
+// ("client|info").
 type cmdStats struct {
-	m      sync.Map // string → *cmdStat
-	errors sync.Map // error code ("ERR", "WRONGTYPE") → *atomic.Int64
+	byCmd  []cmdStat // made by init once every command is registered
+	m      sync.Map  // string → *cmdStat
+	errors sync.Map  // error code ("ERR", "WRONGTYPE") → *atomic.Int64
 	errTot atomic.Int64
 	// tracking is latency-tracking (the histograms are kept), percentiles
 	// latency-tracking-info-percentiles (latency.go).
@@ -69,8 +71,14 @@ func (s *cmdStats) statFor(cmd *cmdSpec, args [][]byte) *cmdStat {
 			return s.get(cmd.name + "|" + sub)
 		}
 	}
-	return cmd.stat
+	return s.of(cmd)
 }
+
+// of returns cmd's own counters (not its subcommands').
+func (s *cmdStats) of(cmd *cmdSpec) *cmdStat { return &s.byCmd[cmd.idx] }
+
+// init makes the counters of every registered command.
+func (s *cmdStats) init() { s.byCmd = make([]cmdStat, len(commandTable)) }
 
 // subcommands are the container commands' subcommands that Sediment runs:
 // the table's container flag (fullName) and the commandstats names.
@@ -152,13 +160,14 @@ func (s *cmdStats) errorReply(msg string) {
 // reset forgets every counter (CONFIG RESETSTAT).
 func (s *cmdStats) reset() {
 	s.m.Range(func(k, _ any) bool { s.m.Delete(k); return true })
-	for _, c := range commandTable {
-		c.stat.calls.Store(0)
-		c.stat.usec.Store(0)
-		c.stat.rejected.Store(0)
-		c.stat.failed.Store(0)
-		c.stat.lat[0].Store(nil)
-		c.stat.lat[1].Store(nil)
+	for i := range s.byCmd {
+		st := &s.byCmd[i]
+		st.calls.Store(0)
+		st.usec.Store(0)
+		st.rejected.Store(0)
+		st.failed.Store(0)
+		st.lat[0].Store(nil)
+		st.lat[1].Store(nil)
 	}
 	now := time.Now()
 	s.resetAt.Store(&now)

@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestInfoStatsConformance runs one script on fresh redis-server and
@@ -78,6 +81,26 @@ func TestInfoStatsConformance(t *testing.T) {
 			if _, ok := m.want[k]; !ok {
 				t.Errorf("%s %s: only sediment has it (%q)", m.name, k, v)
 			}
+		}
+	}
+}
+
+// TestCommandStatsPerServer: two servers in one process keep their own
+// command counters (INFO commandstats).
+func TestCommandStatsPerServer(t *testing.T) {
+	a, b := newTestServer(t), newTestServer(t)
+	ctx := context.Background()
+	ca, cb := a.client(t), b.client(t)
+	for range 3 {
+		ca.Set(ctx, "k", "v", 0)
+	}
+	cb.Set(ctx, "k", "v", 0)
+	for _, tc := range []struct {
+		c    *redis.Client
+		want string
+	}{{ca, "cmdstat_set:calls=3,"}, {cb, "cmdstat_set:calls=1,"}} {
+		if info := tc.c.Info(ctx, "commandstats").Val(); !strings.Contains(info, tc.want) {
+			t.Errorf("INFO commandstats: want %s in\n%s", tc.want, info)
 		}
 	}
 }

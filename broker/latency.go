@@ -160,8 +160,8 @@ func (s *cmdStats) eachStat(fn func(name string, st *cmdStat)) {
 	stats := map[string]*cmdStat{}
 	s.m.Range(func(k, v any) bool { stats[k.(string)] = v.(*cmdStat); return true })
 	for n, c := range commandTable {
-		if c.stat.calls.Load()+c.stat.rejected.Load() > 0 {
-			stats[n] = c.stat
+		if st := s.of(c); st.calls.Load()+st.rejected.Load() > 0 {
+			stats[n] = st
 		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(stats)) {
@@ -422,7 +422,7 @@ func runLatencyHistogram(x *exec) error {
 					}
 				}
 			default:
-				add(name, c.stat)
+				add(name, s.of(c))
 			}
 		}
 	}

@@ -345,6 +345,7 @@ func New(opts Options) (*Server, error) {
 	s.streamCfg.Store(&cfg)
 	s.slowlog.slower.Store(10000) // Redis's defaults: 10 ms, 128 entries
 	s.slowlog.maxLen.Store(128)
+	s.cmdstats.init()
 	s.cmdstats.tracking.Store(true) // latency-tracking yes, as Redis 7
 	ps := slices.Clone(defaultPercentiles)
 	s.cmdstats.percentiles.Store(&ps)

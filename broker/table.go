@@ -36,9 +36,10 @@ type cmdSpec struct {
 	since             string
 	blockOption       string // see command.Spec.BlockOption
 	run               func(x *exec) error
-	// stat is the command's INFO commandstats counters (cmdstats.go); a
-	// container command's subcommands keep theirs in cmdStats.
-	stat *cmdStat
+	// idx is the command's place in each server's counters
+	// (cmdStats.byCmd: INFO commandstats); a container command's
+	// subcommands keep theirs in cmdStats.m.
+	idx int
 	// container: Redis names the command with its subcommand
 	// ("client|info") in INFO, CLIENT LIST and errors (subcommands).
 	container bool
@@ -60,7 +61,7 @@ func register(cmds ...*cmdSpec) {
 		if _, dup := commandTable[c.name]; dup {
 			panic(fmt.Sprintf("broker: multiple registrations for %q", c.name))
 		}
-		c.stat = new(cmdStat)
+		c.idx = len(commandTable)
 		c.attrs = newCmdAttrs(c.name)
 		c.container = len(subcommands[c.name]) > 0
 		commandTable[c.name] = c
