@@ -322,3 +322,44 @@ func idleAddr(t *testing.T, c *redis.Client) string {
 	}
 	return "addr=" + info.Addr + " "
 }
+
+// TestConfigEveryParam: every registered parameter (each one
+// docs/operations.md lists: TestConfigParamsDocumented) answers CONFIG GET
+// under its name and alias; a settable one takes its own value back
+// unchanged, a fixed one refuses it with Redis's error.
+func TestConfigEveryParam(t *testing.T) {
+	ts := newTestServer(t)
+	c := confDial(t, ts.addr)
+	for _, p := range configParams {
+		var value string
+		for _, name := range []string{p.name, p.alias} {
+			if name == "" {
+				continue
+			}
+			r, err := c.do("CONFIG", "GET", name)
+			if err != nil || len(r.arr) != 2 || r.arr[0].str != name {
+				t.Fatalf("CONFIG GET %s: %v %v", name, r, err)
+			}
+			value = r.arr[1].str
+		}
+		r, err := c.do("CONFIG", "SET", p.name, value)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case p.set == nil && p.protected:
+			if r.str != "ERR CONFIG SET failed (possibly related to argument '"+p.name+"') - can't set protected config" {
+				t.Errorf("CONFIG SET %s (protected): %v", p.name, r)
+			}
+		case p.set == nil:
+			if r.str != "ERR CONFIG SET failed (possibly related to argument '"+p.name+"') - can't set immutable config" {
+				t.Errorf("CONFIG SET %s (fixed): %v", p.name, r)
+			}
+		case r.kind != confSimple:
+			t.Errorf("CONFIG SET %s %q (its own value): %v", p.name, value, r)
+		default:
+			if r, _ := c.do("CONFIG", "GET", p.name); len(r.arr) != 2 || r.arr[1].str != value {
+				t.Errorf("CONFIG GET %s after setting its own value %q: %v", p.name, value, r)
+			}
+		}
+	}
+}
