@@ -363,3 +363,47 @@ func TestConfigEveryParam(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxMemoryLikeRedis: with used memory above maxmemory both servers
+// refuse denyoom commands, commands queued in MULTI and EXEC of a
+// transaction that queued a denyoom command (EXECABORT), and serve the
+// rest (differential); lowered back, writes resume.
+func TestMaxMemoryLikeRedis(t *testing.T) {
+	redisAddr := confStartRedis(t)
+	ts := newTestServer(t)
+	rc, sc := confDial(t, redisAddr), confDial(t, ts.addr)
+	for _, c := range []*confConn{rc, sc} {
+		c.do("SET", "k", "1")
+		c.do("CONFIG", "SET", "maxmemory", "1")
+		// Sediment compares every 100 ms: wait for the first refusal.
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if r, _ := c.do("SET", "probe", "x"); r.kind == confError {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no OOM 5 s after CONFIG SET maxmemory 1")
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"SET", "k", "2"}, {"GET", "k"}, {"INCR", "k"}, {"APPEND", "k", "x"}, {"PUBLISH", "ch", "m"},
+		{"XADD", "s", "*", "f", "v"}, {"EXPIRE", "k", "100"}, {"DEL", "nokey"},
+		{"MULTI"}, {"GET", "k"}, {"DISCARD"},
+		{"MULTI"}, {"EXEC"},
+		{"CONFIG", "SET", "maxmemory", "0"},
+	} {
+		want, _ := rc.do(args...)
+		got, _ := sc.do(args...)
+		if !want.equal(got) {
+			t.Errorf("%v:\nredis:    %v\nsediment: %v", args, want, got)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if r, _ := sc.do("SET", "k", "3"); r.kind == confSimple {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("writes still refused 5 s after CONFIG SET maxmemory 0")
+		}
+	}
+}

@@ -346,12 +346,30 @@ func (c *conn) faultRefuses(cmd *cmdSpec) bool {
 	return false
 }
 
-// refuseFault replies the MISCONF error of a storage fault to cmd. Inside
-// MULTI the transaction is marked (EXEC replies EXECABORT); a refused EXEC
-// discards it, replying EXECABORT with the reason (Redis 7.0's
-// rejectCommand and execCommandAbort).
+// oomRefuses reports whether maxmemory refuses cmd while used memory is
+// above it, as Redis 7.0's processCommand does: a denyoom command, EXEC of
+// a transaction holding one, and anything queued in MULTI but EXEC,
+// DISCARD, QUIT and RESET.
+func (c *conn) oomRefuses(cmd *cmdSpec) bool {
+	switch {
+	case cmd.name == "exec":
+		return c.multi != nil && c.multi.denyoom
+	case c.multi != nil && cmd.name != "discard" && cmd.name != "quit" && cmd.name != "reset":
+		return true
+	}
+	return cmd.flags&flagDenyOOM != 0
+}
+
+// refuseFault replies the MISCONF error of a storage fault to cmd.
 func (c *conn) refuseFault(cmd *cmdSpec, args [][]byte, f *materialize.StorageFault) {
-	msg := string(errMisconf(f))
+	c.refuseState(cmd, args, string(errMisconf(f)))
+}
+
+// refuseState replies msg, the error of a server state that refuses cmd
+// (a storage fault, maxmemory). Inside MULTI the transaction is marked
+// (EXEC replies EXECABORT); a refused EXEC discards it, replying EXECABORT
+// with the reason (Redis 7.0's rejectCommand and execCommandAbort).
+func (c *conn) refuseState(cmd *cmdSpec, args [][]byte, msg string) {
 	if c.multi != nil {
 		if cmd.name == "exec" {
 			c.multi = nil
@@ -415,6 +433,11 @@ func (c *conn) execute(args [][]byte) {
 			c.refuseFault(cmd, args, f)
 			return
 		}
+	}
+	if cmd != nil && cmd.arityOK(len(args)) && c.s.overMemory.Load() && c.oomRefuses(cmd) {
+		c.drain()
+		c.refuseState(cmd, args, string(errOOM))
+		return
 	}
 	if cmd != nil && cmd.arityOK(len(args)) {
 		c.waitPause(cmd) // CLIENT PAUSE (client_pause.go)

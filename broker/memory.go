@@ -4,6 +4,8 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
+	"strconv"
+	"time"
 
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/command"
@@ -34,6 +36,33 @@ func (s *Server) memoryFigures() memFigures {
 	}
 	m.peak = max(peak, m.used)
 	return m
+}
+
+// errOOM is Redis's reply to a command maxmemory refuses.
+var errOOM = wireError("OOM command not allowed when used memory > 'maxmemory'.")
+
+// maxMemoryEvery is how often used memory is compared with maxmemory.
+const maxMemoryEvery = 100 * time.Millisecond
+
+// watchMaxMemory compares used_memory (the Go heap, Pebble's block cache
+// and memtables: memoryFigures) with maxmemory every maxMemoryEvery while
+// maxmemory is set, and sets overMemory, which refuses the commands Redis
+// refuses under maxmemory-policy noeviction (conn.oomRefuses). Sediment
+// evicts no keys whatever the policy: the data lives on disk, and the
+// memory is its own caches and buffers (docs/operations.md).
+func (s *Server) watchMaxMemory() {
+	s.every(maxMemoryEvery, func() {
+		limit, _ := strconv.ParseInt(s.cfg.load("maxmemory"), 10, 64)
+		over := limit > 0 && s.memoryFigures().used > limit
+		if over != s.overMemory.Load() {
+			s.overMemory.Store(over)
+			if over {
+				s.opts.Logger.Warn("used memory above maxmemory: refusing the commands that may grow it (OOM)", "maxmemory", limit)
+			} else {
+				s.opts.Logger.Info("used memory back under maxmemory")
+			}
+		}
+	})
 }
 
 var memoryHelp = []string{

@@ -35,6 +35,7 @@ type multiState struct {
 	queue   []queued
 	aborted bool // a command was rejected while queueing: EXEC replies EXECABORT
 	writes  bool // a queued command has the write flag (a storage fault refuses EXEC)
+	denyoom bool // a queued command has the denyoom flag (maxmemory refuses EXEC)
 }
 
 type queued struct {
@@ -72,6 +73,7 @@ func (c *conn) queue(cmd *cmdSpec, args [][]byte) {
 	default:
 		c.multi.queue = append(c.multi.queue, queued{cmd, args})
 		c.multi.writes = c.multi.writes || cmd.flags&flagWrite != 0
+		c.multi.denyoom = c.multi.denyoom || cmd.flags&flagDenyOOM != 0
 		c.multiLen.Store(int64(len(c.multi.queue)))
 		c.w.WriteString("QUEUED")
 	}

@@ -222,6 +222,7 @@ type Server struct {
 	cfg         configStore                    // CONFIG's stored parameters (config.go)
 	pause       clientPause                    // CLIENT PAUSE (client_pause.go)
 	saves       saves                          // SAVE and BGSAVE (save.go)
+	overMemory  atomic.Bool                    // used memory is above maxmemory (memory.go)
 	maxClients  atomic.Int64                   // maxclients: Options.MaxClients, then CONFIG SET
 	timeout     atomic.Int64                   // timeout in ns: Options.Timeout, then CONFIG SET
 	start       time.Time
@@ -375,6 +376,8 @@ func New(opts Options) (*Server, error) {
 	go s.activeExpiry()
 	s.wg.Add(1)
 	go s.closeIdle()
+	s.wg.Add(1)
+	go s.watchMaxMemory()
 	nc := s.wake.nc
 	s.feed = &feed.Publisher{Store: store, Prefix: o.FeedPrefix, Publish: nc.Publish,
 		PublishTraced: func(subject string, payload []byte, traceparent string) error {
