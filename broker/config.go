@@ -251,9 +251,12 @@ func init() {
 		&configParam{name: "proto-max-bulk-len", get: func(s *Server) string { return strconv.FormatInt(s.opts.Limits.MaxBulkLen, 10) }},
 		&configParam{name: "client-query-buffer-limit", get: func(s *Server) string { return strconv.FormatInt(s.opts.Limits.MaxQueryBuffer, 10) }},
 		&configParam{name: "client-output-buffer-limit", get: func(s *Server) string {
-			l := s.opts.PubSubLimit
-			return fmt.Sprintf("normal 0 0 0 slave 268435456 67108864 60 pubsub %d %d %d", l.Hard, l.Soft, int64(l.SoftFor/time.Second))
-		}},
+			l := s.outLimits.Load()
+			f := func(c PubSubLimit) string {
+				return fmt.Sprintf("%d %d %d", c.Hard, c.Soft, int64(c.SoftFor/time.Second))
+			}
+			return "normal " + f(l.normal) + " slave " + f(l.replica) + " pubsub " + f(l.pubsub)
+		}, set: parseOutputLimits},
 		&configParam{
 			// The change log is always written: appendonly is always yes.
 			name: "appendonly",
@@ -416,6 +419,49 @@ func init() {
 		fixedParam("enable-debug-command", "no"),
 		fixedParam("rdbchecksum", "yes"),
 	)
+}
+
+// parseOutputLimits parses client-output-buffer-limit as Redis 7.0 does:
+// groups of class (normal, replica or slave, pubsub), hard and soft
+// limits (memory values, 0: none) and soft seconds; classes not named
+// keep their limits.
+func parseOutputLimits(s *Server, v []byte) (func(), error) {
+	f := strings.Fields(string(v))
+	if len(f)%4 != 0 {
+		return nil, errors.New("Wrong number of arguments in buffer limit configuration.")
+	}
+	type set struct {
+		class string
+		limit PubSubLimit
+	}
+	var sets []set
+	for i := 0; i < len(f); i += 4 {
+		class := strings.ToLower(f[i])
+		if class != "normal" && class != "replica" && class != "slave" && class != "pubsub" {
+			return nil, errors.New("Invalid client class specified in buffer limit configuration.")
+		}
+		hard, err1 := parseMemory([]byte(f[i+1]))
+		soft, err2 := parseMemory([]byte(f[i+2]))
+		secs, ok := parseInt([]byte(f[i+3]))
+		if err1 != nil || err2 != nil || !ok || secs < 0 || secs > math.MaxInt64/int64(time.Second) {
+			return nil, errors.New("Error in hard, soft or soft_seconds setting in buffer limit configuration.")
+		}
+		sets = append(sets, set{class, PubSubLimit{Hard: hard, Soft: soft, SoftFor: time.Duration(secs) * time.Second}})
+	}
+	return func() { // under s.cfg.mu: concurrent CONFIG SETs of other classes are kept
+		l := *s.outLimits.Load()
+		for _, st := range sets {
+			switch st.class {
+			case "normal":
+				l.normal = st.limit
+			case "pubsub":
+				l.pubsub = st.limit
+			default:
+				l.replica = st.limit
+			}
+		}
+		s.outLimits.Store(&l)
+	}, nil
 }
 
 // parseSave checks a save value as Redis 7.0 does: pairs of seconds and

@@ -69,6 +69,7 @@ var configExamples = map[string]string{
 	"stream-node-max-entries":           "0",
 	"stream-node-max-bytes":             "1kb",
 	"latency-tracking-info-percentiles": "50 99.9",
+	"client-output-buffer-limit":        "normal 10mb 5mb 3 REPLICA 1kb 1k 0 PubSub 64mb 0 9",
 }
 
 // configNotCompared are parameters whose values differ between the two
@@ -78,7 +79,7 @@ var configExamples = map[string]string{
 var configNotCompared = map[string]bool{
 	"port": true, "bind": true, "dir": true, "appendonly": true, "appendfsync": true, "save": true,
 	"loglevel": true, "requirepass": true, "protected-mode": true, "maxclients": true,
-	"client-output-buffer-limit": true, "aclfile": true, "proto-max-bulk-len": true, "client-query-buffer-limit": true,
+	"aclfile": true, "proto-max-bulk-len": true, "client-query-buffer-limit": true,
 	"daemonize": true, "pidfile": true, "logfile": true, "tcp-backlog": true,
 }
 
@@ -160,6 +161,14 @@ func TestConfigSetErrorsLikeRedis(t *testing.T) {
 		{"CONFIG", "GET", "hz", "HZ", "hz"},
 		{"CONFIG", "GET"},
 		{"CONFIG", "SET", "hz", "10", "lua-time-limit", "5000"},
+		{"CONFIG", "SET", "client-output-buffer-limit", "normal 1 2"},
+		{"CONFIG", "SET", "client-output-buffer-limit", "bogus 1 2 3"},
+		{"CONFIG", "SET", "client-output-buffer-limit", "master 1 2 3"},
+		{"CONFIG", "SET", "client-output-buffer-limit", "normal x 2 3"},
+		{"CONFIG", "SET", "client-output-buffer-limit", "normal 1 2 -3"},
+		{"CONFIG", "SET", "client-output-buffer-limit", "normal 1 2 x"},
+		{"CONFIG", "SET", "client-output-buffer-limit", ""},
+		{"CONFIG", "GET", "client-output-buffer-limit"},
 	} {
 		want, _ := rc.do(args...)
 		got, _ := sc.do(args...)
@@ -405,5 +414,76 @@ func TestMaxMemoryLikeRedis(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("writes still refused 5 s after CONFIG SET maxmemory 0")
 		}
+	}
+}
+
+// TestOutputBufferLimitNormal: client-output-buffer-limit's normal class
+// closes a connection whose replies reach the hard limit, and one that
+// does not take a reply over the soft limit within the soft seconds; a
+// subscriber's pushes are held to the pubsub class's, changed by CONFIG
+// SET for connections already subscribed too.
+func TestOutputBufferLimitNormal(t *testing.T) {
+	ts := newTestServer(t)
+	ctx := context.Background()
+	admin := ts.client(t)
+	big := strings.Repeat("x", 2<<20)
+	if err := admin.Set(ctx, "big", big, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	killed := func() string { return infoField(t, admin, "stats", "client_output_buffer_limit_disconnections") }
+
+	mustDo(t, admin, "CONFIG", "SET", "client-output-buffer-limit", "normal 1mb 0 0")
+	c := ts.client(t)
+	if err := c.Get(ctx, "big").Err(); err == nil {
+		t.Fatal("GET of a 2 MB value under a 1 MB hard limit was replied")
+	}
+	if n := killed(); n != "1" {
+		t.Fatalf("client_output_buffer_limit_disconnections %s after the hard limit, want 1", n)
+	}
+	if v := admin.StrLen(ctx, "big").Val(); v != 2<<20 {
+		t.Fatalf("the admin connection (small replies) lost: STRLEN %d", v)
+	}
+
+	// Soft: a client that sends GETs of 2 MB and reads nothing is closed
+	// once a reply waits more than a second.
+	mustDo(t, admin, "CONFIG", "SET", "client-output-buffer-limit", "normal 0 1mb 1")
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	go func() {
+		for range 200 {
+			if _, err := nc.Write([]byte("GET big\r\n")); err != nil {
+				return
+			}
+		}
+	}()
+	for deadline := time.Now().Add(20 * time.Second); killed() != "2"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a client reading nothing is still connected 20 s after a 1 s soft limit (disconnections %s)", killed())
+		}
+	}
+	// A client that reads takes the same replies under the soft limit.
+	c2 := ts.client(t)
+	for range 5 {
+		if v, err := c2.Get(ctx, "big").Result(); err != nil || len(v) != 2<<20 {
+			t.Fatalf("GET under the soft limit, client reading: %d bytes, %v", len(v), err)
+		}
+	}
+	mustDo(t, admin, "CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0")
+
+	// The pubsub class, changed after a subscriber subscribed, applies to it.
+	sub := dialRawSession(t, ts.addr)
+	if out := sub.send("SUBSCRIBE ch\r\n", 200*time.Millisecond); !strings.Contains(out, "subscribe") {
+		t.Fatalf("SUBSCRIBE: %q", out)
+	}
+	mustDo(t, admin, "CONFIG", "SET", "client-output-buffer-limit", "pubsub 64kb 0 0")
+	msg := strings.Repeat("m", 1<<10)
+	for i := 0; killed() != "3"; i++ {
+		if i == 10000 {
+			t.Fatalf("a subscriber reading nothing is still connected after 10 MB of messages over a 64 KB limit")
+		}
+		admin.Publish(ctx, "ch", msg)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -316,7 +317,52 @@ func (c *conn) flush() error {
 		c.takePushes(true)
 	}
 	c.replyMark = 0
+	if l := c.s.outLimits.Load().normal; (l.Hard > 0 || l.Soft > 0) && !c.subscribed() {
+		return c.flushLimited(l)
+	}
 	return c.w.Flush()
+}
+
+// flushLimited is flush's write under client-output-buffer-limit's normal
+// class: replies of Hard bytes or more close the connection at once, and
+// replies of Soft bytes or more must be taken by the client within
+// SoftFor (a write deadline; SoftFor 0 is as Hard), or it is closed, as
+// Redis disconnects a client whose output buffer stays over the soft limit.
+// Sediment holds no more than flushAt and the last reply: a client that
+// does not read holds its connection's writes instead.
+func (c *conn) flushLimited(l PubSubLimit) error {
+	n := int64(len(c.w.Buffer()))
+	var why string
+	switch {
+	case l.Hard > 0 && n >= l.Hard:
+		why = "hard"
+	case l.Soft > 0 && n >= l.Soft && l.SoftFor == 0:
+		why = "soft"
+	case l.Soft > 0 && n >= l.Soft:
+		c.mu.Lock()
+		if !c.closing { // a shutdown set its own deadline
+			c.nc.SetWriteDeadline(time.Now().Add(l.SoftFor))
+		}
+		c.mu.Unlock()
+		err := c.w.Flush()
+		c.mu.Lock()
+		if !c.closing {
+			c.nc.SetWriteDeadline(time.Time{})
+		}
+		c.mu.Unlock()
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+			c.s.stats.outputKilled.Add(1)
+			c.s.opts.Logger.Warn("disconnecting a client that does not read its replies: output buffer limit reached",
+				"client", c.id, "limit", "soft", "pending_bytes", n)
+		}
+		return err
+	default:
+		return c.w.Flush()
+	}
+	c.s.stats.outputKilled.Add(1)
+	c.s.opts.Logger.Warn("disconnecting a client: output buffer limit reached", "client", c.id, "limit", why, "pending_bytes", n)
+	c.w.SetBuffer(c.w.Buffer()[:0])
+	return errOutputLimit
 }
 
 // reject replies msg to a request refused before it ran, counting it for

@@ -193,3 +193,7 @@ func errMisconf(f *materialize.StorageFault) wireError {
 func errExecAbortBecause(msg string) wireError {
 	return wireError("EXECABORT Transaction discarded because of: " + msg)
 }
+
+// errOutputLimit ends a connection whose replies reached
+// client-output-buffer-limit's normal class (conn.flushLimited).
+var errOutputLimit = errors.New("broker: output buffer limit reached")

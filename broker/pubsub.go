@@ -53,6 +53,15 @@ type PubSubLimit struct {
 // DefaultPubSubLimit is Redis's default: pubsub 32mb 8mb 60.
 var DefaultPubSubLimit = PubSubLimit{Hard: 32 << 20, Soft: 8 << 20, SoftFor: 60 * time.Second}
 
+// outputLimits are client-output-buffer-limit's classes, each in
+// PubSubLimit's shape: Options.PubSubLimit and Redis's defaults at start,
+// then CONFIG SET (config.go). normal applies to replies (conn.flush),
+// pubsub to pushes (connPubSub.push); Sediment has no replicas, so the
+// replica class is kept and reported only.
+type outputLimits struct {
+	normal, replica, pubsub PubSubLimit
+}
+
 // pubsub is the process's subscription table. Lock order: pubsub.mu, then
 // a conn's mu or a connPubSub's mu; a connPubSub's sockMu is taken before
 // its mu and never with pubsub.mu held (docs/lock-order.md has every
@@ -354,7 +363,6 @@ type connPubSub struct {
 	idle     bool      // the connection flushed its replies and waits: the pusher may write
 	overSoft time.Time // when buf reached the soft limit; zero when below it
 	killed   bool
-	limit    PubSubLimit
 	signal   chan struct{} // wakes the pusher (capacity 1)
 }
 
@@ -376,7 +384,7 @@ func (c *conn) pubSubLocked() *connPubSub {
 	}
 	p := &connPubSub{
 		channels: map[string]struct{}{}, patterns: map[string]struct{}{}, shards: map[string]struct{}{},
-		limit: c.s.opts.PubSubLimit, signal: make(chan struct{}, 1),
+		signal: make(chan struct{}, 1),
 		// Idle until the connection's next request (takePushes): made for
 		// a redirection target by another goroutine, the connection may
 		// be waiting for input, and its next flush would be the only other
@@ -398,15 +406,16 @@ func (p *connPubSub) push(c *conn, frame []byte) {
 	}
 	p.buf = append(p.buf, frame...)
 	n := int64(len(p.buf))
+	limit := c.s.outLimits.Load().pubsub
 	var why string
 	switch {
-	case p.limit.Hard > 0 && n >= p.limit.Hard:
+	case limit.Hard > 0 && n >= limit.Hard:
 		why = "hard"
-	case p.limit.Soft > 0 && n >= p.limit.Soft:
+	case limit.Soft > 0 && n >= limit.Soft:
 		now := c.s.opts.Now()
 		if p.overSoft.IsZero() {
 			p.overSoft = now
-		} else if now.Sub(p.overSoft) >= p.limit.SoftFor {
+		} else if now.Sub(p.overSoft) >= limit.SoftFor {
 			why = "soft"
 		}
 	default:

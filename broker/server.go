@@ -223,6 +223,7 @@ type Server struct {
 	pause       clientPause                    // CLIENT PAUSE (client_pause.go)
 	saves       saves                          // SAVE and BGSAVE (save.go)
 	overMemory  atomic.Bool                    // used memory is above maxmemory (memory.go)
+	outLimits   atomic.Pointer[outputLimits]   // client-output-buffer-limit (pubsub.go)
 	maxClients  atomic.Int64                   // maxclients: Options.MaxClients, then CONFIG SET
 	timeout     atomic.Int64                   // timeout in ns: Options.Timeout, then CONFIG SET
 	start       time.Time
@@ -253,6 +254,7 @@ type stats struct {
 	rejectedConns atomic.Int64 // connections refused beyond maxclients
 	memPeak       atomic.Int64 // the largest used_memory INFO has reported
 	pubsubKilled  atomic.Int64 // subscribers disconnected at PubSubLimit
+	outputKilled  atomic.Int64 // normal clients disconnected at client-output-buffer-limit
 	// The key lookups of closed connections' reads (conn.lookups).
 	keyHits, keyMisses atomic.Int64
 }
@@ -330,6 +332,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: o, store: store, conns: map[*conn]struct{}{}, start: o.Now(), tel: tl, logSync: ratelog.New(10 * time.Second)}
 	s.requirepass.Store(&o.RequirePass)
 	s.maxClients.Store(int64(o.MaxClients))
+	s.outLimits.Store(&outputLimits{replica: PubSubLimit{Hard: 256 << 20, Soft: 64 << 20, SoftFor: 60 * time.Second}, pubsub: o.PubSubLimit})
 	s.timeout.Store(int64(o.Timeout))
 	s.initConfig()
 	s.acl = newACLUsers(o.RequirePass)

@@ -440,7 +440,7 @@ func runInfo(x *exec) error {
 		kv("pubsub_channels", ch)
 		kv("pubsub_patterns", pat)
 		kv("pubsub_shardchannels", shard)
-		kv("client_output_buffer_limit_disconnections", s.stats.pubsubKilled.Load())
+		kv("client_output_buffer_limit_disconnections", s.stats.pubsubKilled.Load()+s.stats.outputKilled.Load())
 		// Where metadata lookups were answered (materialize.IterStats):
 		// the metadata cache, the key filter (absent keys), or Pebble.
 		st := s.store.IterStats()
