@@ -350,19 +350,23 @@ func (c *conn) flushLimited(l PubSubLimit) error {
 			c.nc.SetWriteDeadline(time.Time{})
 		}
 		c.mu.Unlock()
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
-			c.s.stats.outputKilled.Add(1)
-			c.s.opts.Logger.Warn("disconnecting a client that does not read its replies: output buffer limit reached",
-				"client", c.id, "limit", "soft", "pending_bytes", n)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			c.outputLimitReached("soft", n)
 		}
 		return err
 	default:
 		return c.w.Flush()
 	}
-	c.s.stats.outputKilled.Add(1)
-	c.s.opts.Logger.Warn("disconnecting a client: output buffer limit reached", "client", c.id, "limit", why, "pending_bytes", n)
+	c.outputLimitReached(why, n)
 	c.w.SetBuffer(c.w.Buffer()[:0])
 	return errOutputLimit
+}
+
+// outputLimitReached counts and logs a connection closed at its class's
+// client-output-buffer-limit (n: the reply bytes it held).
+func (c *conn) outputLimitReached(why string, n int64) {
+	c.s.stats.outputKilled.Add(1)
+	c.s.opts.Logger.Warn("disconnecting a client: output buffer limit reached", "client", c.id, "limit", why, "pending_bytes", n)
 }
 
 // reject replies msg to a request refused before it ran, counting it for
