@@ -3,6 +3,7 @@ package materialize
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -80,7 +81,7 @@ const (
 // faults is the store's storage-fault state.
 type faults struct {
 	cur         atomic.Pointer[StorageFault]
-	flushFailed atomic.Bool  // the last Pebble flush failed (FlushEnd)
+	flushFailed atomic.Int32 // consecutive Pebble flushes failed (FlushEnd); 0: the last succeeded
 	lastProbe   atomic.Int64 // monotonic ns of the last probe
 	probeMu     sync.Mutex   // one probe at a time
 	free        atomic.Int64 // free bytes at the last space check; -1: unknown
@@ -192,7 +193,7 @@ func (s *Store) probe() {
 		s.logProbe.Warn(s.opts.Logger, "storage probe: change-log directory not writable", "err", err)
 		return
 	}
-	if s.faults.flushFailed.Load() {
+	if s.faults.flushFailed.Load() > 0 {
 		return // Pebble retries its flushes; FlushEnd clears this
 	}
 	if f := s.faults.cur.Swap(nil); f != nil {
@@ -233,11 +234,11 @@ func (s *Store) pebbleEvents(log *atomic.Pointer[changeLog]) *pebble.EventListen
 		},
 		FlushEnd: func(info pebble.FlushInfo) {
 			if info.Err != nil && info.Err.Error() != pebbleEmptyTable {
-				s.faults.flushFailed.Store(true)
+				s.faults.flushFailed.Add(1)
 				s.setFault(FaultDataFiles, info.Err)
 				return
 			}
-			s.faults.flushFailed.Store(false)
+			s.faults.flushFailed.Store(0)
 		},
 		BackgroundError: func(err error) {
 			s.logPebble.Warn(s.opts.Logger, "pebble background error", "err", err)
@@ -265,3 +266,46 @@ var monoBase = time.Now()
 
 // monoNow is a monotonic clock in nanoseconds.
 func monoNow() int64 { return int64(time.Since(monoBase)) }
+
+// Pebble retries a failed flush at once, in a loop with no pause (its
+// flush(): "TODO: count consecutive flush errors and backoff"), each try
+// writing and removing an sstable and logging. backoffFS is the store's
+// file system as Pebble sees it: while flushes fail, the creation of a
+// table or blob file waits first, 10 ms after the first failure, doubling
+// up to 1 s, so the retries run at most about once a second. Pebble
+// creates those files with its mutex released (runCompaction), so reads
+// and commits go on meanwhile.
+type backoffFS struct {
+	vfs.FS
+	s *Store
+}
+
+const (
+	flushBackoffMin = 10 * time.Millisecond
+	flushBackoffMax = time.Second
+)
+
+// flushBackoff is how long the next table file waits: 0 while flushes
+// succeed.
+func (s *Store) flushBackoff() time.Duration {
+	n := s.faults.flushFailed.Load()
+	if n <= 0 {
+		return 0
+	}
+	return min(flushBackoffMin<<min(n-1, 20), flushBackoffMax)
+}
+
+func (f backoffFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	if d := f.s.flushBackoff(); d > 0 && (strings.HasSuffix(name, ".sst") || strings.HasSuffix(name, ".blob")) {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-f.s.stop:
+			t.Stop()
+		}
+	}
+	return f.FS.Create(name, category)
+}
+
+// Unwrap is vfs.FS's: the file system underneath.
+func (f backoffFS) Unwrap() vfs.FS { return f.FS }

@@ -21,13 +21,14 @@ import (
 // bytes (when set above 0).
 type fullFS struct {
 	vfs.FS
-	full  *atomic.Bool
-	avail *atomic.Int64
-	match func(name string) bool
+	full    *atomic.Bool
+	avail   *atomic.Int64
+	match   func(name string) bool
+	created *atomic.Int64 // files created whose name matches
 }
 
 func newFullFS(match func(string) bool) fullFS {
-	return fullFS{FS: vfs.NewMem(), full: new(atomic.Bool), avail: new(atomic.Int64), match: match}
+	return fullFS{FS: vfs.NewMem(), full: new(atomic.Bool), avail: new(atomic.Int64), match: match, created: new(atomic.Int64)}
 }
 
 func (f fullFS) wrap(name string, file vfs.File, err error) (vfs.File, error) {
@@ -38,6 +39,9 @@ func (f fullFS) wrap(name string, file vfs.File, err error) (vfs.File, error) {
 }
 
 func (f fullFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	if f.match == nil || f.match(name) {
+		f.created.Add(1)
+	}
 	file, err := f.FS.Create(name, c)
 	return f.wrap(name, file, err)
 }
@@ -294,7 +298,8 @@ func TestStorageFaultFlush(t *testing.T) {
 }
 
 // TestStorageFaultPebbleRetriesFlush: with the store open, a flush fault
-// clears once Pebble's own retry of the flush succeeds.
+// clears once Pebble's own retry of the flush succeeds, and the retries
+// are paced meanwhile (backoffFS).
 func TestStorageFaultPebbleRetriesFlush(t *testing.T) {
 	ffs := newFullFS(func(name string) bool { return strings.HasSuffix(name, ".sst") })
 	opts := materialize.Options{FS: ffs, Dir: "db", Now: newClock(t0).Now, MinFreeDisk: -1, MemTableSize: 1 << 20}
@@ -310,6 +315,16 @@ func TestStorageFaultPebbleRetriesFlush(t *testing.T) {
 			t.Fatal("no fault with every sstable write failing")
 		}
 		trySet(s, "k"+strings.Repeat("x", i%50)+string(rune('0'+i%10)), value)
+	}
+	// Pebble retries the flush with no pause of its own; the store's file
+	// system spaces the retries out (10 ms doubling to 1 s): a few sstable
+	// creations in 2 s, where an unpaced retry loop makes thousands.
+	before := ffs.created.Load()
+	time.Sleep(2 * time.Second)
+	if n := ffs.created.Load() - before; n > 12 {
+		t.Errorf("%d sstables created in 2 s of failing flushes: the retries are not paced", n)
+	} else {
+		t.Logf("%d sstable creations in 2 s of failing flushes", n)
 	}
 	ffs.full.Store(false)
 	deadline := time.Now().Add(10 * time.Second)

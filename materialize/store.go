@@ -292,6 +292,7 @@ func Open(opts Options) (*Store, error) {
 	s.faults.reserve.Store(max(o.MinFreeDisk, 0))
 	var logRef atomic.Pointer[changeLog]
 	po.EventListener = s.pebbleEvents(&logRef)
+	po.FS = backoffFS{po.FS, s} // failed flushes are retried at a bounded rate (fault.go)
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("materialize: open %q: %w", dir, err)
