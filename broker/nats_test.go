@@ -210,6 +210,11 @@ func TestEmbeddedNATSFeedAuth(t *testing.T) {
 	if _, err := changes.NextMsg(5 * time.Second); err != nil {
 		t.Fatalf("the feed user saw no change: %v", err)
 	}
+	// It may ask for a replay (a request on sediment.replay, the reply
+	// on its inbox).
+	if msg, err := nc.Request("sediment.replay", []byte(`{"from":0}`), 5*time.Second); err != nil || !strings.Contains(string(msg.Data), `"events":[{`) {
+		t.Fatalf("the feed user's replay request: %v %v", msg, err)
+	}
 	for _, try := range []func() error{
 		func() error { _, err := nc.SubscribeSync("sediment.wake.>"); nc.Flush(); return err },
 		func() error { err := nc.Publish("sediment.wake.flush", nil); nc.Flush(); return err },

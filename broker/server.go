@@ -366,7 +366,8 @@ func New(opts Options) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	var feedAuth *natsFeedAuth
 	if o.NATSFeedPassword != "" {
-		feedAuth = &natsFeedAuth{subjects: cmp.Or(o.FeedPrefix, feed.DefaultPrefix) + ".chg.>", password: o.NATSFeedPassword}
+		prefix := cmp.Or(o.FeedPrefix, feed.DefaultPrefix)
+		feedAuth = &natsFeedAuth{subjects: prefix + ".chg.>", replay: prefix + ".replay", password: o.NATSFeedPassword}
 	}
 	if s.wake, err = newWaker(o.NATSURL, o.NATSListen, feedAuth, o.Logger, o.NATSOptions...); err != nil {
 		store.Close()
@@ -401,6 +402,10 @@ func New(opts Options) (*Server, error) {
 		defer s.wg.Done()
 		s.feed.Run(s.ctx)
 	}()
+	if err := s.serveReplay(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	if tl != nil {
 		if err := tl.observe(o.Telemetry.Meter(), s); err != nil {
 			s.Close()

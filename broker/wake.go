@@ -61,10 +61,11 @@ type waker struct {
 }
 
 // natsFeedAuth is the embedded NATS server's access control
-// (Options.NATSFeedPassword): the "feed" user may subscribe to subjects
-// only, and publish nothing.
+// (Options.NATSFeedPassword): the "feed" user may subscribe to the change
+// feed and to reply inboxes, and publish only replay requests.
 type natsFeedAuth struct {
 	subjects string // <prefix>.chg.>
+	replay   string // <prefix>.replay
 	password string
 }
 
@@ -112,8 +113,8 @@ func newWaker(url, listen string, auth *natsFeedAuth, log *slog.Logger, extra ..
 			so.Users = []*natsserver.User{
 				{Username: "sediment", Password: self},
 				{Username: "feed", Password: auth.password, Permissions: &natsserver.Permissions{
-					Publish:   &natsserver.SubjectPermission{Deny: []string{">"}},
-					Subscribe: &natsserver.SubjectPermission{Allow: []string{auth.subjects}},
+					Publish:   &natsserver.SubjectPermission{Allow: []string{auth.replay}},
+					Subscribe: &natsserver.SubjectPermission{Allow: []string{auth.subjects, "_INBOX.>"}},
 				}},
 			}
 			opts = append(opts, nats.UserInfo("sediment", self))

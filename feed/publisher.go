@@ -107,22 +107,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 					logical = before
 					return false
 				}
-				if e.Op == codec.OpSwapDB && len(e.Args) == 1 && len(e.Args[0]) == 1 {
-					// The event names logical dbs: swap the storage dbs
-					// behind them, as the store's db map did; the events
-					// after it (in this record too) use the new map.
-					a, b := e.DB, e.Args[0][0]
-					var sa, sb uint8
-					for st, l := range logical {
-						if l == a {
-							sa = uint8(st)
-						}
-						if l == b {
-							sb = uint8(st)
-						}
-					}
-					logical[sa], logical[sb] = b, a
-				}
+				swapDBs(&logical, e) // the events after it (in this record too) use the new map
 			}
 			p.published.Store(r.Seq)
 			return true
@@ -158,10 +143,32 @@ func (p *Publisher) Run(ctx context.Context) error {
 	}
 }
 
-func (p *Publisher) publish(prefix string, r codec.Record, i int, logical func(uint8) uint8) error {
-	// The trace context of the command that wrote the record (a sampled
-	// one's: Record.Trace) goes in a traceparent header; an XADD's entry
-	// carries its own (its trace trailer), which leaves the payload's args.
+// swapDBs applies e to logical when e is a SWAPDB: the event names logical
+// dbs, and the storage dbs behind them swap, as the store's db map did. A
+// swap is its own inverse: applied to the map after it, it gives the map
+// before it (Replay).
+func swapDBs(logical *[256]uint8, e codec.Event) {
+	if e.Op != codec.OpSwapDB || len(e.Args) != 1 || len(e.Args[0]) != 1 {
+		return
+	}
+	a, b := e.DB, e.Args[0][0]
+	var sa, sb uint8
+	for st, l := range logical {
+		if l == a {
+			sa = uint8(st)
+		}
+		if l == b {
+			sb = uint8(st)
+		}
+	}
+	logical[sa], logical[sb] = b, a
+}
+
+// withoutTrailer returns r and the trace context of its event i: the
+// record's (a sampled command's: Record.Trace), or an XADD entry's own
+// (its trace trailer), which then leaves the event's args in the returned
+// record (a copy of the events; r's are not changed).
+func withoutTrailer(r codec.Record, i int) (codec.Record, codec.TraceContext) {
 	tc := r.Trace
 	if e := r.Events[i]; e.Op == codec.OpXAdd && len(e.Args) > 1 {
 		if _, trailer, err := codec.XAddFields(e.Args[1:]); err == nil && trailer != nil {
@@ -171,6 +178,12 @@ func (p *Publisher) publish(prefix string, r codec.Record, i int, logical func(u
 			r.Events = events
 		}
 	}
+	return r, tc
+}
+
+func (p *Publisher) publish(prefix string, r codec.Record, i int, logical func(uint8) uint8) error {
+	// The trace context goes in a traceparent header, not in the payload.
+	r, tc := withoutTrailer(r, i)
 	var traceparent string
 	if !tc.IsZero() {
 		traceparent = tc.String()

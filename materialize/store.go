@@ -200,7 +200,8 @@ type Store struct {
 	// expiredKeys counts the keys deleted because their TTL passed, by
 	// active expiry or by a write that found them expired (ExpiredKeys).
 	expiredKeys atomic.Int64
-	broken      error // set when a Pebble apply failed after its log write: every later write fails
+	swaps       swapIndex // the records holding a SWAPDB (SwapRecords)
+	broken      error     // set when a Pebble apply failed after its log write: every later write fails
 	closed      bool
 
 	committed atomic.Uint64 // == seq, readable without mu; stored once a group is applied and published
@@ -334,6 +335,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.committedDBs.Store(&committedDBs{seq: s.seq, m: s.dbm.Load()})
+	s.swaps.openLast = s.seq
 	s.committed.Store(s.seq)
 	s.applying.Store(s.seq)
 	s.synced.Store(s.seq)
@@ -560,10 +562,11 @@ type groupRun struct {
 	serr      error // a served write's events failed to stage
 	cv, v     View  // reads for the key counts; the decisions' view
 	serveFn   func(Served)
-	logBytes  int   // what the group wrote to the change log (for the Observer)
-	expired   int64 // keys the group deleted because their TTL passed (ExpiredKeys)
-	failed    error // why the group failed (for the Observer)
-	tags      []any // the Observer's GroupInfo.Tags, reused
+	logBytes  int      // what the group wrote to the change log (for the Observer)
+	expired   int64    // keys the group deleted because their TTL passed (ExpiredKeys)
+	swaps     []uint64 // records of the group holding a SWAPDB (SwapRecords)
+	failed    error    // why the group failed (for the Observer)
+	tags      []any    // the Observer's GroupInfo.Tags, reused
 }
 
 // observedGroup commits group and tells o of it.
@@ -611,8 +614,11 @@ func (g *groupRun) record(events []codec.Event, applied bool, tag any) error {
 	}
 	g.committed = append(g.committed, events...)
 	for _, e := range events {
-		if e.Op == codec.OpDelKey && codec.DelReason(e) == codec.ReasonExpired {
+		switch {
+		case e.Op == codec.OpDelKey && codec.DelReason(e) == codec.ReasonExpired:
 			g.expired++
+		case e.Op == codec.OpSwapDB && (len(g.swaps) == 0 || g.swaps[len(g.swaps)-1] != g.seq):
+			g.swaps = append(g.swaps, g.seq)
 		}
 	}
 	return nil
@@ -644,6 +650,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 		g.served = g.served[:0]
 		g.serr = nil
 		g.expired = 0
+		g.swaps = g.swaps[:0]
 		g.cv, g.v = View{}, View{}
 	}()
 	g.seq = s.seq
@@ -730,6 +737,9 @@ func (s *Store) commitGroup(group []*writeReq) {
 	}
 	s.publish(g.committed, seq)
 	s.expiredKeys.Add(g.expired)
+	if len(g.swaps) > 0 {
+		s.swaps.add(g.swaps)
+	}
 	s.groups.Add(1)
 	s.groupRecords.Add(seq - s.seq)
 	s.seq = seq
@@ -963,6 +973,69 @@ func (s *Store) every(d time.Duration, fn func()) {
 			fn()
 		}
 	}
+}
+
+// swapIndex lists the change-log records that hold a SWAPDB, so that a
+// reader of old records (the change feed's replay) can find the db map as
+// of any retained record by undoing the swaps after it. The writer adds
+// the records it commits; those written before Open are found by one scan
+// of the retained log, at the first SwapRecords.
+type swapIndex struct {
+	openLast uint64 // the last record at Open
+	scan     sync.Once
+	before   []uint64 // the scan's: records up to openLast
+	scanErr  error
+	mu       sync.Mutex
+	after    []uint64 // the writer's: records after openLast
+}
+
+func (x *swapIndex) add(seqs []uint64) {
+	x.mu.Lock()
+	x.after = append(x.after, seqs...)
+	x.mu.Unlock()
+}
+
+// FirstSeq returns the sequence of the oldest change-log record retained
+// (0: none): ChangeLog and the replay read from it on.
+func (s *Store) FirstSeq() uint64 { return s.log.firstSeq() }
+
+// SwapRecords returns, ascending, the sequences >= from of the retained
+// committed records that hold a SWAPDB. The first call reads the records
+// written before Open once (about a second per million records); later
+// calls cost a copy of the list.
+func (s *Store) SwapRecords(from uint64) ([]uint64, error) {
+	x := &s.swaps
+	x.scan.Do(func() {
+		x.scanErr = s.ChangeLog(s.FirstSeq(), func(r codec.Record) bool {
+			if r.Seq > x.openLast {
+				return false
+			}
+			for _, e := range r.Events {
+				if e.Op == codec.OpSwapDB {
+					x.before = append(x.before, r.Seq)
+					break
+				}
+			}
+			return true
+		})
+	})
+	if x.scanErr != nil {
+		return nil, x.scanErr
+	}
+	var out []uint64
+	for _, seq := range x.before {
+		if seq >= from {
+			out = append(out, seq)
+		}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, seq := range x.after {
+		if seq >= from {
+			out = append(out, seq)
+		}
+	}
+	return out, nil
 }
 
 // ChangeLog calls fn for each retained change-log record with sequence >=

@@ -1,0 +1,163 @@
+package broker
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/sediment-dev/sediment/command"
+	"github.com/sediment-dev/sediment/feed"
+)
+
+func init() {
+	register(
+		&cmdSpec{name: "changes", arity: -3, flags: flagLoading | flagStale, group: "server", since: "sediment",
+			summary: "Returns the change-feed events of the retained change log from a sequence number on.", run: runChanges},
+	)
+}
+
+// changesDefault is how many records CHANGES reads without COUNT.
+const changesDefault = 100
+
+// replayRequest is a CHANGES in its parsed form, and the JSON body of a
+// request on <prefix>.replay (docs/change-feed.md, "Gaps and replay").
+type replayRequest struct {
+	From  uint64 `json:"from"`
+	Count int    `json:"count,omitempty"`
+	Match string `json:"match,omitempty"`
+	Type  string `json:"type,omitempty"`
+	match bool   // MATCH was given (an empty pattern matches the empty key only)
+}
+
+func (r replayRequest) filter() feed.ReplayFilter {
+	f := feed.ReplayFilter{Type: r.Type}
+	if r.match || r.Match != "" {
+		f.Match = []byte(r.Match)
+	}
+	return f
+}
+
+// errNotRetained is CHANGES's reply to a sequence older than the change
+// log keeps.
+func errNotRetained(e *feed.ErrNotRetained) wireError {
+	return wireError(fmt.Sprintf("ERR change log record %d is not retained: the oldest retained is %d", e.From, e.Oldest))
+}
+
+// CHANGES FROM seq [COUNT count] [MATCH pattern] [TYPE type]: the events
+// of the retained change-log records from seq on (0: the oldest retained),
+// as the change feed publishes them. Reply: [next, [payload ...]], next
+// being the sequence to ask for next, each payload the JSON a feed
+// subscriber gets for the event (docs/change-feed.md). COUNT bounds the
+// records read (default 100, at most feed.ReplayMax), as SCAN's COUNT
+// bounds its work: a reply may hold fewer events than that, or none, with
+// more to come. MATCH is a glob pattern on the key, TYPE the event type
+// (string, hash, set, zset, list, stream, key, db).
+func runChanges(x *exec) error {
+	if !equalFold(x.args[1], "FROM") {
+		return errSyntax
+	}
+	from, ok := parseInt(x.args[2])
+	if !ok || from < 0 {
+		return command.ErrNotInteger
+	}
+	req := replayRequest{From: uint64(from), Count: changesDefault}
+	for i := 3; i < len(x.args); i += 2 {
+		if i+1 >= len(x.args) {
+			return errSyntax
+		}
+		v := x.args[i+1]
+		switch {
+		case equalFold(x.args[i], "COUNT"):
+			n, ok := parseInt(v)
+			if !ok || n < 1 {
+				return errValueRange(1, feed.ReplayMax)
+			}
+			req.Count = int(min(n, feed.ReplayMax))
+		case equalFold(x.args[i], "MATCH"):
+			req.Match, req.match = string(v), true
+		case equalFold(x.args[i], "TYPE"):
+			req.Type = command.Lower(v)
+		default:
+			return errSyntax
+		}
+	}
+	next, payloads, err := x.c.s.replay(req, 0)
+	var nr *feed.ErrNotRetained
+	if errors.As(err, &nr) {
+		return errNotRetained(nr)
+	}
+	if err != nil {
+		return err
+	}
+	w := x.reply()
+	w.Array(2)
+	w.Int(int64(next))
+	w.Array(len(payloads))
+	for _, p := range payloads {
+		w.Bulk(p)
+	}
+	return nil
+}
+
+func (s *Server) replay(req replayRequest, maxBytes int) (uint64, [][]byte, error) {
+	return feed.Replay(s.store, s.opts.FeedPrefix, req.From, cmp.Or(req.Count, changesDefault), req.filter(), maxBytes)
+}
+
+// replayReply is the JSON reply on <prefix>.replay: the events' payloads
+// as JSON values, or the error.
+type replayReply struct {
+	Next   uint64            `json:"next"`
+	Events []json.RawMessage `json:"events"`
+	Oldest uint64            `json:"oldest,omitempty"` // with the error of a sequence not retained
+	Error  string            `json:"error,omitempty"`
+}
+
+// serveReplay answers requests on <prefix>.replay on the server's NATS
+// connection: CHANGES for nats.go programs (a JSON request and reply,
+// docs/change-feed.md). A reply stays within NATS's max_payload: the
+// records that would not fit are left for the next request.
+func (s *Server) serveReplay() error {
+	nc := s.wake.nc
+	subject := cmp.Or(s.opts.FeedPrefix, feed.DefaultPrefix) + ".replay"
+	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
+		var req replayRequest
+		var rep replayReply
+		if err := json.Unmarshal(m.Data, &req); err != nil {
+			rep.Error = "bad request: " + err.Error()
+		} else {
+			req.match = false
+			next, payloads, err := s.replay(req, int(nc.MaxPayload())-1024)
+			var nr *feed.ErrNotRetained
+			switch {
+			case errors.As(err, &nr):
+				rep.Error, rep.Oldest = nr.Error(), nr.Oldest
+			case err != nil:
+				rep.Error = err.Error()
+			default:
+				rep.Next, rep.Events = next, make([]json.RawMessage, len(payloads))
+				for i, p := range payloads {
+					rep.Events[i] = p
+				}
+			}
+		}
+		body, err := json.Marshal(rep)
+		if err == nil {
+			err = m.Respond(body)
+		}
+		if err != nil {
+			s.opts.Logger.Warn("change feed: replay reply failed", "err", err, "bytes", strconv.Itoa(len(body)))
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("broker: change feed replay subject: %w", err)
+	}
+	go func() {
+		<-s.ctx.Done()
+		sub.Unsubscribe()
+	}()
+	return nil
+}

@@ -1,0 +1,144 @@
+package feed
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/internal/glob"
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+// ErrNotRetained is Replay's error for a request that starts before the
+// oldest record the change log keeps.
+type ErrNotRetained struct {
+	From, Oldest uint64
+}
+
+func (e *ErrNotRetained) Error() string {
+	return fmt.Sprintf("change log record %d is not retained: the oldest is %d", e.From, e.Oldest)
+}
+
+// ReplayFilter selects events: Match, when set, is a glob pattern on the
+// key (events without a key, the db-wide ones, never match it), and Type
+// the event's type as its payload names it (string, hash, set, zset,
+// list, stream, key, db).
+type ReplayFilter struct {
+	Match []byte
+	Type  string
+}
+
+func (f ReplayFilter) keep(e codec.Event) bool {
+	if f.Type != "" && typeOf(e) != f.Type {
+		return false
+	}
+	if f.Match != nil && (typeOf(e) == "db" || !glob.Match(f.Match, e.Key)) {
+		return false
+	}
+	return true
+}
+
+// ReplayMax is the most records one Replay reads.
+const ReplayMax = 10000
+
+// Replay reads retained change-log records of st from sequence from on (0:
+// the oldest retained), at most count of them (1..ReplayMax), and returns
+// the payloads of their events that pass f, as the feed publishes them
+// (docs/change-feed.md; the same bytes, with the same logical dbs), with
+// next, the sequence to ask for next (after the last committed record
+// when it read up to it). maxBytes, when above 0, bounds the payloads'
+// total size: the records whose events would pass it are left for next
+// (a first record larger than it gives its events truncated, as the
+// publisher sends an event too large for one message). A request from
+// before the oldest retained record gets *ErrNotRetained.
+//
+// The db map as of from is the committed one with the SWAPDBs after from
+// undone (materialize.Store.SwapRecords).
+func Replay(st *materialize.Store, prefix string, from uint64, count int, f ReplayFilter, maxBytes int) (next uint64, payloads [][]byte, err error) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	oldest := st.FirstSeq()
+	last, logical := st.CommittedDBMap()
+	switch {
+	case from == 0 && oldest == 0:
+		return last + 1, nil, nil
+	case from == 0:
+		from = oldest
+	case from < oldest:
+		return 0, nil, &ErrNotRetained{From: from, Oldest: oldest}
+	}
+	if from > last {
+		return from, nil, nil
+	}
+	count = min(max(count, 1), ReplayMax)
+	if err := undoSwaps(st, from, last, &logical); err != nil {
+		return 0, nil, err
+	}
+	mapDB := func(s uint8) uint8 { return logical[s] }
+	next, size := from, 0
+	err = st.ChangeLog(from, func(r codec.Record) bool {
+		if r.Seq > last || count == 0 {
+			return false
+		}
+		var out [][]byte
+		before := logical
+		for i, e := range r.Events {
+			if f.keep(e) {
+				rr, _ := withoutTrailer(r, i)
+				_, p, err := Encode(prefix, rr, i, mapDB)
+				if err == nil && maxBytes > 0 && len(payloads) == 0 && size+len(p) > maxBytes {
+					_, p, err = EncodeTruncated(prefix, rr, i, mapDB)
+				}
+				if err == nil { // an event that cannot be encoded is skipped, as the publisher skips it
+					out = append(out, p)
+					size += len(p)
+				}
+			}
+			swapDBs(&logical, e)
+		}
+		if maxBytes > 0 && size > maxBytes && len(payloads) > 0 {
+			logical = before
+			return false // this record goes in the next reply
+		}
+		payloads = append(payloads, out...)
+		next = r.Seq + 1
+		count--
+		return true
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return next, payloads, nil
+}
+
+// undoSwaps turns logical, the db map after record last, into the map
+// before record from: each SWAPDB of records from..last undone, the latest
+// first.
+func undoSwaps(st *materialize.Store, from, last uint64, logical *[256]uint8) error {
+	seqs, err := st.SwapRecords(from)
+	if err != nil {
+		return err
+	}
+	for _, seq := range slices.Backward(seqs) {
+		if seq > last {
+			continue
+		}
+		var swaps []codec.Event
+		err := st.ChangeLog(seq, func(r codec.Record) bool {
+			for _, e := range r.Events {
+				if e.Op == codec.OpSwapDB && len(e.Args) == 1 {
+					swaps = append(swaps, codec.Event{Op: e.Op, DB: e.DB, Args: [][]byte{slices.Clone(e.Args[0])}})
+				}
+			}
+			return false
+		})
+		if err != nil {
+			return err
+		}
+		for _, e := range slices.Backward(swaps) {
+			swapDBs(logical, e)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package feed_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/feed"
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+// TestReplayRetention: a request from before the oldest retained record
+// gets ErrNotRetained naming it; from the oldest on, every retained record
+// is there. A store reopened replays its SWAPDBs from the records written
+// before the reopen (SwapRecords' scan).
+func TestReplayRetention(t *testing.T) {
+	dir := t.TempDir()
+	opts := materialize.Options{Dir: dir, ChangeLogSegmentSize: 4 << 10, ChangeLogRetention: 50}
+	s, err := materialize.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(s *materialize.Store, evs ...codec.Event) {
+		t.Helper()
+		if _, err := s.Write(func(*materialize.View) ([]codec.Event, error) { return evs, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(s, codec.SetMetaEvent(1, []byte("in1"), strMeta("v"), 0))
+	write(s, codec.SwapDBEvent(0, 1)) // record 2: logical 0 is storage 1 from now on
+	for i := range 400 {
+		write(s, codec.SetMetaEvent(1, []byte(fmt.Sprintf("k%d", i)), strMeta("v"), 0))
+	}
+	if err := s.Close(); err != nil { // Close flushes: the old segments can go
+		t.Fatal(err)
+	}
+	s, err = materialize.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	write(s, codec.SetMetaEvent(1, []byte("more"), strMeta("v"), 0)) // pruning runs after a commit
+	oldest := s.FirstSeq()
+	if oldest <= 1 {
+		t.Fatalf("oldest retained record %d: the retention dropped nothing", oldest)
+	}
+	var nr *feed.ErrNotRetained
+	if _, _, err := feed.Replay(s, "p", 1, 10, feed.ReplayFilter{}, 0); !errors.As(err, &nr) || nr.Oldest != oldest || nr.From != 1 {
+		t.Fatalf("Replay from 1: %v, want ErrNotRetained naming %d", err, oldest)
+	}
+	next, evs, err := feed.Replay(s, "p", 0, feed.ReplayMax, feed.ReplayFilter{}, 0)
+	if err != nil || next != s.LastSeq()+1 || uint64(len(evs)) != s.LastSeq()-oldest+1 {
+		t.Fatalf("Replay from 0: next %d, %d events, %v; want %d records from %d", next, len(evs), err, s.LastSeq(), oldest)
+	}
+	// Every retained SET went to storage db 1, which is logical db 0
+	// since the SWAPDB of record 2 (before the reopen and before the
+	// retained records).
+	for _, e := range evs {
+		m, err := feed.Decode(e)
+		if err != nil || m.DB == nil || *m.DB != 0 {
+			t.Fatalf("replayed event %s: logical db %v, want 0 (%v)", e, m.DB, err)
+		}
+	}
+	// A reply bounded in bytes leaves the rest for next.
+	next, evs, err = feed.Replay(s, "p", oldest, 100, feed.ReplayFilter{}, 1000)
+	if err != nil || len(evs) == 0 || next <= oldest || next > oldest+uint64(len(evs)) {
+		t.Fatalf("Replay within 1000 bytes: next %d, %d events, %v", next, len(evs), err)
+	}
+	size := 0
+	for _, e := range evs {
+		size += len(e)
+	}
+	if size > 1000 {
+		t.Fatalf("Replay within 1000 bytes gave %d bytes", size)
+	}
+}
+
+// TestReplaySwapBeforeReopen: the db map of records written before a
+// reopen comes from the scan of the retained log: a SET in storage db 1
+// before SWAPDB 0 1 is logical db 1, after it logical db 0.
+func TestReplaySwapBeforeReopen(t *testing.T) {
+	opts := materialize.Options{Dir: t.TempDir()}
+	s, err := materialize.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, evs := range [][]codec.Event{
+		{codec.SetMetaEvent(1, []byte("before"), strMeta("v"), 0)},
+		{codec.SwapDBEvent(0, 1)},
+		{codec.SetMetaEvent(1, []byte("after"), strMeta("v"), 0)},
+	} {
+		if _, err := s.Write(func(*materialize.View) ([]codec.Event, error) { return evs, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	if s, err = materialize.Open(opts); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, evs, err := feed.Replay(s, "p", 1, 10, feed.ReplayFilter{Type: "string"}, 0)
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("Replay: %d events, %v", len(evs), err)
+	}
+	for i, want := range []int{1, 0} {
+		if m, err := feed.Decode(evs[i]); err != nil || *m.DB != want {
+			t.Fatalf("event %d (%s): db %v, want %d (%v)", i, evs[i], *m.DB, want, err)
+		}
+	}
+}
