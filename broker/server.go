@@ -74,6 +74,11 @@ type Options struct {
 	// refused with MISCONF (materialize.Options.MinFreeDisk); 0 takes its
 	// default, 64 MiB; negative turns the check off.
 	MinFreeDisk int64
+	// Retention and RetentionAge are the change log's retention
+	// (materialize.Options.ChangeLogRetention and ChangeLogRetentionAge):
+	// what CHANGES and the feed's replay can read. 0: their defaults.
+	Retention    uint64
+	RetentionAge time.Duration
 	// StorageFatal is materialize.Options.Fatal: told when Pebble cannot go
 	// on, it must not return. nil: a panic.
 	StorageFatal func(msg string)
@@ -316,15 +321,17 @@ func New(opts Options) (*Server, error) {
 		observer = tl
 	}
 	store, err := materialize.Open(materialize.Options{
-		Dir:         o.Dir,
-		InMemory:    o.InMemory,
-		Sync:        o.AppendFsync,
-		CacheSize:   o.CacheSize,
-		MinFreeDisk: o.MinFreeDisk,
-		Fatal:       o.StorageFatal,
-		Logger:      o.Logger,
-		Now:         o.Now,
-		Observer:    observer,
+		Dir:                   o.Dir,
+		InMemory:              o.InMemory,
+		Sync:                  o.AppendFsync,
+		CacheSize:             o.CacheSize,
+		MinFreeDisk:           o.MinFreeDisk,
+		ChangeLogRetention:    o.Retention,
+		ChangeLogRetentionAge: o.RetentionAge,
+		Fatal:                 o.StorageFatal,
+		Logger:                o.Logger,
+		Now:                   o.Now,
+		Observer:              observer,
 	})
 	if err != nil {
 		return nil, err

@@ -64,7 +64,10 @@ type changeLog struct {
 	// so that a read never loses a segment in its middle (a gap).
 	readers sync.RWMutex
 	segs    []uint64 // first sequence of each segment, ascending
-	f       vfs.File // the last segment, appended to
+	// segTimes are the decision times (Unix ms) of segments' first
+	// records, read once each (cutBefore).
+	segTimes map[uint64]int64
+	f        vfs.File // the last segment, appended to
 
 	// The writer goroutine's own state.
 	size     int64  // bytes in the last segment
@@ -477,6 +480,7 @@ func (l *changeLog) dropBefore(seq uint64) error {
 	var drop []uint64
 	for len(l.segs) > 1 && l.segs[1] <= seq {
 		drop = append(drop, l.segs[0])
+		delete(l.segTimes, l.segs[0])
 		l.segs = l.segs[1:]
 	}
 	l.mu.Unlock()
@@ -489,6 +493,55 @@ func (l *changeLog) dropBefore(seq uint64) error {
 		return l.syncDir()
 	}
 	return nil
+}
+
+// cutBefore returns the first record of the newest segment whose
+// predecessors' records were all decided before t (Unix ms): those
+// segments may go by age (0: none). A segment's records are taken to be no
+// newer than its successor's first record (the decision times of records
+// follow their order, unless the clock stepped back). The first record's
+// time of each segment is read once and kept.
+func (l *changeLog) cutBefore(t int64) uint64 {
+	l.mu.Lock()
+	segs := slices.Clone(l.segs)
+	l.mu.Unlock()
+	var cut uint64
+	for _, first := range segs[min(1, len(segs)):] {
+		ms, ok := l.firstTime(first)
+		if !ok || ms >= t {
+			break
+		}
+		cut = first
+	}
+	return cut
+}
+
+// firstTime returns the decision time (Unix ms) of the first record of
+// segment first, reading it once.
+func (l *changeLog) firstTime(first uint64) (int64, bool) {
+	l.mu.Lock()
+	ms, ok := l.segTimes[first]
+	l.mu.Unlock()
+	if ok {
+		return ms, true
+	}
+	f, err := l.fs.Open(l.fs.PathJoin(l.dir, segmentName(first)))
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	var b [frameHeader + 8 + 1 + 16 + 8]byte // frame header, seq, record version, ULID, time
+	if _, err := f.ReadAt(b[:], 0); err != nil {
+		return 0, false
+	}
+	ms = int64(binary.BigEndian.Uint64(b[len(b)-8:]))
+	l.mu.Lock()
+	if l.segTimes == nil {
+		l.segTimes = map[uint64]int64{}
+	}
+	l.segTimes[first] = ms
+	l.mu.Unlock()
+	return ms, true
 }
 
 // droppable reports whether dropBefore(cut) would drop a segment.

@@ -79,10 +79,17 @@ type Options struct {
 	// cheaper; in make bench, SET went from 0.38 (32 MiB) to 0.48 (16 MiB)
 	// of redis-server's rate, XADD stayed the same.
 	MemTableSize uint64
-	// ChangeLogRetention is how many change-log records are kept at
-	// least. The default is 1<<20; older records are dropped a whole
-	// segment file at a time, once Pebble holds their effects durably.
+	// ChangeLogRetention is how many change-log records are kept: older
+	// ones are dropped a whole segment file at a time (so somewhat more
+	// are kept), once Pebble holds their effects durably. The default is
+	// 1<<20; math.MaxUint64 keeps every record (then only
+	// ChangeLogRetentionAge drops any).
 	ChangeLogRetention uint64
+	// ChangeLogRetentionAge, when above 0, also drops the records older
+	// than this (by their decision time), a segment at a time, checked
+	// after commits and every minute: a record goes once either limit
+	// says so.
+	ChangeLogRetentionAge time.Duration
 	// ChangeLogSegmentSize is the size in bytes past which a change-log
 	// segment file is closed and a new one started. The default is 64 MiB.
 	ChangeLogSegmentSize int64
@@ -350,6 +357,11 @@ func Open(opts Options) (*Store, error) {
 	go s.writer()
 	s.wg.Add(1)
 	go s.every(time.Second, s.syncCommitted) // under everysec only (SetPolicy may change it)
+	if o.ChangeLogRetentionAge > 0 {
+		// Records age without commits: the age limit is checked every minute too.
+		s.wg.Add(1)
+		go s.every(time.Minute, func() { s.maybePruneLog(s.committed.Load()) })
+	}
 	return s, nil
 }
 
@@ -866,15 +878,29 @@ func (s *Store) stageRecord(seq uint64, now time.Time, events []codec.Event, tc 
 	return nil
 }
 
+// retainCut returns the first record the retention keeps after record
+// seq committed: the records before it may go (Options.ChangeLogRetention
+// and ChangeLogRetentionAge; 0: none may).
+func (s *Store) retainCut(seq uint64) uint64 {
+	var cut uint64
+	if r := s.opts.ChangeLogRetention; seq > r {
+		cut = seq - r
+	}
+	if age := s.opts.ChangeLogRetentionAge; age > 0 {
+		cut = max(cut, s.log.cutBefore(s.opts.Now().Add(-age).UnixMilli()))
+	}
+	return cut
+}
+
 // maybePruneLog starts dropping the change-log segments older than the
 // retention, when there are some and no pruning runs.
 func (s *Store) maybePruneLog(seq uint64) {
-	r := s.opts.ChangeLogRetention
-	if seq <= r || !s.log.droppable(seq-r) || !s.pruning.CompareAndSwap(false, true) {
+	cut := s.retainCut(seq)
+	if cut == 0 || !s.log.droppable(cut) || !s.pruning.CompareAndSwap(false, true) {
 		return
 	}
 	s.wg.Add(1)
-	go s.pruneLog(seq - r)
+	go s.pruneLog(cut)
 }
 
 // pruneLog drops the segments whose records all come before the
@@ -885,7 +911,6 @@ func (s *Store) maybePruneLog(seq uint64) {
 func (s *Store) pruneLog(cut uint64) {
 	defer s.wg.Done()
 	defer s.pruning.Store(false)
-	r := s.opts.ChangeLogRetention
 	for {
 		if s.faults.cur.Load() != nil {
 			return // a flush may never end; pruning waits for the next commit after the fault
@@ -901,8 +926,8 @@ func (s *Store) pruneLog(cut uint64) {
 			s.opts.Logger.Warn("change log pruning failed", "err", err)
 			return
 		}
-		seq := s.committed.Load()
-		if seq <= r || !s.log.droppable(seq-r) {
+		cut = s.retainCut(s.committed.Load())
+		if cut == 0 || !s.log.droppable(cut) {
 			return
 		}
 		select {
@@ -910,7 +935,6 @@ func (s *Store) pruneLog(cut uint64) {
 			return
 		default:
 		}
-		cut = seq - r
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -736,6 +737,52 @@ func TestChangeLogRetention(t *testing.T) {
 		setString(t, s, 0, "k", "v", 0, 0)
 	}
 	check(2048)
+}
+
+// TestChangeLogRetentionAge: with no count limit, records older than the
+// age go, a segment at a time; the younger ones stay, without gaps.
+func TestChangeLogRetentionAge(t *testing.T) {
+	c := newClock(t0)
+	s, err := materialize.Open(materialize.Options{InMemory: true, Now: c.Now, ChangeLogRetention: math.MaxUint64,
+		ChangeLogRetentionAge: time.Hour, ChangeLogSegmentSize: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range 500 {
+		setString(t, s, 0, "old", "v", 0, 0)
+	}
+	if first := s.FirstSeq(); first != 1 {
+		t.Fatalf("records dropped within the hour: the oldest is %d", first)
+	}
+	c.Advance(2 * time.Hour.Milliseconds())
+	for range 200 {
+		setString(t, s, 0, "new", "v", 0, 0)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		recs := records(t, s, 0)
+		young := 0
+		for i, r := range recs {
+			if i > 0 && r.Seq != recs[i-1].Seq+1 {
+				t.Fatalf("gap in retained change log at %d", r.Seq)
+			}
+			if r.TimeMs > t0+time.Hour.Milliseconds() {
+				young++
+			}
+		}
+		if young != 200 {
+			t.Fatalf("%d of the 200 records of the last hour kept", young)
+		}
+		// Segments of 1 KiB hold about 20 records: at most one of old ones.
+		if len(recs)-young < 30 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d records older than an hour still kept", len(recs)-young)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // ---------------------------------------------------------------- TTL index, DelKey

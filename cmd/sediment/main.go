@@ -6,7 +6,7 @@
 //	         [--nats-url URL] [--appendfsync always|everysec|no]
 //	         [--databases 16] [--maxclients 10000] [--timeout 0] [--cache-size 64] [--log-level info]
 //	         [--nats-listen 127.0.0.1:4222|off] [--feed-prefix sediment]
-//	         [--requirepass PASSWORD] [--protected-mode yes|no]
+//	         [--requirepass PASSWORD] [--protected-mode yes|no] [--changelog-retention 1048576[,AGE]]
 //	         [--tls-port 0] [--tls-cert-file F] [--tls-key-file F] [--tls-ca-cert-file F]
 //	         [--tls-auth-clients yes|no|optional] [--tls-protocols "TLSv1.2 TLSv1.3"] [--tls-ciphers ...]
 //	         [--nats-creds F] [--nats-tls-cert-file F] [--nats-tls-key-file F] [--nats-tls-ca-cert-file F]
@@ -21,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	_ "net/http/pprof"
@@ -51,7 +52,7 @@ type config struct {
 	metricsAddr, logFormat, metricsStreams           string
 	otelStdout, otelRecordArgs                       bool
 	natsListen, feedPrefix, requirepass, protected   string
-	aclFile, natsFeedPassword                        string
+	aclFile, natsFeedPassword, retention             string
 	port, databases, maxclients, timeout, cacheMB    int
 	minFreeDiskMB                                    int
 	tls                                              tlsFlags
@@ -75,6 +76,7 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.IntVar(&c.databases, "databases", 16, "number of databases (SELECT 0..N-1)")
 	fs.IntVar(&c.maxclients, "maxclients", 10000, "most client connections served at once; more are told \"ERR max number of clients reached\"")
 	fs.IntVar(&c.cacheMB, "cache-size", 64, "Pebble's block cache in MiB (large values are read through it)")
+	fs.StringVar(&c.retention, "changelog-retention", "1048576", "change-log records kept for replay (CHANGES): a count, an age (168h), or both (1048576,168h); a record goes once either limit says so; 0: no count limit")
 	fs.IntVar(&c.minFreeDiskMB, "min-free-disk", 64, "refuse writes (MISCONF) while the data directory's filesystem has less free space than this, in MiB; 0: never")
 	fs.IntVar(&c.timeout, "timeout", 0, "close a client idle for this many seconds; 0: never (Redis's timeout)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -167,6 +169,10 @@ func run(args []string, getenv func(string) string) error {
 	if c.protected != "yes" && c.protected != "no" {
 		return fmt.Errorf("--protected-mode: want yes or no, got %q", c.protected)
 	}
+	keep, keepAge, err := parseRetention(c.retention)
+	if err != nil {
+		return err
+	}
 	tlsCfg, err := serverTLS(c.tls)
 	if err != nil {
 		return err
@@ -213,6 +219,8 @@ func run(args []string, getenv func(string) string) error {
 		Timeout:        time.Duration(c.timeout) * time.Second,
 		CacheSize:      int64(c.cacheMB) << 20,
 		MinFreeDisk:    minFreeDisk(c.minFreeDiskMB),
+		Retention:      keep,
+		RetentionAge:   keepAge,
 		StorageFatal: func(msg string) {
 			log.Error("storage cannot go on; exiting (every acknowledged write is in the change log and is replayed at the next start)", "err", msg)
 			os.Exit(1)
@@ -267,6 +275,28 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// parseRetention parses --changelog-retention: a record count (0: no
+// count limit), a Go duration, or both separated by a comma.
+func parseRetention(v string) (count uint64, age time.Duration, err error) {
+	count = 1 << 20
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		if n, perr := strconv.ParseUint(part, 10, 64); perr == nil {
+			count = n
+			if n == 0 {
+				count = math.MaxUint64
+			}
+			continue
+		}
+		d, derr := time.ParseDuration(part)
+		if derr != nil || d <= 0 {
+			return 0, 0, fmt.Errorf("--changelog-retention: want a record count, a duration (168h) or both (1048576,168h), got %q", v)
+		}
+		age = d
+	}
+	return count, age, nil
 }
 
 // minFreeDisk turns --min-free-disk (MiB; 0: off) into
