@@ -12,16 +12,13 @@ import (
 // COMMAND [COUNT | INFO [name ...] | DOCS [name ...] | LIST [FILTERBY
 // ...] | GETKEYS command [arg ...] | GETKEYSANDFLAGS command [arg ...] |
 // HELP]
-// The replies follow Redis 7's shapes, built from the command table.
+// The replies follow Redis 7.0's shapes: INFO and DOCS from the command
+// table and Redis 7.0.15's documentation (command_docs.go).
 // https://redis.io/docs/latest/commands/command/
 func runCommand(x *exec) error {
 	w := x.reply()
 	if len(x.args) == 1 {
-		cmds := sortedCommands()
-		w.Array(len(cmds))
-		for _, c := range cmds {
-			writeCommandInfo(w, c)
-		}
+		commandInfo(w, nil)
 		return nil
 	}
 	sub := x.args[1]
@@ -31,33 +28,9 @@ func runCommand(x *exec) error {
 	case equalFold(sub, "LIST"):
 		return commandList(x, w)
 	case equalFold(sub, "INFO"):
-		cmds := namedCommands(x.args[2:])
-		w.Array(len(cmds))
-		for _, c := range cmds {
-			if c == nil {
-				w.NullBulk()
-			} else {
-				writeCommandInfo(w, c)
-			}
-		}
+		commandInfo(w, x.args[2:])
 	case equalFold(sub, "DOCS"):
-		var cmds []*cmdSpec
-		for _, c := range namedCommands(x.args[2:]) {
-			if c != nil {
-				cmds = append(cmds, c)
-			}
-		}
-		w.Map(len(cmds))
-		for _, c := range cmds {
-			w.BulkString(c.name)
-			w.Map(3)
-			w.BulkString("summary")
-			w.BulkString(c.summary)
-			w.BulkString("since")
-			w.BulkString(c.since)
-			w.BulkString("group")
-			w.BulkString(c.group)
-		}
+		commandDocsReply(w, x.args[2:])
 	case equalFold(sub, "GETKEYS") && len(x.args) >= 4:
 		return commandGetKeys(x, w, false)
 	case equalFold(sub, "GETKEYSANDFLAGS") && len(x.args) >= 4:
@@ -190,18 +163,6 @@ func commandGetKeys(x *exec, w reply.Writer, withFlags bool) error {
 	return nil
 }
 
-// namedCommands looks up names; with none it returns every command.
-func namedCommands(names [][]byte) []*cmdSpec {
-	if len(names) == 0 {
-		return sortedCommands()
-	}
-	out := make([]*cmdSpec, len(names))
-	for i, n := range names {
-		out[i] = lookup(n)
-	}
-	return out
-}
-
 func sortedCommands() []*cmdSpec {
 	out := make([]*cmdSpec, 0, len(commandTable))
 	for _, c := range commandTable {
@@ -209,30 +170,6 @@ func sortedCommands() []*cmdSpec {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
-}
-
-// writeCommandInfo writes one COMMAND INFO entry: name, arity, flags,
-// first key, last key, step, ACL categories, tips, key specs, subcommands.
-func writeCommandInfo(w reply.Writer, c *cmdSpec) {
-	w.Array(10)
-	w.BulkString(c.name)
-	w.Int(int64(c.arity))
-	flags := c.flags.Names()
-	w.Array(len(flags))
-	for _, f := range flags {
-		w.Simple(f)
-	}
-	w.Int(int64(c.first))
-	w.Int(int64(c.last))
-	w.Int(int64(c.step))
-	cats := acls().byName[c.name].categoryNames()
-	w.Array(len(cats))
-	for _, cat := range cats {
-		w.Simple(cat)
-	}
-	w.Array(0) // tips
-	w.Array(0) // key specs
-	w.Array(0) // subcommands
 }
 
 // derivedCategories derives ACL categories from the flags and group, for

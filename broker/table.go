@@ -31,7 +31,7 @@ type cmdSpec struct {
 	// first, last, step: key positions as in COMMAND INFO (0 = no keys,
 	// last -1 = up to the last argument).
 	first, last, step int
-	group             string // COMMAND DOCS group: "stream", "string", "generic", "connection", "server"
+	group             string // COMMAND DOCS group ("stream", "string", "generic", "connection", "server"): a fallback, as is summary, for the docs command_docs.json and handDocs hold
 	summary           string
 	since             string
 	blockOption       string // see command.Spec.BlockOption
