@@ -2,6 +2,7 @@
 // stream-first broker storing its data in Pebble and waking blocked readers
 // through NATS.
 //
+//	sediment feed [--nats-url URL] [--user feed --password P] [--db N] [--type T] [--key K] [--from SEQ]
 //	sediment [serve] [--bind 127.0.0.1] [--port 6380] [--dir ./data]
 //	         [--nats-url URL] [--appendfsync always|everysec|no]
 //	         [--databases 16] [--maxclients 10000] [--timeout 0] [--cache-size 64] [--log-level info]
@@ -128,6 +129,15 @@ func parse(args []string, getenv func(string) string) (config, error) {
 }
 
 func run(args []string, getenv func(string) string) error {
+	if len(args) > 0 && args[0] == "feed" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		err := runFeed(args[1:], getenv, os.Stdout, ctx.Done())
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
 	c, err := parse(args, getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/sediment-dev/sediment/feed"
+)
+
+// feedConfig is `sediment feed`'s flags.
+type feedConfig struct {
+	url, user, password, prefix, typ, key string
+	db                                    int
+	from                                  uint64
+	hasFrom                               bool
+}
+
+// runFeed is `sediment feed [--nats-url URL] [--user U --password P]
+// [--feed-prefix P] [--db N] [--type T] [--key K] [--from SEQ]`: it
+// prints the change feed (docs/change-feed.md) one event a line, as it
+// comes, until interrupted. With --from it first prints the retained
+// records from SEQ on (the <prefix>.replay endpoint), then the live ones
+// after them, none twice: it subscribes before it asks for the replay.
+func runFeed(args []string, getenv func(string) string, out io.Writer, done <-chan struct{}) error {
+	var c feedConfig
+	fs := flag.NewFlagSet("sediment feed", flag.ContinueOnError)
+	fs.StringVar(&c.url, "nats-url", "nats://127.0.0.1:4222", "the NATS server the change feed is on (the embedded one by default)")
+	fs.StringVar(&c.user, "user", "", "NATS user (feed, with --nats-feed-password on the server)")
+	fs.StringVar(&c.password, "password", "", "NATS password")
+	fs.StringVar(&c.prefix, "feed-prefix", feed.DefaultPrefix, "the server's --feed-prefix")
+	fs.IntVar(&c.db, "db", -1, "only this logical db")
+	fs.StringVar(&c.typ, "type", "", "only this type: string, hash, set, zset, list, stream, key or db")
+	fs.StringVar(&c.key, "key", "", "only this key")
+	from := fs.String("from", "", "print the retained records from this sequence number on first (0: the oldest retained)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *from != "" {
+		n, err := strconv.ParseUint(*from, 10, 64)
+		if err != nil {
+			return fmt.Errorf("--from: want a sequence number, got %q", *from)
+		}
+		c.from, c.hasFrom = n, true
+	}
+	if c.password == "" {
+		c.password = getenv("SEDIMENT_NATS_FEED_PASSWORD")
+	}
+	opts := []nats.Option{nats.Name("sediment feed")}
+	if c.user != "" {
+		opts = append(opts, nats.UserInfo(c.user, c.password))
+	}
+	nc, err := nats.Connect(c.url, opts...)
+	if err != nil {
+		return fmt.Errorf("connecting to NATS at %s: %w", c.url, err)
+	}
+	defer nc.Close()
+	live := make(chan *nats.Msg, 4096)
+	if _, err := nc.ChanSubscribe(c.subject(), live); err != nil {
+		return err
+	}
+	if err := nc.Flush(); err != nil {
+		return err
+	}
+	var next uint64 // the first sequence not printed yet
+	if c.hasFrom {
+		if next, err = c.replay(nc, out); err != nil {
+			return err
+		}
+	}
+	for {
+		select {
+		case <-done:
+			return nil
+		case m := <-live:
+			msg, err := feed.Decode(m.Data)
+			if err != nil {
+				fmt.Fprintf(out, "undecodable message on %s: %v\n", m.Subject, err)
+				continue
+			}
+			if msg.Seq < next || !c.keep(msg) {
+				continue // printed by the replay
+			}
+			fmt.Fprintln(out, formatEvent(msg))
+		}
+	}
+}
+
+// subject is the NATS subject that carries what the filters select.
+func (c feedConfig) subject() string {
+	db, typ, key := "*", "*", ">"
+	if c.db >= 0 {
+		db = strconv.Itoa(c.db)
+	}
+	if c.typ != "" {
+		typ = c.typ
+	}
+	if c.key != "" {
+		key = feed.KeyToken([]byte(c.key))
+	}
+	if c.db < 0 && c.typ == "" && c.key == "" {
+		return c.prefix + ".chg.>" // FLUSHALL's subject has no db number
+	}
+	return c.prefix + ".chg." + db + "." + typ + "." + key
+}
+
+// keep applies the filters to a replayed event (the live ones come
+// filtered by their subject).
+func (c feedConfig) keep(m feed.Message) bool {
+	switch {
+	case c.db >= 0 && (m.DB == nil || *m.DB != c.db):
+		return false
+	case c.typ != "" && m.Type != c.typ:
+		return false
+	case c.key != "":
+		k, err := m.KeyBytes()
+		return err == nil && string(k) == c.key
+	}
+	return true
+}
+
+// replay prints the retained records from c.from on, page by page, and
+// returns the sequence after the last one.
+func (c feedConfig) replay(nc *nats.Conn, out io.Writer) (uint64, error) {
+	from := c.from
+	for {
+		body, _ := json.Marshal(map[string]any{"from": from, "count": feed.ReplayMax, "type": c.typ})
+		m, err := nc.Request(c.prefix+".replay", body, 10*time.Second)
+		if err != nil {
+			return 0, fmt.Errorf("replay from %d: %w", from, err)
+		}
+		var rep struct {
+			Next   uint64            `json:"next"`
+			Events []json.RawMessage `json:"events"`
+			Error  string            `json:"error"`
+		}
+		if err := json.Unmarshal(m.Data, &rep); err != nil {
+			return 0, fmt.Errorf("replay from %d: %w", from, err)
+		}
+		if rep.Error != "" {
+			return 0, errors.New("replay: " + rep.Error)
+		}
+		for _, e := range rep.Events {
+			msg, err := feed.Decode(e)
+			if err == nil && c.keep(msg) {
+				fmt.Fprintln(out, formatEvent(msg))
+			}
+		}
+		if rep.Next <= from { // past the newest record: nothing more
+			return rep.Next, nil
+		}
+		from = rep.Next
+	}
+}
+
+// formatEvent is one line of `sediment feed`: sequence and place in the
+// record, time, db, type, operation, key and arguments, binary bytes
+// quoted as Go strings.
+//
+//	42 0/2 2026-11-27T08:00:00.123Z db=0 hash hset "user:1" "name" "Ada"
+func formatEvent(m feed.Message) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %d/%d %s", m.Seq, m.I, m.N, time.UnixMilli(m.Ms).UTC().Format("2006-01-02T15:04:05.000Z"))
+	if m.DB != nil {
+		fmt.Fprintf(&b, " db=%d", *m.DB)
+	}
+	fmt.Fprintf(&b, " %s %s", m.Type, m.Op)
+	if k, err := m.KeyBytes(); err == nil && (m.Key != nil || m.Key64 != "") {
+		b.WriteString(" " + strconv.Quote(string(k)))
+	}
+	switch args, err := m.ArgBytes(); {
+	case m.Meta != nil: // set-meta: the decoded metadata, not its encoding
+		fmt.Fprintf(&b, " type=%s", m.Meta.Type)
+		if m.Meta.ExpireAtMs != 0 {
+			fmt.Fprintf(&b, " expire-at=%s", time.UnixMilli(m.Meta.ExpireAtMs).UTC().Format("2006-01-02T15:04:05.000Z"))
+		}
+		if v, err := base64.StdEncoding.DecodeString(m.Meta.Value64); err == nil && m.Meta.Value64 != "" {
+			b.WriteString(" value=" + strconv.Quote(string(v)))
+		}
+	case err == nil:
+		for _, a := range args {
+			b.WriteString(" " + strconv.Quote(string(a)))
+		}
+	}
+	if m.Reason != "" {
+		b.WriteString(" reason=" + m.Reason)
+	}
+	if m.Truncated {
+		b.WriteString(" (truncated)")
+	}
+	return b.String()
+}
