@@ -100,38 +100,30 @@ func TestClientReplyLikeRedis(t *testing.T) {
 	}
 }
 
-// TestClientPauseErrorsLikeRedis: CLIENT PAUSE's and UNPAUSE's arguments.
-func TestClientPauseErrorsLikeRedis(t *testing.T) {
-	redisAddr := confStartRedis(t)
-	ts := newTestServer(t)
-	for _, args := range [][]string{
-		{"CLIENT", "PAUSE"},
-		{"CLIENT", "PAUSE", "abc"},
-		{"CLIENT", "PAUSE", "-1"},
-		{"CLIENT", "PAUSE", "10", "bad"},
-		{"CLIENT", "PAUSE", "10", "write", "extra"},
-		{"CLIENT", "PAUSE", "99999999999999999999"},
-		{"CLIENT", "UNPAUSE", "x"},
-		{"CLIENT", "PAUSE", "0", "write"},
-		{"CLIENT", "UNPAUSE"},
-		{"CLIENT", "NO-EVICT", "maybe"},
-		{"CLIENT", "HELP"},
-		{"CLIENT", "LIST", "TYPE", "bad"},
-		{"CLIENT", "LIST", "TYPE", "replica"},
-		{"CLIENT", "LIST", "TYPE", "master"},
-		{"CLIENT", "LIST", "ID", "1", "abc"},
-		{"CLIENT", "LIST", "ID"},
-		{"CLIENT", "LIST", "ID", "0"},
-		{"CLIENT", "LIST", "foo"},
-		{"CLIENT", "LIST", "TYPE", "normal", "ID", "3"},
-	} {
-		rc, sc := confDial(t, redisAddr), confDial(t, ts.addr)
-		want, _ := rc.do(args...)
-		got, _ := sc.do(args...)
-		if !want.equal(got) {
-			t.Errorf("%v:\nredis:    %v\nsediment: %v", args, want, got)
-		}
-	}
+// CLIENT PAUSE's and UNPAUSE's arguments, NO-EVICT, HELP and LIST's
+// filters as both servers reply them (conformance cases: RESP2 and RESP3).
+func init() {
+	conformanceCases = append(conformanceCases, confCase{name: "client pause and list", steps: []confStep{
+		cc("CLIENT", "PAUSE"),
+		cc("CLIENT", "PAUSE", "abc"),
+		cc("CLIENT", "PAUSE", "-1"),
+		cc("CLIENT", "PAUSE", "10", "bad"),
+		cc("CLIENT", "PAUSE", "10", "write", "extra"),
+		cc("CLIENT", "PAUSE", "99999999999999999999"),
+		cc("CLIENT", "UNPAUSE", "x"),
+		cc("CLIENT", "PAUSE", "0", "write"),
+		cc("CLIENT", "UNPAUSE"),
+		cc("CLIENT", "NO-EVICT", "maybe"),
+		cc("CLIENT", "HELP"),
+		cc("CLIENT", "LIST", "TYPE", "bad"),
+		cc("CLIENT", "LIST", "TYPE", "replica"),
+		cc("CLIENT", "LIST", "TYPE", "master"),
+		cc("CLIENT", "LIST", "ID", "1", "abc"),
+		cc("CLIENT", "LIST", "ID"),
+		cc("CLIENT", "LIST", "ID", "0"),
+		cc("CLIENT", "LIST", "foo"),
+		cc("CLIENT", "LIST", "TYPE", "normal", "ID", "3"),
+	}})
 }
 
 // TestClientPause: WRITE holds writes (and EXEC of a transaction with

@@ -611,8 +611,12 @@ func (s *Store) recover() error {
 	return s.replay(applied+1, last)
 }
 
-func (s *Store) readApplied() (uint64, error) {
-	v, closer, err := s.db.Get(codec.AppliedKey())
+func (s *Store) readApplied() (uint64, error) { return readApplied(s.db) }
+
+// readApplied returns db's A key: the last change-log record its state
+// holds (0: none).
+func readApplied(db *pebble.DB) (uint64, error) {
+	v, closer, err := db.Get(codec.AppliedKey())
 	if errors.Is(err, pebble.ErrNotFound) {
 		return 0, nil
 	}

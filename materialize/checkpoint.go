@@ -305,18 +305,7 @@ func (s *Store) checkpointApplied(dir string) (applied uint64, err error) {
 		return 0, err
 	}
 	defer func() { err = errors.Join(err, db.Close()) }()
-	v, closer, err := db.Get(codec.AppliedKey())
-	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	defer closer.Close()
-	if len(v) != 8 {
-		return 0, fmt.Errorf("materialize: applied sequence: %w", codec.ErrCorrupt)
-	}
-	return binary.BigEndian.Uint64(v), nil
+	return readApplied(db)
 }
 
 // installCheckpoint renames tmp to dest, an existing dest to old first
