@@ -1,7 +1,11 @@
 package broker
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -110,7 +114,7 @@ func runACL(x *exec) error {
 				return wireError("ERR There was an error trying to save the ACLs. Please check the server logs for more information")
 			}
 		} else if err := a.load(path, func(gone []*aclSlot) { x.c.s.closeUsers(gone, x.c) }); err != nil {
-			return wireError("ERR " + sanitize([]byte(err.Error()), 4096))
+			return wireError("ERR " + redisErrText(err.Error()))
 		}
 		w.OK()
 	case sub == "help" && n == 2:
@@ -127,11 +131,24 @@ func runACL(x *exec) error {
 }
 
 // ACL SETUSER username [rule ...]: the rules apply in order to a copy of
-// the user (a new one: off, no passwords, keys, channels or commands);
-// the first bad rule fails the whole command, changing nothing.
+// the user (a new one: off, no passwords, keys, channels or commands),
+// after a selector split across arguments is joined into one
+// (mergeSelectorArgs); the first bad rule fails the whole command,
+// changing nothing.
 func aclSetUser(x *exec) error {
 	a := x.c.s.acl
 	name := string(x.args[2])
+	if hasSpaces(name) {
+		return wireError("ERR Usernames can't contain spaces or null characters")
+	}
+	rules := make([]string, len(x.args)-3)
+	for i, r := range x.args[3:] {
+		rules[i] = string(r)
+	}
+	rules, open := mergeSelectorArgs(rules)
+	if open >= 0 {
+		return wireError("ERR Unmatched parenthesis in acl selector starting at '" + redisErrText(string(x.args[3+open])) + "'.")
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	slot := a.users[name]
@@ -141,9 +158,9 @@ func aclSetUser(x *exec) error {
 	} else {
 		u = newACLUser(name)
 	}
-	for _, r := range x.args[3:] {
-		if err := u.apply(string(r)); err != nil {
-			return aclSetUserError(string(r), err)
+	for _, r := range rules {
+		if err := u.apply(r); err != nil {
+			return aclSetUserError(r, err)
 		}
 	}
 	u.seal()
@@ -180,7 +197,9 @@ func aclDelUser(x *exec) error {
 	return nil
 }
 
-// writeACLUser is ACL GETUSER's reply (Redis 7.0's fields).
+// writeACLUser is ACL GETUSER's reply (Redis 7.0's fields): flags,
+// passwords, the root selector's commands, keys and channels, and
+// "selectors", an array of the other selectors, each a map of those three.
 func writeACLUser(w reply.Writer, u *aclUser) {
 	w.Map(6)
 	w.BulkString("flags")
@@ -194,14 +213,24 @@ func writeACLUser(w reply.Writer, u *aclUser) {
 	for _, p := range u.passwords {
 		w.BulkString(p)
 	}
-	w.BulkString("commands")
-	w.BulkString(u.commandsText())
-	w.BulkString("keys")
-	w.BulkString(u.keysText())
-	w.BulkString("channels")
-	w.BulkString(u.channelsText())
+	writeACLSelector(w, &u.root)
 	w.BulkString("selectors")
-	w.Array(0)
+	w.Array(len(u.selectors))
+	for _, s := range u.selectors {
+		w.Map(3)
+		writeACLSelector(w, s)
+	}
+}
+
+// writeACLSelector is a selector's fields in ACL GETUSER (Redis 7.0's
+// aclAddReplySelectorDescription).
+func writeACLSelector(w reply.Writer, s *aclSelector) {
+	w.BulkString("commands")
+	w.BulkString(s.commandsText())
+	w.BulkString("keys")
+	w.BulkString(s.keysText())
+	w.BulkString("channels")
+	w.BulkString(s.channelsText())
 }
 
 // ACL CAT [category]: the categories, or the commands (and subcommands,
@@ -397,4 +426,93 @@ func (s *Server) closeClients(match func(*conn) bool, self *conn) int64 {
 		o.cancel()
 	}
 	return closed
+}
+
+// NOPERM errors (Redis 7.0 server.c processCommand and acl.c).
+func errNoPerm(d *aclDenial) wireError {
+	switch d.reason {
+	case "key":
+		return "NOPERM this user has no permissions to access one of the keys used as arguments"
+	case "channel":
+		return "NOPERM this user has no permissions to access one of the channels used as arguments"
+	}
+	return wireError("NOPERM this user has no permissions to run the '" + d.object + "' command")
+}
+
+// dryRunText is ACL DRYRUN's reply for a denial (Redis 7.0
+// getAclErrorMessage).
+func dryRunText(d *aclDenial) string {
+	switch d.reason {
+	case "key":
+		return "This user has no permissions to access the '" + d.object + "' key"
+	case "channel":
+		return "This user has no permissions to access the '" + d.object + "' channel"
+	}
+	return "This user has no permissions to run the '" + d.object + "' command"
+}
+
+// aclLogEntry is one ACL LOG entry (Redis 7.0's fields).
+type aclLogEntry struct {
+	count                   int64
+	reason, context, object string
+	username, clientInfo    string
+	created, updated        time.Time
+}
+
+// aclLogMax is acllog-max-len's default.
+const aclLogMax = 128
+
+// logDenial adds an ACL LOG entry, or counts it in an equal entry less than
+// 60 s old (Redis's grouping), moving that one to the head.
+func (a *aclUsers) logDenial(reason, context, object, username, clientInfo string, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, e := range a.log {
+		if e.reason == reason && e.context == context && e.object == object && e.username == username && now.Sub(e.updated) < 60*time.Second {
+			e.count++
+			e.updated, e.clientInfo = now, clientInfo
+			copy(a.log[1:i+1], a.log[:i])
+			a.log[0] = e
+			return
+		}
+	}
+	e := &aclLogEntry{count: 1, reason: reason, context: context, object: object, username: username,
+		clientInfo: clientInfo, created: now, updated: now}
+	a.log = append([]*aclLogEntry{e}, a.log...)
+	if n := a.logMax.Load(); int64(len(a.log)) > n {
+		a.log = a.log[:n]
+	}
+}
+
+// genPass returns bits random bits as hex (rounded up to whole digits).
+func genPass(bits int) string {
+	b := make([]byte, (bits+7)/8)
+	rand.Read(b)
+	return hex.EncodeToString(b)[:(bits+3)/4]
+}
+
+// sortedUserNames returns the users' names in order.
+func (a *aclUsers) sortedUserNames() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	names := make([]string, 0, len(a.users))
+	for n := range a.users {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// aclSetUserError is ACL SETUSER's error for a rule.
+func aclSetUserError(rule string, err error) wireError {
+	return wireError(fmt.Sprintf("ERR Error in ACL SETUSER modifier '%s': %s", redisErrText(rule), err))
+}
+
+// redisErrText is s as Redis's addReplyErrorFormat("%s") writes it: up to a NUL
+// byte, CR and LF as spaces, whatever its length.
+func redisErrText(s string) string {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
+	}
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
 }

@@ -1,24 +1,28 @@
 package broker
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
-
-	"github.com/tidwall/redcon"
 )
 
 // The ACL file (--aclfile, Redis's aclfile): one user per line, as ACL
-// LIST prints them ("user <name> <rule> ..."); empty lines are skipped
-// (and, as in Redis 7.0, a comment is an error). Each user starts as ACL
-// SETUSER creates one. Loading is all or nothing: every line is checked
-// before any user changes, and the errors are Redis 7.0's, all of them in
-// one reply. ACL SAVE writes ACL LIST's lines to a temporary file, syncs it
-// and renames it over the file.
+// LIST prints them ("user <name> <rule> ..."), read as Redis 7.0's
+// ACLLoadFromFile reads it: a line is trimmed and split at each space (no
+// quoting), a selector split across words is joined (mergeSelectorArgs),
+// and empty lines are skipped (a comment is an error). Each user starts as
+// ACL SETUSER creates one. Loading is all or nothing: every rule of every
+// line is checked before any user changes, and the errors are Redis 7.0's,
+// all of them in one reply. ACL SAVE writes ACL LIST's lines to a
+// temporary file, syncs it and renames it over the file.
+//
+// Differs from Redis 7.0.15: a line whose unclosed selector follows other
+// rules ("user u on (~k") makes redis-server crash (ACLLoadFromFile reads
+// the merged rules it has just freed); here it is the same error as when
+// the selector comes first.
 
 // errACLFileSuffix ends a failed load's error, as Redis's.
 const errACLFileSuffix = "WARNING: ACL errors detected, no change to the previously active ACL rules was performed"
@@ -28,39 +32,40 @@ const errACLFileSuffix = "WARNING: ACL errors detected, no change to the previou
 func parseACLFile(path string, data []byte) (map[string]*aclUser, error) {
 	users := map[string]*aclUser{}
 	var errs strings.Builder
-	for i, line := range bytes.Split(data, []byte("\n")) {
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.Trim(line, " \t\r\n")
+		if line == "" {
 			continue
 		}
-		args, err := redcon.Parse(append(line, '\r', '\n'))
-		words := args.Args
-		if err != nil || len(words) < 2 || string(words[0]) != "user" {
+		words := strings.Split(line, " ")
+		if words[0] != "user" || len(words) < 2 {
 			fmt.Fprintf(&errs, "%s:%d should start with user keyword followed by the username. ", path, i+1)
 			continue
 		}
-		name := string(words[1])
+		name := words[1]
+		if hasSpaces(name) {
+			fmt.Fprintf(&errs, "'%s:%d: username '%s' contains invalid characters. ", path, i+1, name)
+			continue
+		}
 		if _, dup := users[name]; dup {
 			fmt.Fprintf(&errs, "WARNING: Duplicate user '%s' found on line %d. ", name, i+1)
 			continue
 		}
 		u := newACLUser(name)
-		ok := true
-		for _, w := range words[2:] {
-			if err := u.apply(string(w)); err != nil {
-				if w[0] == '+' || w[0] == '-' {
-					fmt.Fprintf(&errs, "%s:%d: Error in applying operation '%s': %s. ", path, i+1, w, err)
-				} else {
-					fmt.Fprintf(&errs, "%s:%d: %s. ", path, i+1, err)
-				}
-				ok = false
-				break
+		users[name] = u
+		rules, open := mergeSelectorArgs(words[2:])
+		if open >= 0 {
+			fmt.Fprintf(&errs, "%s:%d: Unmatched parenthesis in selector definition.", path, i+1)
+		}
+		for _, r := range rules {
+			r = strings.Trim(r, "\t\r\n")
+			if err := u.apply(r); err == errString(aclErrUnknownCmd) {
+				fmt.Fprintf(&errs, "%s:%d: Error in applying operation '%s': %s. ", path, i+1, r, err)
+			} else if err != nil {
+				fmt.Fprintf(&errs, "%s:%d: %s. ", path, i+1, err)
 			}
 		}
-		if ok {
-			u.seal()
-			users[name] = u
-		}
+		u.seal()
 	}
 	if errs.Len() > 0 {
 		return nil, errors.New(errs.String() + errACLFileSuffix)
@@ -147,4 +152,162 @@ func strerror(err error) string {
 	}
 	t := errno.Error()
 	return strings.ToUpper(t[:1]) + t[1:]
+}
+
+// The words of ACL rules: a selector split across arguments (ACL SETUSER)
+// or words (the ACL file), and the rules inside one.
+
+// mergeSelectorArgs joins a selector split across arguments ("(~k", "+get)")
+// into one ("(~k +get)"), as Redis 7.0's ACLMergeSelectorArguments does: an
+// argument that starts with '(' and does not end with ')' opens one (and
+// drops a selector still open), and the next argument ending with ')'
+// closes it. open is the index of the argument that opened a selector left
+// unclosed (merged is then nil), else -1.
+func mergeSelectorArgs(args []string) (merged []string, open int) {
+	open = -1
+	var sel string
+	for j, op := range args {
+		if op != "" && op[0] == '(' && op[len(op)-1] != ')' {
+			sel, open = op, j
+			continue
+		}
+		if open >= 0 {
+			sel += " " + op
+			if op != "" && op[len(op)-1] == ')' {
+				merged = append(merged, sel)
+				open = -1
+			}
+			continue
+		}
+		merged = append(merged, op)
+	}
+	if open >= 0 {
+		return nil, open
+	}
+	return merged, -1
+}
+
+// splitArgs splits line into arguments as Redis's sdssplitargs does:
+// separated by white space, with "double quotes" (escapes \n \r \t \b \a
+// \xHH, and \ before any other character) and 'single quotes' (\' only).
+// A closing quote must be followed by white space or the end; that, or a
+// quote left open, gives nil. line ends at a NUL byte, as a C string.
+func splitArgs(line string) []string {
+	if i := strings.IndexByte(line, 0); i >= 0 {
+		line = line[:i]
+	}
+	var out []string
+	p := 0
+	at := func(i int) byte {
+		if i < len(line) {
+			return line[i]
+		}
+		return 0
+	}
+	for {
+		for p < len(line) && isSpace(line[p]) {
+			p++
+		}
+		if p == len(line) {
+			return out
+		}
+		var cur []byte
+		inq, insq := false, false
+		for done := false; !done; {
+			c := at(p)
+			switch {
+			case inq:
+				switch {
+				case c == '\\' && at(p+1) == 'x' && isHex(at(p+2)) && isHex(at(p+3)):
+					cur = append(cur, unhex(at(p+2))<<4|unhex(at(p+3)))
+					p += 3
+				case c == '\\' && at(p+1) != 0:
+					p++
+					cur = append(cur, unescape(line[p]))
+				case c == '"':
+					if n := at(p + 1); n != 0 && !isSpace(n) {
+						return nil
+					}
+					done = true
+				case c == 0:
+					return nil
+				default:
+					cur = append(cur, c)
+				}
+			case insq:
+				switch {
+				case c == '\\' && at(p+1) == '\'':
+					p++
+					cur = append(cur, '\'')
+				case c == '\'':
+					if n := at(p + 1); n != 0 && !isSpace(n) {
+						return nil
+					}
+					done = true
+				case c == 0:
+					return nil
+				default:
+					cur = append(cur, c)
+				}
+			default:
+				switch c {
+				case ' ', '\n', '\r', '\t', 0:
+					done = true
+				case '"':
+					inq = true
+				case '\'':
+					insq = true
+				default:
+					cur = append(cur, c)
+				}
+			}
+			if p < len(line) {
+				p++
+			}
+		}
+		out = append(out, string(cur))
+	}
+}
+
+// unescape is the byte a backslash and c stand for in double quotes.
+func unescape(c byte) byte {
+	switch c {
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	case 'b':
+		return '\b'
+	case 'a':
+		return '\a'
+	}
+	return c
+}
+
+// isSpace is C's isspace.
+func isSpace(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
+}
+
+// hasSpaces reports whether s holds white space or a NUL byte, which Redis
+// refuses in user names and patterns (ACLStringHasSpaces).
+func hasSpaces(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if isSpace(s[i]) || s[i] == 0 {
+			return true
+		}
+	}
+	return false
 }

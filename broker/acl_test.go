@@ -110,6 +110,13 @@ func TestACLRules(t *testing.T) {
 		{"+@string -@write", "-@all +@string -@write"},
 		{"+@all -config|get +@all", "+@all"},
 		{"+get nocommands +set", "-@all +set"},
+		// First-argument rules follow, for the commands whose bit is clear.
+		{"+select|0 +select|1 +SELECT|Foo +select|foo", "-@all +select|0 +select|1 +select|Foo"},
+		{"+@all -select +select|0", "+@all -select +select|0"},
+		{"+select +select|0", "-@all +select"},
+		{"+select|0 +@connection", "-@all +@connection"},
+		{"+select|0 -select", "-@all -select"},
+		{"+select|0 +get|X -@all +set", "-@all +set"},
 	} {
 		u := newACLUser("t")
 		for _, r := range strings.Fields(tc.rules) {
@@ -117,7 +124,7 @@ func TestACLRules(t *testing.T) {
 				t.Fatalf("%s: %v", r, err)
 			}
 		}
-		if got := u.commandsText(); got != tc.want {
+		if got := u.root.commandsText(); got != tc.want {
 			t.Errorf("%q: %q, want %q", tc.rules, got, tc.want)
 		}
 	}
@@ -126,11 +133,11 @@ func TestACLRules(t *testing.T) {
 	u.apply("+@string")
 	u.apply("-@write")
 	tab := acls()
-	if !u.can(tab.byName["get"]) || u.can(tab.byName["set"]) || u.can(tab.byName["hget"]) {
+	if !u.root.can(tab.byName["get"]) || u.root.can(tab.byName["set"]) || u.root.can(tab.byName["hget"]) {
 		t.Fatal("+@string -@write: want get, not set or hget")
 	}
 	u.apply("+config|get")
-	if !u.can(tab.byName["config|get"]) || u.can(tab.byName["config|set"]) || u.can(tab.byName["config"]) {
+	if !u.root.can(tab.byName["config|get"]) || u.root.can(tab.byName["config|set"]) || u.root.can(tab.byName["config"]) {
 		t.Fatal("+config|get: want config|get only")
 	}
 }
@@ -462,23 +469,29 @@ func TestACLFileLikeRedis(t *testing.T) {
 }
 
 // BenchmarkACLCheck: the permission check of one command for a user
-// allowed everything (the default: no check) and for a restricted one
-// (the command's bit, then its key against two patterns).
+// allowed everything (the default: no check), for a restricted one (the
+// command's bit, then its key against two patterns), and for one whose
+// root and first selector refuse it and whose second selector allows it.
 func BenchmarkACLCheck(b *testing.B) {
 	set := commandTable["set"]
 	args := [][]byte{[]byte("SET"), []byte("app:12345"), []byte("v")}
 	full := newDefaultUser("")
-	limited := newACLUser("app")
-	for _, r := range []string{"on", "~cache:*", "~app:*", "+@write", "+@read"} {
-		if err := limited.apply(r); err != nil {
-			b.Fatal(err)
+	user := func(rules ...string) *aclUser {
+		u := newACLUser("app")
+		for _, r := range rules {
+			if err := u.apply(r); err != nil {
+				b.Fatal(err)
+			}
 		}
+		u.seal()
+		return u
 	}
-	limited.seal()
+	limited := user("on", "~cache:*", "~app:*", "+@write", "+@read")
+	selectors := user("on", "~cache:*", "+@read", "(~other:* +@write)", "(~cache:* ~app:* +@write +@read)")
 	for _, tc := range []struct {
 		name string
 		u    *aclUser
-	}{{"default", full}, {"restricted", limited}} {
+	}{{"default", full}, {"restricted", limited}, {"selectors", selectors}} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
