@@ -187,125 +187,26 @@ func mergeSelectorArgs(args []string) (merged []string, open int) {
 	return merged, -1
 }
 
-// splitArgs splits line into arguments as Redis's sdssplitargs does:
-// separated by white space, with "double quotes" (escapes \n \r \t \b \a
-// \xHH, and \ before any other character) and 'single quotes' (\' only).
-// A closing quote must be followed by white space or the end; that, or a
-// quote left open, gives nil. line ends at a NUL byte, as a C string.
+// splitArgs splits line into arguments as Redis's sdssplitargs does
+// (readerSplitArgs, the inline-request splitter); unbalanced quotes give
+// nil.
 func splitArgs(line string) []string {
-	if i := strings.IndexByte(line, 0); i >= 0 {
-		line = line[:i]
+	args, err := readerSplitArgs([]byte(line))
+	if err != nil {
+		return nil
 	}
-	var out []string
-	p := 0
-	at := func(i int) byte {
-		if i < len(line) {
-			return line[i]
-		}
-		return 0
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = string(a)
 	}
-	for {
-		for p < len(line) && isSpace(line[p]) {
-			p++
-		}
-		if p == len(line) {
-			return out
-		}
-		var cur []byte
-		inq, insq := false, false
-		for done := false; !done; {
-			c := at(p)
-			switch {
-			case inq:
-				switch {
-				case c == '\\' && at(p+1) == 'x' && isHex(at(p+2)) && isHex(at(p+3)):
-					cur = append(cur, unhex(at(p+2))<<4|unhex(at(p+3)))
-					p += 3
-				case c == '\\' && at(p+1) != 0:
-					p++
-					cur = append(cur, unescape(line[p]))
-				case c == '"':
-					if n := at(p + 1); n != 0 && !isSpace(n) {
-						return nil
-					}
-					done = true
-				case c == 0:
-					return nil
-				default:
-					cur = append(cur, c)
-				}
-			case insq:
-				switch {
-				case c == '\\' && at(p+1) == '\'':
-					p++
-					cur = append(cur, '\'')
-				case c == '\'':
-					if n := at(p + 1); n != 0 && !isSpace(n) {
-						return nil
-					}
-					done = true
-				case c == 0:
-					return nil
-				default:
-					cur = append(cur, c)
-				}
-			default:
-				switch c {
-				case ' ', '\n', '\r', '\t', 0:
-					done = true
-				case '"':
-					inq = true
-				case '\'':
-					insq = true
-				default:
-					cur = append(cur, c)
-				}
-			}
-			if p < len(line) {
-				p++
-			}
-		}
-		out = append(out, string(cur))
-	}
-}
-
-// unescape is the byte a backslash and c stand for in double quotes.
-func unescape(c byte) byte {
-	switch c {
-	case 'n':
-		return '\n'
-	case 'r':
-		return '\r'
-	case 't':
-		return '\t'
-	case 'b':
-		return '\b'
-	case 'a':
-		return '\a'
-	}
-	return c
-}
-
-// isSpace is C's isspace.
-func isSpace(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }
-
-func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
-
-func unhex(c byte) byte {
-	switch {
-	case c >= 'a':
-		return c - 'a' + 10
-	case c >= 'A':
-		return c - 'A' + 10
-	}
-	return c - '0'
+	return out
 }
 
 // hasSpaces reports whether s holds white space or a NUL byte, which Redis
 // refuses in user names and patterns (ACLStringHasSpaces).
 func hasSpaces(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if isSpace(s[i]) || s[i] == 0 {
+		if readerIsSpace(s[i]) || s[i] == 0 {
 			return true
 		}
 	}
