@@ -223,7 +223,7 @@ func (c *conn) executeSilenced(args [][]byte) {
 	cmd := lookup(args[0])
 	if c.replyMode.silenced() && (cmd == nil || !slices.Contains(pushReplies, cmd.name)) {
 		c.w.SetBuffer(c.w.Buffer()[:c.replyMark])
-		c.buffered = 0
+		c.buffered = c.replyMark // the replies before it are still to flush
 	}
 	c.endReply()
 }

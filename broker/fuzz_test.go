@@ -15,13 +15,16 @@ import (
 // (pubsub_test.go covers them); SHUTDOWN, which stops the server, CLIENT
 // KILL, which may close the connection, CLIENT PAUSE, which holds every
 // client for as long as it says, and CLIENT REPLY, which drops replies,
-// are left out too (client_pause_test.go covers both).
+// are left out too (client_pause_test.go covers both), as are MULTI (the
+// PING after it is queued) and CONFIG SET of maxclients,
+// client-output-buffer-limit and timeout, which could refuse or close the
+// fuzzer's own connections.
 //
 //	go test ./broker -run '^$' -fuzz FuzzDispatch -fuzztime 30s
 func FuzzDispatch(f *testing.F) {
 	var names []string
 	for name, c := range commandTable {
-		if c.flags&flagBlocking == 0 && name != "quit" && name != "shutdown" && !strings.HasSuffix(name, "subscribe") {
+		if c.flags&flagBlocking == 0 && name != "quit" && name != "shutdown" && name != "multi" && !strings.HasSuffix(name, "subscribe") {
 			names = append(names, name)
 		}
 	}
@@ -40,6 +43,14 @@ func FuzzDispatch(f *testing.F) {
 		if args[0] == "client" && (bytes.Contains(bytes.ToUpper(raw), []byte("KILL")) ||
 			bytes.Contains(bytes.ToUpper(raw), []byte("PAUSE")) || bytes.Contains(bytes.ToUpper(raw), []byte("REPLY"))) {
 			return // closes the connection, holds the server, drops replies
+		}
+		if args[0] == "config" {
+			up := bytes.ToUpper(raw)
+			for _, p := range []string{"MAXCLIENTS", "CLIENT-OUTPUT-BUFFER-LIMIT", "TIMEOUT"} {
+				if bytes.Contains(up, []byte(p)) {
+					return // would refuse or close the fuzzer's own connections
+				}
+			}
 		}
 		if len(raw) > 0 {
 			for _, a := range bytes.Split(raw, []byte{0}) {
