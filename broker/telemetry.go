@@ -373,7 +373,8 @@ func (tl *telem) Commit(g materialize.GroupInfo) {
 		trace.WithAttributes(
 			attribute.Int("sediment.commit.writes", g.Writes),
 			attribute.Int("sediment.commit.records", g.Records),
-			attribute.Int("sediment.commit.log_bytes", g.LogBytes)))
+			attribute.Int("sediment.commit.log_bytes", g.LogBytes),
+			attribute.Bool("sediment.commit.sync", g.Sync)))
 	if g.Err != nil {
 		sp.SetStatus(codes.Error, g.Err.Error())
 	}

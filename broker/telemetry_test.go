@@ -161,6 +161,9 @@ func TestTelemetryCommandSpan(t *testing.T) {
 	if w, _ := spanAttr(cm, "sediment.commit.records"); w.AsInt64() != 1 {
 		t.Errorf("commit records %v, want 1", w.Emit())
 	}
+	if sync, ok := spanAttr(cm, "sediment.commit.sync"); !ok || sync.AsBool() {
+		t.Errorf("commit span sediment.commit.sync = %v (present %v), want false under everysec", sync.AsBool(), ok)
+	}
 	if b, _ := spanAttr(cm, "sediment.commit.log_bytes"); b.AsInt64() <= 0 {
 		t.Errorf("commit log_bytes %v, want > 0", b.Emit())
 	}

@@ -129,6 +129,7 @@ type GroupInfo struct {
 	Writes     int       // requests in the group (decided, whether or not they wrote)
 	Records    int       // change-log records committed (0 when no request wrote)
 	LogBytes   int       // bytes written to the change log
+	Sync       bool      // the policy is SyncAlways: the writes' replies wait for an fsync after the commit (WaitDurable)
 	Tags       []any     // the non-nil tags of the group's requests (SubmitTagged), in order
 	Err        error     // why the group failed; nil when it committed
 }
@@ -594,7 +595,7 @@ func (s *Store) observedGroup(o Observer, group []*writeReq) {
 		}
 	}
 	o.Commit(GroupInfo{Start: start, End: time.Now(), Writes: len(group),
-		Records: int(s.seq - seq0), LogBytes: g.logBytes, Tags: g.tags, Err: g.failed})
+		Records: int(s.seq - seq0), LogBytes: g.logBytes, Sync: s.Policy() == SyncAlways, Tags: g.tags, Err: g.failed})
 	clear(g.tags)
 }
 
