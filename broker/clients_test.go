@@ -95,7 +95,20 @@ func readBulkReply(t *testing.T, br *bufio.Reader) string {
 // reads their replies fills the socket buffers and blocks the server's
 // write; a shutdown still completes (Redis closes such clients too).
 func TestShutdownWithClientNotReading(t *testing.T) {
-	ts := newTestServer(t)
+	if d := shutdownNotReading(t, 0); d > 10*time.Second {
+		t.Fatalf("shutdown took %v", d)
+	}
+	// The grace is Options.ShutdownGrace (--shutdown-grace): a longer one
+	// waits longer than the default 2 s.
+	if d := shutdownNotReading(t, 3*time.Second); d < 2500*time.Millisecond {
+		t.Fatalf("shutdown with a 3 s grace took %v", d)
+	}
+}
+
+// shutdownNotReading closes a server while a client that does not read
+// holds its write, and returns how long Close took.
+func shutdownNotReading(t *testing.T, grace time.Duration) time.Duration {
+	ts := newTestServer(t, func(o *Options) { o.ShutdownGrace = grace })
 	c := ts.client(t)
 	big := strings.Repeat("v", 1<<20)
 	if err := c.Set(t.Context(), "big", big, 0).Err(); err != nil {
@@ -115,10 +128,11 @@ func TestShutdownWithClientNotReading(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Close: %v", err)
 		}
-		t.Logf("shutdown took %v", time.Since(start).Round(time.Millisecond))
+		t.Logf("shutdown (grace %v) took %v", grace, time.Since(start).Round(time.Millisecond))
 	case <-time.After(10 * time.Second):
 		t.Fatal("shutdown still waiting 10 s after it began: a client that does not read holds it")
 	}
+	return time.Since(start)
 }
 
 // TestBlockedReadWithoutWakeups: a blocking XREAD whose wake subject cannot

@@ -165,13 +165,9 @@ func (c *conn) shutdown() {
 	c.closing = true
 	c.nc.SetReadDeadline(time.Now())
 	// A client that does not read its replies would hold a write, and the
-	// shutdown waiting for it, forever: its replies get shutdownWriteGrace.
-	c.nc.SetWriteDeadline(time.Now().Add(shutdownWriteGrace))
+	// shutdown waiting for it, forever: its replies get Options.ShutdownGrace.
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.ShutdownGrace))
 }
-
-// shutdownWriteGrace is how long a shutdown waits for a connection to take
-// the replies it has been sent.
-const shutdownWriteGrace = 2 * time.Second
 
 // serve runs the connection until it closes. One goroutine reads, executes
 // and replies: every request already buffered runs before the replies are

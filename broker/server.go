@@ -88,6 +88,11 @@ type Options struct {
 	// command is still running, as in Redis. Connections are checked
 	// Timeout/4 apart, at most a second apart.
 	Timeout time.Duration
+	// ShutdownGrace is how long a shutdown (Close: SIGTERM, SHUTDOWN)
+	// gives each connection to take the replies it was sent before it is
+	// closed, so that a client that never reads cannot hold the shutdown.
+	// The default is 2 s.
+	ShutdownGrace time.Duration
 	// Logger receives lifecycle (Info), internal-error (Warn) and
 	// per-command (Debug) logs. The default discards.
 	Logger *slog.Logger
@@ -142,6 +147,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Dir == "" {
 		o.Dir = "./data"
+	}
+	if o.ShutdownGrace <= 0 {
+		o.ShutdownGrace = 2 * time.Second
 	}
 	if o.Databases == 0 {
 		o.Databases = 16

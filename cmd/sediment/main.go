@@ -5,7 +5,7 @@
 //	sediment feed [--nats-url URL] [--user feed --password P] [--db N] [--type T] [--key K] [--from SEQ]
 //	sediment [serve] [--bind 127.0.0.1] [--port 6380] [--dir ./data]
 //	         [--nats-url URL] [--appendfsync always|everysec|no]
-//	         [--databases 16] [--maxclients 10000] [--timeout 0] [--cache-size 64] [--log-level info]
+//	         [--databases 16] [--maxclients 10000] [--timeout 0] [--shutdown-grace 2s] [--cache-size 64] [--log-level info]
 //	         [--nats-listen 127.0.0.1:4222|off] [--feed-prefix sediment]
 //	         [--requirepass PASSWORD] [--protected-mode yes|no] [--changelog-retention 1048576[,AGE]]
 //	         [--tls-port 0] [--tls-cert-file F] [--tls-key-file F] [--tls-ca-cert-file F]
@@ -55,6 +55,7 @@ type config struct {
 	natsListen, feedPrefix, requirepass, protected   string
 	aclFile, natsFeedPassword, retention             string
 	port, databases, maxclients, timeout, cacheMB    int
+	shutdownGrace                                    time.Duration
 	minFreeDiskMB                                    int
 	tls                                              tlsFlags
 }
@@ -80,6 +81,7 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.retention, "changelog-retention", "1048576", "change-log records kept for replay (CHANGES): a count, an age (168h), or both (1048576,168h); a record goes once either limit says so; 0: no count limit")
 	fs.IntVar(&c.minFreeDiskMB, "min-free-disk", 64, "refuse writes (MISCONF) while the data directory's filesystem has less free space than this, in MiB; 0: never")
 	fs.IntVar(&c.timeout, "timeout", 0, "close a client idle for this many seconds; 0: never (Redis's timeout)")
+	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 2*time.Second, "on SIGTERM or SHUTDOWN, how long each client may take to read the replies it was sent before its connection is closed")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log line format: text (logfmt) or json; lines logged inside a traced command carry trace_id and span_id")
 	fs.StringVar(&c.natsFeedPassword, "nats-feed-password", "", "access control on the embedded NATS listener: the user 'feed' with this password may only subscribe to the change feed; any other client is refused (SEDIMENT_NATS_FEED_PASSWORD keeps it out of the process list)")
@@ -227,6 +229,7 @@ func run(args []string, getenv func(string) string) error {
 		Databases:      c.databases,
 		MaxClients:     c.maxclients,
 		Timeout:        time.Duration(c.timeout) * time.Second,
+		ShutdownGrace:  c.shutdownGrace,
 		CacheSize:      int64(c.cacheMB) << 20,
 		MinFreeDisk:    minFreeDisk(c.minFreeDiskMB),
 		Retention:      keep,
