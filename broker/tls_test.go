@@ -12,7 +12,9 @@ import (
 	"math/big"
 	"net"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,4 +162,53 @@ func TestNATSOverTLS(t *testing.T) {
 	got := blockXRead(t, c, admin, "s", "$")
 	mustDo(t, admin, "XADD", "s", "1-1", "f", "v")
 	expectWoken(t, got, "1-1") // through NATS over TLS
+}
+
+// TestTLSRedisCLI: redis-cli over mutual TLS (--tls --cacert --cert
+// --key), as an operator runs it; skipped without redis-cli.
+func TestTLSRedisCLI(t *testing.T) {
+	cli, err := osexec.LookPath("redis-cli")
+	if err != nil {
+		t.Skip("redis-cli not installed")
+	}
+	pki := newTestPKI(t)
+	addr := newTLSTestServer(t, &tls.Config{Certificates: []tls.Certificate{pki.server},
+		ClientCAs: pki.pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12})
+	dir := t.TempDir()
+	keyDER, err := x509.MarshalECPrivateKey(pki.client.PrivateKey.(*ecdsa.PrivateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{
+		"ca.pem":     pki.caPEM,
+		"client.pem": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: pki.client.Certificate[0]}),
+		"client.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	run := func(args ...string) string {
+		t.Helper()
+		base := []string{"--tls", "--cacert", filepath.Join(dir, "ca.pem"), "--cert", filepath.Join(dir, "client.pem"),
+			"--key", filepath.Join(dir, "client.key"), "-h", host, "-p", port}
+		out, err := osexec.Command(cli, append(base, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("redis-cli %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if out := run("SET", "k", "over redis-cli"); out != "OK" {
+		t.Fatalf("redis-cli SET over TLS: %q", out)
+	}
+	if out := run("GET", "k"); out != "over redis-cli" {
+		t.Fatalf("redis-cli GET over TLS: %q", out)
+	}
+	// Without a client certificate the server refuses the handshake.
+	out, err := osexec.Command(cli, "--tls", "--cacert", filepath.Join(dir, "ca.pem"), "-h", host, "-p", port, "PING").CombinedOutput()
+	if err == nil && strings.TrimSpace(string(out)) == "PONG" {
+		t.Fatal("redis-cli without a client certificate was served")
+	}
 }
