@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/feed"
 )
@@ -160,4 +161,22 @@ func (s *Server) serveReplay() error {
 		sub.Unsubscribe()
 	}()
 	return nil
+}
+
+// feedLagSeconds is how long the oldest record the feed has not yet
+// published (pub+1, when last is past it) has waited: now less its
+// decision time; 0 when the feed is caught up.
+func (s *Server) feedLagSeconds(pub, last uint64) float64 {
+	if pub >= last {
+		return 0
+	}
+	var ms int64
+	s.store.ChangeLog(pub+1, func(r codec.Record) bool {
+		ms = r.TimeMs
+		return false
+	})
+	if ms == 0 {
+		return 0
+	}
+	return max(float64(s.opts.Now().UnixMilli()-ms)/1000, 0)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +77,25 @@ done:
 		if !bytes.Equal(got[i], want[i]) {
 			t.Fatalf("event %d:\nlive:    %s\nCHANGES: %s", i, want[i], got[i])
 		}
+	}
+
+	// INFO: the feed caught up with the log (a subscriber is connected).
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		info := c.Info(ctx, "persistence").Val()
+		if strings.Contains(info, "sediment_feed_lag_records:0\r\n") && strings.Contains(info, "sediment_feed_published_seq:"+itoa64(last)+"\r\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("INFO persistence: the feed did not catch up:\n%s", info)
+		}
+	}
+	// The lag in seconds of a record not yet published is its age.
+	time.Sleep(50 * time.Millisecond)
+	if lag := ts.feedLagSeconds(uint64(last)-1, uint64(last)); lag < 0.05 || lag > 60 {
+		t.Fatalf("feed lag of the newest record, 50 ms after it: %v s", lag)
+	}
+	if lag := ts.feedLagSeconds(uint64(last), uint64(last)); lag != 0 {
+		t.Fatalf("feed lag when caught up: %v", lag)
 	}
 
 	// Paging: COUNT records a time, next to go on, the same events.
@@ -157,3 +177,5 @@ func TestChangesErrors(t *testing.T) {
 		mustErr(t, c, tc.want, tc.args...)
 	}
 }
+
+func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
