@@ -77,7 +77,14 @@ func Replay(st *materialize.Store, prefix string, from uint64, count int, f Repl
 	}
 	mapDB := func(s uint8) uint8 { return logical[s] }
 	next, size := from, 0
+	var gone error
 	err = st.ChangeLog(from, func(r codec.Record) bool {
+		if next == from && r.Seq != from {
+			// Dropped after the check above (pruning runs meanwhile): the
+			// log now starts later.
+			gone = &ErrNotRetained{From: from, Oldest: r.Seq}
+			return false
+		}
 		if r.Seq > last || count == 0 {
 			return false
 		}
@@ -106,6 +113,9 @@ func Replay(st *materialize.Store, prefix string, from uint64, count int, f Repl
 		count--
 		return true
 	})
+	if err == nil {
+		err = gone
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -125,7 +135,12 @@ func undoSwaps(st *materialize.Store, from, last uint64, logical *[256]uint8) er
 			continue
 		}
 		var swaps []codec.Event
+		var gone error
 		err := st.ChangeLog(seq, func(r codec.Record) bool {
+			if r.Seq != seq { // dropped meanwhile
+				gone = &ErrNotRetained{From: from, Oldest: r.Seq}
+				return false
+			}
 			for _, e := range r.Events {
 				if e.Op == codec.OpSwapDB && len(e.Args) == 1 {
 					swaps = append(swaps, codec.Event{Op: e.Op, DB: e.DB, Args: [][]byte{slices.Clone(e.Args[0])}})
@@ -133,6 +148,9 @@ func undoSwaps(st *materialize.Store, from, last uint64, logical *[256]uint8) er
 			}
 			return false
 		})
+		if err == nil {
+			err = gone
+		}
 		if err != nil {
 			return err
 		}

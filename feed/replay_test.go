@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/feed"
@@ -41,7 +42,17 @@ func TestReplayRetention(t *testing.T) {
 	}
 	defer s.Close()
 	write(s, codec.SetMetaEvent(1, []byte("more"), strMeta("v"), 0)) // pruning runs after a commit
+	// Pruning goes on in the background: wait until the oldest record
+	// stays put.
 	oldest := s.FirstSeq()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		time.Sleep(100 * time.Millisecond)
+		if now := s.FirstSeq(); now != oldest && time.Now().Before(deadline) {
+			oldest = now
+			continue
+		}
+		break
+	}
 	if oldest <= 1 {
 		t.Fatalf("oldest retained record %d: the retention dropped nothing", oldest)
 	}
