@@ -82,7 +82,10 @@ type CheckpointInfo struct {
 // one is in place and dest's parent directory is fsynced. A crash during
 // the two renames leaves dest absent and the previous checkpoint in the
 // ".old-" directory; a crash before them leaves a ".tmp-" directory.
-// Nothing removes either later.
+// Open cleans up after such a crash for the checkpoint inside the data
+// directory (CheckpointDirName): it removes the ".tmp-" directories and
+// an ".old-" one beside an existing checkpoint, and renames an ".old-" one
+// back when the checkpoint is missing (cleanCheckpoints).
 //
 // dest's parent must exist. An existing dest must be a directory, empty
 // or holding a "changelog" entry (a data directory): anything else is
@@ -515,4 +518,34 @@ func filesSize(fs vfs.FS, dir string) (int64, error) {
 		}
 	}
 	return n, nil
+}
+
+// cleanCheckpoints removes what a crash during a Checkpoint into the data
+// directory's CheckpointDirName left: the ".tmp-" directories (a
+// checkpoint not finished), and an ".old-" one (the previous checkpoint,
+// renamed back when the new one was not yet in place). Errors are logged:
+// leftovers cost only disk space.
+func (s *Store) cleanCheckpoints() {
+	names, err := s.fs.List(s.dir)
+	if err != nil {
+		return
+	}
+	dest := s.fs.PathJoin(s.dir, CheckpointDirName)
+	_, destErr := s.fs.Stat(dest)
+	for _, n := range names {
+		path := s.fs.PathJoin(s.dir, n)
+		switch {
+		case strings.HasPrefix(n, CheckpointDirName+".tmp-"):
+			err = s.fs.RemoveAll(path)
+		case strings.HasPrefix(n, CheckpointDirName+".old-") && destErr != nil:
+			err, destErr = s.fs.Rename(path, dest), nil
+		case strings.HasPrefix(n, CheckpointDirName+".old-"):
+			err = s.fs.RemoveAll(path)
+		default:
+			continue
+		}
+		if err != nil {
+			s.opts.Logger.Warn("cleaning up after an interrupted checkpoint", "path", path, "err", err)
+		}
+	}
 }

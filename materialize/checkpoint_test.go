@@ -526,3 +526,35 @@ func BenchmarkCheckpoint(b *testing.B) {
 		})
 	}
 }
+
+// TestCheckpointLeftoversCleaned: after a crash between a SAVE's renames,
+// Open puts the previous checkpoint back and removes the unfinished one.
+func TestCheckpointLeftoversCleaned(t *testing.T) {
+	c := newClock(t0)
+	dir := t.TempDir()
+	s := openStore(t, materialize.Options{Dir: dir, Now: c.Now})
+	setString(t, s, 0, "k", "1", 0, 0)
+	inside := filepath.Join(dir, materialize.CheckpointDirName)
+	checkpoint(t, s, inside)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The state a crash leaves after "rename dest to old", before "rename
+	// tmp to dest".
+	if err := os.Rename(inside, inside+".old-1234"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(inside+".tmp-5678", "changelog"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, materialize.Options{Dir: dir, Now: c.Now})
+	s.Close()
+	names, _ := os.ReadDir(dir)
+	for _, n := range names {
+		if strings.HasPrefix(n.Name(), materialize.CheckpointDirName+".") {
+			t.Errorf("leftover %s after Open", n.Name())
+		}
+	}
+	ck := openStore(t, materialize.Options{Dir: inside, Now: c.Now})
+	wantStrings(t, ck, map[string]string{"k": "1"})
+}

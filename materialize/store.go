@@ -313,6 +313,9 @@ func Open(opts Options) (*Store, error) {
 	}
 	logRef.Store(log)
 	s.db, s.log = db, log
+	if dir != "" {
+		s.cleanCheckpoints() // after a crash in the middle of a SAVE
+	}
 	s.run.s = s
 	s.run.serveFn = s.run.serve
 	s.stagedCounts.m = map[uint8]*[2]int64{}
