@@ -9,7 +9,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/feed"
 )
@@ -28,10 +27,11 @@ const changesDefault = 100
 // request on <prefix>.replay (docs/change-feed.md, "Gaps and replay").
 type replayRequest struct {
 	From  uint64 `json:"from"`
+	I     int    `json:"i,omitempty"` // the event of record From to start at (a NATS reply's next_i)
 	Count int    `json:"count,omitempty"`
 	Match string `json:"match,omitempty"`
 	Type  string `json:"type,omitempty"`
-	match bool   // MATCH was given (an empty pattern matches the empty key only)
+	match bool   // CHANGES's MATCH was given (an empty pattern matches the empty key only)
 }
 
 func (r replayRequest) filter() feed.ReplayFilter {
@@ -86,7 +86,7 @@ func runChanges(x *exec) error {
 			return errSyntax
 		}
 	}
-	next, payloads, err := x.c.s.replay(req, 0)
+	next, payloads, err := x.c.s.replay(req, 0) // no byte bound: next is a whole record
 	var nr *feed.ErrNotRetained
 	if errors.As(err, &nr) {
 		return errNotRetained(nr)
@@ -96,7 +96,7 @@ func runChanges(x *exec) error {
 	}
 	w := x.reply()
 	w.Array(2)
-	w.Int(int64(next))
+	w.Int(int64(next.Seq))
 	w.Array(len(payloads))
 	for _, p := range payloads {
 		w.Bulk(p)
@@ -104,17 +104,37 @@ func runChanges(x *exec) error {
 	return nil
 }
 
-func (s *Server) replay(req replayRequest, maxBytes int) (uint64, [][]byte, error) {
-	return feed.Replay(s.store, s.opts.FeedPrefix, req.From, cmp.Or(req.Count, changesDefault), req.filter(), maxBytes)
+func (s *Server) replay(req replayRequest, maxBytes int) (feed.Cursor, [][]byte, error) {
+	return feed.Replay(s.store, s.opts.FeedPrefix, feed.Cursor{Seq: req.From, I: max(req.I, 0)},
+		cmp.Or(req.Count, changesDefault), req.filter(), maxBytes)
 }
 
-// replayReply is the JSON reply on <prefix>.replay: the events' payloads
-// as JSON values, or the error.
-type replayReply struct {
-	Next   uint64            `json:"next"`
-	Events []json.RawMessage `json:"events"`
-	Oldest uint64            `json:"oldest,omitempty"` // with the error of a sequence not retained
-	Error  string            `json:"error,omitempty"`
+// replayErr is the JSON reply on <prefix>.replay of a failed request.
+type replayErr struct {
+	Error  string `json:"error"`
+	Oldest uint64 `json:"oldest,omitempty"` // with the error of a sequence not retained
+}
+
+// replayReplyHead is the bound on the bytes around the events in a reply:
+// {"next":N,"next_i":N,"events":[...]}.
+const replayReplyHead = 64
+
+// appendReplayReply appends the JSON reply of a replay:
+// {"next":N,"next_i":I,"events":[<payload>,...]}, each payload the JSON
+// object the feed publishes, as is (not re-encoded: no escaping added).
+func appendReplayReply(b []byte, next feed.Cursor, payloads [][]byte) []byte {
+	b = append(b, `{"next":`...)
+	b = strconv.AppendUint(b, next.Seq, 10)
+	b = append(b, `,"next_i":`...)
+	b = strconv.AppendInt(b, int64(next.I), 10)
+	b = append(b, `,"events":[`...)
+	for i, p := range payloads {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, p...)
+	}
+	return append(b, "]}"...)
 }
 
 // serveReplay answers requests on <prefix>.replay on the server's NATS
@@ -126,31 +146,23 @@ func (s *Server) serveReplay() error {
 	subject := cmp.Or(s.opts.FeedPrefix, feed.DefaultPrefix) + ".replay"
 	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
 		var req replayRequest
-		var rep replayReply
+		var body []byte
 		if err := json.Unmarshal(m.Data, &req); err != nil {
-			rep.Error = "bad request: " + err.Error()
+			body, _ = json.Marshal(replayErr{Error: "bad request: " + err.Error()})
 		} else {
-			req.match = false
-			next, payloads, err := s.replay(req, int(nc.MaxPayload())-1024)
+			next, payloads, err := s.replay(req, int(nc.MaxPayload())-replayReplyHead)
 			var nr *feed.ErrNotRetained
 			switch {
 			case errors.As(err, &nr):
-				rep.Error, rep.Oldest = nr.Error(), nr.Oldest
+				body, _ = json.Marshal(replayErr{Error: nr.Error(), Oldest: nr.Oldest})
 			case err != nil:
-				rep.Error = err.Error()
+				body, _ = json.Marshal(replayErr{Error: err.Error()})
 			default:
-				rep.Next, rep.Events = next, make([]json.RawMessage, len(payloads))
-				for i, p := range payloads {
-					rep.Events[i] = p
-				}
+				body = appendReplayReply(nil, next, payloads)
 			}
 		}
-		body, err := json.Marshal(rep)
-		if err == nil {
-			err = m.Respond(body)
-		}
-		if err != nil {
-			s.opts.Logger.Warn("change feed: replay reply failed", "err", err, "bytes", strconv.Itoa(len(body)))
+		if err := m.Respond(body); err != nil {
+			s.opts.Logger.Warn("change feed: replay reply failed", "err", err, "bytes", len(body))
 		}
 	})
 	if err != nil {
@@ -161,22 +173,4 @@ func (s *Server) serveReplay() error {
 		sub.Unsubscribe()
 	}()
 	return nil
-}
-
-// feedLagSeconds is how long the oldest record the feed has not yet
-// published (pub+1, when last is past it) has waited: now less its
-// decision time; 0 when the feed is caught up.
-func (s *Server) feedLagSeconds(pub, last uint64) float64 {
-	if pub >= last {
-		return 0
-	}
-	var ms int64
-	s.store.ChangeLog(pub+1, func(r codec.Record) bool {
-		ms = r.TimeMs
-		return false
-	})
-	if ms == 0 {
-		return 0
-	}
-	return max(float64(s.opts.Now().UnixMilli()-ms)/1000, 0)
 }

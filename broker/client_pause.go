@@ -97,30 +97,37 @@ func (c *conn) pausedWrite(cmd *cmdSpec) bool {
 	case cmd.flags&flagWrite != 0:
 		return true
 	case cmd.name == "exec":
-		return c.multi != nil && c.multi.writes
+		return c.multi != nil && (c.multi.writes || c.multi.mayReplicate)
 	}
 	return slices.Contains(mayReplicate, cmd.name)
 }
 
-// waitPause holds cmd while a CLIENT PAUSE holds it. The replies of the
-// commands before it are sent first; the connection's closing ends the
-// wait (the command then runs, and its reply is lost with the connection).
-func (c *conn) waitPause(cmd *cmdSpec) {
+// waitPause holds cmd while a CLIENT PAUSE holds it, and reports whether
+// it may run. The replies of the commands before it are sent first. A
+// connection that closes meanwhile (the client goes away, CLIENT KILL,
+// ACL DELUSER, a shutdown) drops the command: Redis drops a postponed
+// command with its client.
+func (c *conn) waitPause(cmd *cmdSpec) bool {
 	p := &c.s.pause
 	if !p.on.Load() {
-		return
+		return true
 	}
-	flushed := false
+	var stopWatch func()
+	defer func() {
+		if stopWatch != nil {
+			stopWatch()
+		}
+	}()
 	for {
 		d, changed := p.holds(c.s.opts.Now(), c.pausedWrite(cmd))
 		if d <= 0 {
-			return
+			return c.ctx.Err() == nil
 		}
-		if !flushed {
+		if stopWatch == nil {
 			if c.flush() != nil {
-				return
+				return false
 			}
-			flushed = true
+			stopWatch = c.watchClose() // a client that goes away ends the wait
 		}
 		t := time.NewTimer(d)
 		select {
@@ -128,7 +135,7 @@ func (c *conn) waitPause(cmd *cmdSpec) {
 		case <-t.C:
 		case <-c.ctx.Done():
 			t.Stop()
-			return
+			return false
 		}
 		t.Stop()
 	}
@@ -136,14 +143,7 @@ func (c *conn) waitPause(cmd *cmdSpec) {
 
 // CLIENT PAUSE timeout [WRITE | ALL]: timeout in milliseconds.
 func runClientPause(x *exec) error {
-	ms, ok := parseInt(x.args[2])
-	switch {
-	case !ok:
-		return errPauseTimeout
-	case ms < 0:
-		return errPauseNegative
-	}
-	all := true
+	all := true // the mode is checked first, as Redis does
 	if len(x.args) == 4 {
 		switch {
 		case equalFold(x.args[3], "WRITE"):
@@ -152,6 +152,13 @@ func runClientPause(x *exec) error {
 		default:
 			return errPauseMode
 		}
+	}
+	ms, ok := parseInt(x.args[2])
+	switch {
+	case !ok:
+		return errPauseTimeout
+	case ms < 0:
+		return errPauseNegative
 	}
 	now := x.c.s.opts.Now()
 	x.c.s.pause.pause(now, now.Add(time.Duration(min(ms, int64(time.Duration(1<<62)/time.Millisecond)))*time.Millisecond), all)

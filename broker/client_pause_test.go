@@ -108,6 +108,7 @@ func init() {
 		cc("CLIENT", "PAUSE", "abc"),
 		cc("CLIENT", "PAUSE", "-1"),
 		cc("CLIENT", "PAUSE", "10", "bad"),
+		cc("CLIENT", "PAUSE", "abc", "bad"),
 		cc("CLIENT", "PAUSE", "10", "write", "extra"),
 		cc("CLIENT", "PAUSE", "99999999999999999999"),
 		cc("CLIENT", "UNPAUSE", "x"),
@@ -185,6 +186,25 @@ func TestClientPause(t *testing.T) {
 	}
 	if v := c.Get(ctx, "k").Val(); v != "v1" {
 		t.Fatalf("GET after UNPAUSE: %q", v)
+	}
+
+	// A held write whose client is killed is dropped with it, as in Redis.
+	victim := ts.client(t)
+	id := victim.ClientID(ctx).Val()
+	mustDo(t, admin, "CLIENT", "PAUSE", "60000", "WRITE")
+	go victim.Set(ctx, "dropped", "v", 0)
+	waitFor := time.Now().Add(5 * time.Second)
+	for !strings.Contains(clientList(t, admin), "cmd=set") {
+		if time.Now().After(waitFor) {
+			t.Fatal("the held SET never reached the server")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mustDo(t, admin, "CLIENT", "KILL", "ID", id)
+	mustDo(t, admin, "CLIENT", "UNPAUSE")
+	time.Sleep(100 * time.Millisecond)
+	if err := admin.Get(ctx, "dropped").Err(); err != redis.Nil {
+		t.Fatalf("a held SET of a killed client ran: GET = %v", err)
 	}
 
 	// ALL holds reads and CLIENT UNPAUSE itself until the pause ends; a

@@ -485,8 +485,8 @@ func (c *conn) execute(args [][]byte) {
 		c.refuseState(cmd, args, string(errOOM))
 		return
 	}
-	if cmd != nil && cmd.arityOK(len(args)) {
-		c.waitPause(cmd) // CLIENT PAUSE (client_pause.go)
+	if cmd != nil && cmd.arityOK(len(args)) && !c.waitPause(cmd) { // CLIENT PAUSE (client_pause.go)
+		return // the connection closed while the command was held: it is dropped
 	}
 	if c.multi != nil && (cmd == nil || !notQueued(cmd)) {
 		c.drain()

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"slices"
+
 	"github.com/tidwall/redcon"
 
 	"github.com/sediment-dev/sediment/codec"
@@ -36,6 +38,9 @@ type multiState struct {
 	aborted bool // a command was rejected while queueing: EXEC replies EXECABORT
 	writes  bool // a queued command has the write flag (a storage fault refuses EXEC)
 	denyoom bool // a queued command has the denyoom flag (maxmemory refuses EXEC)
+	// mayReplicate: a queued command is one of Redis's may-replicate ones
+	// (PUBLISH): CLIENT PAUSE WRITE holds EXEC.
+	mayReplicate bool
 }
 
 type queued struct {
@@ -55,7 +60,10 @@ func notQueued(cmd *cmdSpec) bool {
 
 // noMulti reports whether cmd is refused inside MULTI (Redis's no-multi
 // flag).
-func noMulti(cmd *cmdSpec) bool { return cmd.name == "shutdown" || cmd.name == "save" }
+func noMulti(cmd *cmdSpec) bool {
+	// CHANGES reads the change log: inside EXEC it would hold the writer.
+	return cmd.name == "shutdown" || cmd.name == "save" || cmd.name == "changes"
+}
 
 // queue handles a request that arrives while c is in MULTI and is not one
 // of notQueued's. It replies at once.
@@ -74,6 +82,7 @@ func (c *conn) queue(cmd *cmdSpec, args [][]byte) {
 		c.multi.queue = append(c.multi.queue, queued{cmd, args})
 		c.multi.writes = c.multi.writes || cmd.flags&flagWrite != 0
 		c.multi.denyoom = c.multi.denyoom || cmd.flags&flagDenyOOM != 0
+		c.multi.mayReplicate = c.multi.mayReplicate || slices.Contains(mayReplicate, cmd.name)
 		c.multiLen.Store(int64(len(c.multi.queue)))
 		c.w.WriteString("QUEUED")
 	}

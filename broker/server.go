@@ -51,7 +51,7 @@ type Options struct {
 	FeedPrefix string
 	// NATSFeedPassword, with the embedded NATS server listening
 	// (NATSListen), turns on its access control: the user "feed" with this
-	// password may only subscribe to the change feed (<FeedPrefix>.chg.>),
+	// password may only subscribe to the change feed (<FeedPrefix>.chg.>) and request its replay (<FeedPrefix>.replay),
 	// and every other client is refused (Sediment's own connection uses a
 	// random password of its own). Empty: no access control.
 	NATSFeedPassword string
@@ -629,7 +629,11 @@ func (s *Server) close() error {
 // start apart (10 ms to 1 s; 1 s without one). Clients blocked in a
 // command are not idle.
 func (s *Server) closeIdle() {
-	s.every(min(max(s.opts.Timeout/4, 10*time.Millisecond), time.Second), func() {
+	period := time.Second
+	if s.opts.Timeout > 0 {
+		period = min(max(s.opts.Timeout/4, 10*time.Millisecond), time.Second)
+	}
+	s.every(period, func() {
 		timeout := time.Duration(s.timeout.Load())
 		if timeout == 0 {
 			return

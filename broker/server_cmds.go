@@ -407,12 +407,10 @@ func runInfo(x *exec) error {
 		kv("sediment_compaction_bytes_written", st.CompactionBytes)
 		kv("sediment_write_amplification", strconv.FormatFloat(st.WriteAmp(), 'f', 2, 64))
 		// The change feed: the last record published and how far behind
-		// the log it is, in records and in seconds (the oldest record not
-		// yet published: its decision time).
+		// the log it is.
 		pub := s.feed.Published()
 		kv("sediment_feed_published_seq", pub)
 		kv("sediment_feed_lag_records", st.ChangeLogRecords-min(pub, st.ChangeLogRecords))
-		kv("sediment_feed_lag_seconds", strconv.FormatFloat(s.feedLagSeconds(pub, st.ChangeLogRecords), 'f', 3, 64))
 		s.saveInfo(kv)
 		// Storage faults (docs/operations.md): Redis's AOF write status,
 		// with the fault's cause and the free space beside it.

@@ -41,75 +41,86 @@ func (f ReplayFilter) keep(e codec.Event) bool {
 // ReplayMax is the most records one Replay reads.
 const ReplayMax = 10000
 
-// Replay reads retained change-log records of st from sequence from on (0:
-// the oldest retained), at most count of them (1..ReplayMax), and returns
-// the payloads of their events that pass f, as the feed publishes them
-// (docs/change-feed.md; the same bytes, with the same logical dbs), with
-// next, the sequence to ask for next (after the last committed record
-// when it read up to it). maxBytes, when above 0, bounds the payloads'
-// total size: the records whose events would pass it are left for next
-// (a first record larger than it gives its events truncated, as the
-// publisher sends an event too large for one message). A request from
-// before the oldest retained record gets *ErrNotRetained.
+// Cursor is a place in the change log for Replay: record Seq, event I of
+// it (0: the whole record).
+type Cursor struct {
+	Seq uint64
+	I   int
+}
+
+// Replay reads retained change-log records of st from cursor from on
+// (from.Seq 0: the oldest retained), at most count records (1..ReplayMax),
+// and returns the payloads of their events that pass f, as the feed
+// publishes them (docs/change-feed.md; the same logical dbs; an event the
+// live feed truncated for NATS's max_payload comes whole), with next, the
+// place to ask for next (the record after the last committed one when it
+// read up to it). maxBytes, when above 0, bounds the payloads' total size
+// plus one byte each (a JSON array's commas): a reply may then end inside
+// a record (next.I > 0), and an event that does not fit alone comes
+// truncated. A request from before the oldest retained record gets
+// *ErrNotRetained.
 //
 // The db map as of from is the committed one with the SWAPDBs after from
 // undone (materialize.Store.SwapRecords).
-func Replay(st *materialize.Store, prefix string, from uint64, count int, f ReplayFilter, maxBytes int) (next uint64, payloads [][]byte, err error) {
+func Replay(st *materialize.Store, prefix string, from Cursor, count int, f ReplayFilter, maxBytes int) (next Cursor, payloads [][]byte, err error) {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
 	oldest := st.FirstSeq()
 	last, logical := st.CommittedDBMap()
 	switch {
-	case from == 0 && oldest == 0:
-		return last + 1, nil, nil
-	case from == 0:
-		from = oldest
-	case from < oldest:
-		return 0, nil, &ErrNotRetained{From: from, Oldest: oldest}
+	case from.Seq == 0 && oldest == 0:
+		return Cursor{Seq: last + 1}, nil, nil
+	case from.Seq == 0:
+		from = Cursor{Seq: oldest}
+	case from.Seq < oldest:
+		return Cursor{}, nil, &ErrNotRetained{From: from.Seq, Oldest: oldest}
 	}
-	if from > last {
-		return from, nil, nil
+	if from.Seq > last {
+		return Cursor{Seq: from.Seq}, nil, nil
 	}
 	count = min(max(count, 1), ReplayMax)
-	if err := undoSwaps(st, from, last, &logical); err != nil {
-		return 0, nil, err
+	if err := undoSwaps(st, from.Seq, last, &logical); err != nil {
+		return Cursor{}, nil, err
 	}
 	mapDB := func(s uint8) uint8 { return logical[s] }
 	next, size := from, 0
 	var gone error
-	err = st.ChangeLog(from, func(r codec.Record) bool {
-		if next == from && r.Seq != from {
+	first := true
+	err = st.ChangeLog(from.Seq, func(r codec.Record) bool {
+		if first && r.Seq != from.Seq {
 			// Dropped after the check above (pruning runs meanwhile): the
 			// log now starts later.
-			gone = &ErrNotRetained{From: from, Oldest: r.Seq}
+			gone = &ErrNotRetained{From: from.Seq, Oldest: r.Seq}
 			return false
 		}
+		first = false
 		if r.Seq > last || count == 0 {
 			return false
 		}
-		var out [][]byte
-		before := logical
 		for i, e := range r.Events {
+			if r.Seq == from.Seq && i < from.I {
+				swapDBs(&logical, e) // before the cursor: read for the db map only
+				continue
+			}
 			if f.keep(e) {
 				rr, _ := withoutTrailer(r, i)
 				_, p, err := Encode(prefix, rr, i, mapDB)
-				if err == nil && maxBytes > 0 && len(payloads) == 0 && size+len(p) > maxBytes {
+				if err == nil && maxBytes > 0 && size+len(p)+1 > maxBytes {
+					if len(payloads) > 0 {
+						next = Cursor{Seq: r.Seq, I: i}
+						return false // this event starts the next reply
+					}
 					_, p, err = EncodeTruncated(prefix, rr, i, mapDB)
 				}
 				if err == nil { // an event that cannot be encoded is skipped, as the publisher skips it
-					out = append(out, p)
-					size += len(p)
+					payloads = append(payloads, p)
+					size += len(p) + 1
 				}
 			}
 			swapDBs(&logical, e)
 		}
-		if maxBytes > 0 && size > maxBytes && len(payloads) > 0 {
-			logical = before
-			return false // this record goes in the next reply
-		}
-		payloads = append(payloads, out...)
-		next = r.Seq + 1
+		next = Cursor{Seq: r.Seq + 1}
 		count--
 		return true
 	})
@@ -117,7 +128,7 @@ func Replay(st *materialize.Store, prefix string, from uint64, count int, f Repl
 		err = gone
 	}
 	if err != nil {
-		return 0, nil, err
+		return Cursor{}, nil, err
 	}
 	return next, payloads, nil
 }

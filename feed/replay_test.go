@@ -57,11 +57,11 @@ func TestReplayRetention(t *testing.T) {
 		t.Fatalf("oldest retained record %d: the retention dropped nothing", oldest)
 	}
 	var nr *feed.ErrNotRetained
-	if _, _, err := feed.Replay(s, "p", 1, 10, feed.ReplayFilter{}, 0); !errors.As(err, &nr) || nr.Oldest != oldest || nr.From != 1 {
+	if _, _, err := feed.Replay(s, "p", feed.Cursor{Seq: 1}, 10, feed.ReplayFilter{}, 0); !errors.As(err, &nr) || nr.Oldest != oldest || nr.From != 1 {
 		t.Fatalf("Replay from 1: %v, want ErrNotRetained naming %d", err, oldest)
 	}
-	next, evs, err := feed.Replay(s, "p", 0, feed.ReplayMax, feed.ReplayFilter{}, 0)
-	if err != nil || next != s.LastSeq()+1 || uint64(len(evs)) != s.LastSeq()-oldest+1 {
+	next, evs, err := feed.Replay(s, "p", feed.Cursor{}, feed.ReplayMax, feed.ReplayFilter{}, 0)
+	if err != nil || next.Seq != s.LastSeq()+1 || uint64(len(evs)) != s.LastSeq()-oldest+1 {
 		t.Fatalf("Replay from 0: next %d, %d events, %v; want %d records from %d", next, len(evs), err, s.LastSeq(), oldest)
 	}
 	// Every retained SET went to storage db 1, which is logical db 0
@@ -73,17 +73,25 @@ func TestReplayRetention(t *testing.T) {
 			t.Fatalf("replayed event %s: logical db %v, want 0 (%v)", e, m.DB, err)
 		}
 	}
-	// A reply bounded in bytes leaves the rest for next.
-	next, evs, err = feed.Replay(s, "p", oldest, 100, feed.ReplayFilter{}, 1000)
-	if err != nil || len(evs) == 0 || next <= oldest || next > oldest+uint64(len(evs)) {
-		t.Fatalf("Replay within 1000 bytes: next %d, %d events, %v", next, len(evs), err)
+	// A reply bounded in bytes leaves the rest for next, which may be
+	// inside a record; paging that way gives every event once.
+	all, cur := 0, feed.Cursor{Seq: oldest}
+	for cur.Seq <= s.LastSeq() {
+		next, evs, err := feed.Replay(s, "p", cur, 100, feed.ReplayFilter{}, 1000)
+		if err != nil || len(evs) == 0 || next == cur {
+			t.Fatalf("Replay from %+v within 1000 bytes: next %+v, %d events, %v", cur, next, len(evs), err)
+		}
+		size := 0
+		for _, e := range evs {
+			size += len(e) + 1
+		}
+		if size > 1000 {
+			t.Fatalf("Replay within 1000 bytes gave %d bytes", size)
+		}
+		all, cur = all+len(evs), next
 	}
-	size := 0
-	for _, e := range evs {
-		size += len(e)
-	}
-	if size > 1000 {
-		t.Fatalf("Replay within 1000 bytes gave %d bytes", size)
+	if uint64(all) != s.LastSeq()-oldest+1 {
+		t.Fatalf("paged by bytes: %d events, want %d", all, s.LastSeq()-oldest+1)
 	}
 }
 
@@ -110,13 +118,55 @@ func TestReplaySwapBeforeReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, evs, err := feed.Replay(s, "p", 1, 10, feed.ReplayFilter{Type: "string"}, 0)
+	_, evs, err := feed.Replay(s, "p", feed.Cursor{Seq: 1}, 10, feed.ReplayFilter{Type: "string"}, 0)
 	if err != nil || len(evs) != 2 {
 		t.Fatalf("Replay: %d events, %v", len(evs), err)
 	}
 	for i, want := range []int{1, 0} {
 		if m, err := feed.Decode(evs[i]); err != nil || *m.DB != want {
 			t.Fatalf("event %d (%s): db %v, want %d (%v)", i, evs[i], *m.DB, want, err)
+		}
+	}
+}
+
+// TestReplayInsideARecord: a record of many events (an EXEC) larger than
+// the byte bound is paged event by event (next.I), every event once, in
+// order.
+func TestReplayInsideARecord(t *testing.T) {
+	s, err := materialize.Open(materialize.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var evs []codec.Event
+	for i := range 300 {
+		evs = append(evs, codec.SetMetaEvent(0, []byte(fmt.Sprintf("key:%03d", i)), strMeta("v"), 0))
+	}
+	if _, err := s.Write(func(*materialize.View) ([]codec.Event, error) { return evs, nil }); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	cur := feed.Cursor{}
+	for pages := 0; cur.Seq <= s.LastSeq(); pages++ {
+		if pages > 1000 {
+			t.Fatal("no end")
+		}
+		next, out, err := feed.Replay(s, "p", cur, 10, feed.ReplayFilter{}, 2000)
+		if err != nil || next == cur {
+			t.Fatalf("from %+v: next %+v, %v", cur, next, err)
+		}
+		for _, p := range out {
+			m, _ := feed.Decode(p)
+			got = append(got, *m.Key)
+		}
+		cur = next
+	}
+	if len(got) != 300 {
+		t.Fatalf("%d events, want 300", len(got))
+	}
+	for i, k := range got {
+		if k != fmt.Sprintf("key:%03d", i) {
+			t.Fatalf("event %d is %s", i, k)
 		}
 	}
 }

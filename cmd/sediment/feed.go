@@ -130,15 +130,16 @@ func (c feedConfig) keep(m feed.Message) bool {
 // replay prints the retained records from c.from on, page by page, and
 // returns the sequence after the last one.
 func (c feedConfig) replay(nc *nats.Conn, out io.Writer) (uint64, error) {
-	from := c.from
+	from, fromI := c.from, 0
 	for {
-		body, _ := json.Marshal(map[string]any{"from": from, "count": feed.ReplayMax, "type": c.typ})
+		body, _ := json.Marshal(map[string]any{"from": from, "i": fromI, "count": feed.ReplayMax, "type": c.typ})
 		m, err := nc.Request(c.prefix+".replay", body, 10*time.Second)
 		if err != nil {
 			return 0, fmt.Errorf("replay from %d: %w", from, err)
 		}
 		var rep struct {
 			Next   uint64            `json:"next"`
+			NextI  int               `json:"next_i"`
 			Events []json.RawMessage `json:"events"`
 			Error  string            `json:"error"`
 		}
@@ -154,10 +155,10 @@ func (c feedConfig) replay(nc *nats.Conn, out io.Writer) (uint64, error) {
 				fmt.Fprintln(out, formatEvent(msg))
 			}
 		}
-		if rep.Next <= from { // past the newest record: nothing more
+		if rep.Next == from && rep.NextI == fromI { // past the newest record: nothing more
 			return rep.Next, nil
 		}
-		from = rep.Next
+		from, fromI = rep.Next, rep.NextI
 	}
 }
 

@@ -84,7 +84,7 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 2*time.Second, "on SIGTERM or SHUTDOWN, how long each client may take to read the replies it was sent before its connection is closed")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log line format: text (logfmt) or json; lines logged inside a traced command carry trace_id and span_id")
-	fs.StringVar(&c.natsFeedPassword, "nats-feed-password", "", "access control on the embedded NATS listener: the user 'feed' with this password may only subscribe to the change feed; any other client is refused (SEDIMENT_NATS_FEED_PASSWORD keeps it out of the process list)")
+	fs.StringVar(&c.natsFeedPassword, "nats-feed-password", "", "access control on the embedded NATS listener: the user 'feed' with this password may only subscribe to the change feed and request its replay; any other client is refused (SEDIMENT_NATS_FEED_PASSWORD keeps it out of the process list)")
 	fs.StringVar(&c.aclFile, "aclfile", "", "the users' file (Redis's aclfile: one 'user <name> <rules>' line each; loaded at start and by ACL LOAD, written by ACL SAVE); it must exist")
 	fs.StringVar(&c.requirepass, "requirepass", "", "the default user's password (Redis's requirepass): clients must AUTH; empty: none")
 	fs.StringVar(&c.protected, "protected-mode", "yes", "yes: without a password, refuse clients from outside loopback (Redis's protected-mode); no: serve them")
