@@ -207,8 +207,8 @@ func TestClientPause(t *testing.T) {
 		t.Fatalf("a held SET of a killed client ran: GET = %v", err)
 	}
 
-	// ALL holds reads and CLIENT UNPAUSE itself until the pause ends; a
-	// shorter WRITE pause after it widens nothing and shortens nothing.
+	// ALL holds reads and CLIENT UNPAUSE itself until the pause ends (the
+	// WRITE pause sent after it is held too, and runs at the end).
 	start := time.Now()
 	mustDo(t, admin, "CLIENT", "PAUSE", "400", "ALL")
 	mustDo(t, admin, "CLIENT", "PAUSE", "10", "WRITE") // held itself: runs at the end
@@ -275,5 +275,30 @@ func TestMonitorIsNormalClientLikeRedis(t *testing.T) {
 		if r, err := c.do("CLIENT", "KILL", "TYPE", "normal"); err != nil || r.n != 1 {
 			t.Fatalf("%s: CLIENT KILL TYPE normal (the monitor): %v %v", addr, r, err)
 		}
+	}
+}
+
+// TestClientPauseOnlyExtends: a later pause never shortens the end nor
+// narrows ALL to WRITE (Redis's pauseClients), and an expired one is
+// replaced whole.
+func TestClientPauseOnlyExtends(t *testing.T) {
+	var p clientPause
+	t0 := time.Unix(1000, 0)
+	p.pause(t0, t0.Add(400*time.Millisecond), true)
+	p.pause(t0, t0.Add(10*time.Millisecond), false)
+	if d, _ := p.holds(t0.Add(100*time.Millisecond), false); d != 300*time.Millisecond {
+		t.Fatalf("a read 100 ms in, after ALL 400 ms then WRITE 10 ms: held %v, want 300ms", d)
+	}
+	p.pause(t0, t0.Add(time.Second), false)
+	if d, _ := p.holds(t0.Add(500*time.Millisecond), false); d != 500*time.Millisecond {
+		t.Fatalf("a read after WRITE extended ALL to 1 s: held %v, want 500ms (still ALL)", d)
+	}
+	later := t0.Add(2 * time.Second)
+	p.pause(later, later.Add(time.Second), false) // the old pause is over: WRITE alone now
+	if d, _ := p.holds(later, false); d != 0 {
+		t.Fatalf("a read under a new WRITE pause: held %v", d)
+	}
+	if d, _ := p.holds(later, true); d != time.Second {
+		t.Fatalf("a write under a new WRITE pause: held %v, want 1s", d)
 	}
 }

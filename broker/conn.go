@@ -322,8 +322,8 @@ func (c *conn) flush() error {
 // flushLimited is flush's write under client-output-buffer-limit's normal
 // class: replies of Hard bytes or more close the connection at once, and
 // replies of Soft bytes or more must be taken by the client within
-// SoftFor (a write deadline; SoftFor 0 is as Hard), or it is closed, as
-// Redis disconnects a client whose output buffer stays over the soft limit.
+// SoftFor (a write deadline; softFor), or it is closed, as Redis
+// disconnects a client whose output buffer stays over the soft limit.
 // Sediment holds no more than flushAt and the last reply: a client that
 // does not read holds its connection's writes instead.
 func (c *conn) flushLimited(l PubSubLimit) error {
@@ -332,12 +332,10 @@ func (c *conn) flushLimited(l PubSubLimit) error {
 	switch {
 	case l.Hard > 0 && n >= l.Hard:
 		why = "hard"
-	case l.Soft > 0 && n >= l.Soft && l.SoftFor == 0:
-		why = "soft"
 	case l.Soft > 0 && n >= l.Soft:
 		c.mu.Lock()
 		if !c.closing { // a shutdown set its own deadline
-			c.nc.SetWriteDeadline(time.Now().Add(l.SoftFor))
+			c.nc.SetWriteDeadline(time.Now().Add(softFor(l)))
 		}
 		c.mu.Unlock()
 		err := c.w.Flush()

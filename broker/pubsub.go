@@ -53,6 +53,11 @@ type PubSubLimit struct {
 // DefaultPubSubLimit is Redis's default: pubsub 32mb 8mb 60.
 var DefaultPubSubLimit = PubSubLimit{Hard: 32 << 20, Soft: 8 << 20, SoftFor: 60 * time.Second}
 
+// softFor is how long a client may stay over the soft limit: SoftFor, and
+// at least a second for 0, as Redis counts whole seconds (its client is
+// disconnected once the clock's second has moved on).
+func softFor(l PubSubLimit) time.Duration { return max(l.SoftFor, time.Second) }
+
 // outputLimits are client-output-buffer-limit's classes, each in
 // PubSubLimit's shape: Options.PubSubLimit and Redis's defaults at start,
 // then CONFIG SET (config.go). normal applies to replies (conn.flush),
@@ -415,7 +420,7 @@ func (p *connPubSub) push(c *conn, frame []byte) {
 		now := c.s.opts.Now()
 		if p.overSoft.IsZero() {
 			p.overSoft = now
-		} else if now.Sub(p.overSoft) >= limit.SoftFor {
+		} else if now.Sub(p.overSoft) >= softFor(limit) {
 			why = "soft"
 		}
 	default:

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -63,8 +64,22 @@ func runFeed(args []string, getenv func(string) string, out io.Writer, done <-ch
 		return fmt.Errorf("connecting to NATS at %s: %w", c.url, err)
 	}
 	defer nc.Close()
-	live := make(chan *nats.Msg, 4096)
-	if _, err := nc.ChanSubscribe(c.subject(), live); err != nil {
+	// The live events are kept, however many, while the replay runs: a
+	// bounded channel would drop them (nats.go's slow-consumer rule).
+	var (
+		mu      sync.Mutex
+		pending []*nats.Msg
+	)
+	arrived := make(chan struct{}, 1)
+	if _, err := nc.Subscribe(c.subject(), func(m *nats.Msg) {
+		mu.Lock()
+		pending = append(pending, m)
+		mu.Unlock()
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+	}); err != nil {
 		return err
 	}
 	if err := nc.Flush(); err != nil {
@@ -77,10 +92,11 @@ func runFeed(args []string, getenv func(string) string, out io.Writer, done <-ch
 		}
 	}
 	for {
-		select {
-		case <-done:
-			return nil
-		case m := <-live:
+		mu.Lock()
+		batch := pending
+		pending = nil
+		mu.Unlock()
+		for _, m := range batch {
 			msg, err := feed.Decode(m.Data)
 			if err != nil {
 				fmt.Fprintf(out, "undecodable message on %s: %v\n", m.Subject, err)
@@ -90,6 +106,11 @@ func runFeed(args []string, getenv func(string) string, out io.Writer, done <-ch
 				continue // printed by the replay
 			}
 			fmt.Fprintln(out, formatEvent(msg))
+		}
+		select {
+		case <-done:
+			return nil
+		case <-arrived:
 		}
 	}
 }
