@@ -190,7 +190,6 @@ func TestACLSelectorsLogLikeRedis(t *testing.T) {
 // by ACL LIST, written by ACL SAVE (compared line for line) and read back
 // by ACL LOAD; a line's errors, selectors' included, all reported.
 func TestACLFileSelectorsLikeRedis(t *testing.T) {
-	ctx := context.Background()
 	const initial = "user default on nopass ~* &* +@all\n" +
 		"user a on nopass (~key2 resetchannels -@all +set) %R~r* +get\n" +
 		"user b on nopass resetchannels -@all +select|0 +select|FOO (~x resetchannels &c -@all +get) (~y  +@all)\n"
@@ -208,20 +207,7 @@ func TestACLFileSelectorsLikeRedis(t *testing.T) {
 	defer r.Close()
 	ts := newTestServer(t, func(o *Options) { o.ACLFile = sfile })
 	s := ts.client(t)
-	reply := func(c *redis.Client, file string, args ...any) string {
-		v, err := c.Do(ctx, args...).Result()
-		if err != nil {
-			return "error: " + strings.ReplaceAll(err.Error(), file, "FILE")
-		}
-		return fmt.Sprint(v)
-	}
-	compare := func(args ...any) {
-		t.Helper()
-		want, got := reply(r, rfile, args...), reply(s, sfile, args...)
-		if want != got {
-			t.Fatalf("%v:\nredis:    %s\nsediment: %s", args, want, got)
-		}
-	}
+	compare := aclFileCompare(t, r, s, rfile, sfile)
 	compare("ACL", "LIST")
 	compare("ACL", "SETUSER", "c", "on", ">pw", "(~q*", "%R~r*", "&n", "+@read", "-get)", "+select|0", "(+config|get)", "()")
 	compare("ACL", "SETUSER", "a", "(%W~w +lpush)")

@@ -411,20 +411,7 @@ func TestACLFileLikeRedis(t *testing.T) {
 			}
 		}
 	}
-	reply := func(c *redis.Client, file string, args ...any) string {
-		v, err := c.Do(ctx, args...).Result()
-		if err != nil {
-			return "error: " + strings.ReplaceAll(err.Error(), file, "FILE")
-		}
-		return fmt.Sprint(v)
-	}
-	compare := func(args ...any) {
-		t.Helper()
-		want, got := reply(r, rfile, args...), reply(s, sfile, args...)
-		if want != got {
-			t.Fatalf("%v:\nredis:    %s\nsediment: %s", args, want, got)
-		}
-	}
+	compare := aclFileCompare(t, r, s, rfile, sfile)
 	compare("ACL", "LIST")
 	compare("ACL", "SETUSER", "bob", "on", ">b", "~*", "+@all")
 	compare("ACL", "SAVE")
@@ -553,5 +540,25 @@ func TestKeyPositionsMatchRedis(t *testing.T) {
 	}
 	if shared < 150 {
 		t.Fatalf("only %d commands shared with redis-server", shared)
+	}
+}
+
+// aclFileCompare returns a function that runs a command on redis-server (r,
+// with ACL file rfile) and on Sediment (s, with sfile) and fails the test
+// when the replies differ, the file names in errors read as FILE.
+func aclFileCompare(t *testing.T, r, s *redis.Client, rfile, sfile string) func(args ...any) {
+	reply := func(c *redis.Client, file string, args ...any) string {
+		v, err := c.Do(context.Background(), args...).Result()
+		if err != nil {
+			return "error: " + strings.ReplaceAll(err.Error(), file, "FILE")
+		}
+		return fmt.Sprint(v)
+	}
+	return func(args ...any) {
+		t.Helper()
+		want, got := reply(r, rfile, args...), reply(s, sfile, args...)
+		if want != got {
+			t.Fatalf("%v:\nredis:    %s\nsediment: %s", args, want, got)
+		}
 	}
 }
