@@ -15,7 +15,7 @@ import (
 
 func init() {
 	register(
-		&cmdSpec{name: "changes", arity: -3, flags: flagLoading | flagStale, group: "server", since: "sediment",
+		&cmdSpec{name: "changes", arity: -3, flags: flagLoading | flagStale | flagNoMulti, group: "server", since: "sediment",
 			summary: "Returns the change-feed events of the retained change log from a sequence number on.", run: runChanges},
 	)
 }

@@ -141,10 +141,6 @@ func (s *Server) recordLatency(st *cmdStat, d time.Duration, failed bool) {
 	latHistOf(&st.lat[i]).record(d)
 }
 
-// rejected counts a call of name refused before it ran (NOAUTH, the
-// subscribed state, a wrong number of arguments).
-func (s *cmdStats) rejected(name string) { s.get(name).rejected.Add(1) }
-
 // errorReply counts an error reply by its code, the text's first word
 // (INFO errorstats).
 func (s *cmdStats) errorReply(msg string) {

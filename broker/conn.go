@@ -438,12 +438,15 @@ func (c *conn) execute(args [][]byte) {
 			c.lastCmd.Store(&cmd.name)
 		}
 	}
-	if !c.authed && cmd != nil && cmd.arityOK(len(args)) && !noAuthOK(cmd) {
+	// runnable: a known command with a valid number of arguments, which the
+	// checks below may refuse; the others get their errors further on.
+	runnable := cmd != nil && cmd.arityOK(len(args))
+	if !c.authed && runnable && !noAuthOK(cmd) {
 		c.drain()
 		c.reject(cmd, args, string(errNoAuth))
 		return
 	}
-	if cmd != nil && cmd.arityOK(len(args)) {
+	if runnable {
 		if msg := c.aclDenied(cmd, args); msg != "" {
 			c.drain()
 			if c.multi != nil {
@@ -453,7 +456,7 @@ func (c *conn) execute(args [][]byte) {
 			return
 		}
 	}
-	if c.monitor.Load() && cmd != nil && cmd.arityOK(len(args)) && cmd.flags&(flagWrite|flagReadonly) != 0 {
+	if c.monitor.Load() && runnable && cmd.flags&(flagWrite|flagReadonly) != 0 {
 		c.drain()
 		c.reject(cmd, args, string(errMonitorKeyspace))
 		return
@@ -465,25 +468,25 @@ func (c *conn) execute(args [][]byte) {
 		if !c.silenced { // executeSilenced took them: the ones since wait for the next flush
 			c.takePushes(false) // messages that came before this request reply first
 		}
-		if cmd != nil && cmd.arityOK(len(args)) && c.proto == reply.RESP2 && !subscribedOK(cmd) && c.subscribed() {
+		if runnable && c.proto == reply.RESP2 && !subscribedOK(cmd) && c.subscribed() {
 			c.drain()
 			c.reject(cmd, args, string(errSubscribedContext(cmd, args)))
 			return
 		}
 	}
-	if cmd != nil && cmd.arityOK(len(args)) && c.faultRefuses(cmd) {
+	if runnable && c.faultRefuses(cmd) {
 		if f := c.s.store.WriteFault(); f != nil {
 			c.drain()
 			c.refuseFault(cmd, args, f)
 			return
 		}
 	}
-	if cmd != nil && cmd.arityOK(len(args)) && c.s.overMemory.Load() && c.oomRefuses(cmd) {
+	if runnable && c.s.overMemory.Load() && c.oomRefuses(cmd) {
 		c.drain()
 		c.refuseState(cmd, args, string(errOOM))
 		return
 	}
-	if cmd != nil && cmd.arityOK(len(args)) && !c.waitPause(cmd) { // CLIENT PAUSE (client_pause.go)
+	if runnable && !c.waitPause(cmd) { // CLIENT PAUSE (client_pause.go)
 		return // the connection closed while the command was held: it is dropped
 	}
 	if c.multi != nil && (cmd == nil || !notQueued(cmd)) {

@@ -59,11 +59,9 @@ func notQueued(cmd *cmdSpec) bool {
 }
 
 // noMulti reports whether cmd is refused inside MULTI (Redis's no-multi
-// flag).
-func noMulti(cmd *cmdSpec) bool {
-	// CHANGES reads the change log: inside EXEC it would hold the writer.
-	return cmd.name == "shutdown" || cmd.name == "save" || cmd.name == "changes"
-}
+// flag: SHUTDOWN, SAVE, and Sediment's CHANGES, which would read the
+// change log on the writer inside EXEC).
+func noMulti(cmd *cmdSpec) bool { return cmd.flags&flagNoMulti != 0 }
 
 // queue handles a request that arrives while c is in MULTI and is not one
 // of notQueued's. It replies at once.

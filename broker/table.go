@@ -20,6 +20,7 @@ const (
 	flagLoading  = command.FlagLoading
 	flagStale    = command.FlagStale
 	flagDenyOOM  = command.FlagDenyOOM
+	flagNoMulti  = command.FlagNoMulti
 )
 
 // command is one entry of the command table: the single source for

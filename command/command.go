@@ -38,6 +38,7 @@ const (
 	FlagLoading
 	FlagStale
 	FlagDenyOOM
+	FlagNoMulti // refused inside MULTI ("ERR Command not allowed inside a transaction")
 )
 
 var flagNames = []struct {
@@ -46,6 +47,7 @@ var flagNames = []struct {
 }{
 	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"}, {FlagAdmin, "admin"},
 	{FlagNoScript, "noscript"}, {FlagBlocking, "blocking"}, {FlagLoading, "loading"}, {FlagStale, "stale"}, {FlagFast, "fast"},
+	{FlagNoMulti, "no_multi"},
 }
 
 // Names returns the flag names in COMMAND INFO's order.

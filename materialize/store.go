@@ -87,8 +87,8 @@ type Options struct {
 	ChangeLogRetention uint64
 	// ChangeLogRetentionAge, when above 0, also drops the records older
 	// than this (by their decision time), a segment at a time, checked
-	// after commits and every minute: a record goes once either limit
-	// says so.
+	// after commits (at most once a second) and every minute: a record
+	// goes once either limit says so.
 	ChangeLogRetentionAge time.Duration
 	// ChangeLogSegmentSize is the size in bytes past which a change-log
 	// segment file is closed and a new one started. The default is 64 MiB.
@@ -209,6 +209,7 @@ type Store struct {
 	// active expiry or by a write that found them expired (ExpiredKeys).
 	expiredKeys atomic.Int64
 	swaps       swapIndex // the records holding a SWAPDB (SwapRecords)
+	ageChecked  time.Time // when a commit last checked the retention's age limit (writer goroutine)
 	broken      error     // set when a Pebble apply failed after its log write: every later write fails
 	closed      bool
 
@@ -364,7 +365,7 @@ func Open(opts Options) (*Store, error) {
 	if o.ChangeLogRetentionAge > 0 {
 		// Records age without commits: the age limit is checked every minute too.
 		s.wg.Add(1)
-		go s.every(time.Minute, func() { s.maybePruneLog(s.committed.Load()) })
+		go s.every(time.Minute, func() { s.maybePruneLog(s.committed.Load(), true) })
 	}
 	return s, nil
 }
@@ -765,7 +766,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 	case s.commitCh <- struct{}{}:
 	default: // a notification is pending: it covers this group too
 	}
-	s.maybePruneLog(seq)
+	s.maybePruneLog(seq, false)
 	s.doneServed(g.served, nil)
 }
 
@@ -883,23 +884,31 @@ func (s *Store) stageRecord(seq uint64, now time.Time, events []codec.Event, tc 
 }
 
 // retainCut returns the first record the retention keeps after record
-// seq committed: the records before it may go (Options.ChangeLogRetention
-// and ChangeLogRetentionAge; 0: none may).
-func (s *Store) retainCut(seq uint64) uint64 {
+// seq committed: the records before it may go (Options.ChangeLogRetention,
+// and with byAge ChangeLogRetentionAge too; 0: none may).
+func (s *Store) retainCut(seq uint64, byAge bool) uint64 {
 	var cut uint64
 	if r := s.opts.ChangeLogRetention; seq > r {
 		cut = seq - r
 	}
-	if age := s.opts.ChangeLogRetentionAge; age > 0 {
+	if age := s.opts.ChangeLogRetentionAge; byAge && age > 0 {
 		cut = max(cut, s.log.cutBefore(s.opts.Now().Add(-age).UnixMilli()))
 	}
 	return cut
 }
 
 // maybePruneLog starts dropping the change-log segments older than the
-// retention, when there are some and no pruning runs.
-func (s *Store) maybePruneLog(seq uint64) {
-	cut := s.retainCut(seq)
+// retention, when there are some and no pruning runs. The writer calls it
+// after each commit: the count limit is a subtraction; the age limit,
+// which reads the segments' times, is checked there at most once a second
+// of the store's clock, and once a minute by a ticker (byAge).
+func (s *Store) maybePruneLog(seq uint64, byAge bool) {
+	if !byAge && s.opts.ChangeLogRetentionAge > 0 {
+		if now := s.opts.Now(); now.Sub(s.ageChecked) >= time.Second {
+			s.ageChecked, byAge = now, true // writer goroutine only
+		}
+	}
+	cut := s.retainCut(seq, byAge)
 	if cut == 0 || !s.log.droppable(cut) || !s.pruning.CompareAndSwap(false, true) {
 		return
 	}
@@ -930,7 +939,7 @@ func (s *Store) pruneLog(cut uint64) {
 			s.opts.Logger.Warn("change log pruning failed", "err", err)
 			return
 		}
-		cut = s.retainCut(s.committed.Load())
+		cut = s.retainCut(s.committed.Load(), true)
 		if cut == 0 || !s.log.droppable(cut) {
 			return
 		}
