@@ -209,6 +209,7 @@ type Store struct {
 	// active expiry or by a write that found them expired (ExpiredKeys).
 	expiredKeys atomic.Int64
 	swaps       swapIndex // the records holding a SWAPDB (SwapRecords)
+	holds       logHolds  // records kept whatever the retention (HoldLog)
 	ageChecked  time.Time // when a commit last checked the retention's age limit (writer goroutine)
 	broken      error     // set when a Pebble apply failed after its log write: every later write fails
 	closed      bool
@@ -297,6 +298,7 @@ func Open(opts Options) (*Store, error) {
 		logProbe:   ratelog.New(logEvery),
 		logPebble:  ratelog.New(logEvery),
 	}
+	s.holds.init()
 	s.policy.Store(int32(o.Sync))
 	s.faults.free.Store(-1)
 	s.faults.reserve.Store(max(o.MinFreeDisk, 0))
@@ -885,7 +887,8 @@ func (s *Store) stageRecord(seq uint64, now time.Time, events []codec.Event, tc 
 
 // retainCut returns the first record the retention keeps after record
 // seq committed: the records before it may go (Options.ChangeLogRetention,
-// and with byAge ChangeLogRetentionAge too; 0: none may).
+// and with byAge ChangeLogRetentionAge too; 0: none may), and no LogHold
+// keeps them.
 func (s *Store) retainCut(seq uint64, byAge bool) uint64 {
 	var cut uint64
 	if r := s.opts.ChangeLogRetention; seq > r {
@@ -894,7 +897,7 @@ func (s *Store) retainCut(seq uint64, byAge bool) uint64 {
 	if age := s.opts.ChangeLogRetentionAge; byAge && age > 0 {
 		cut = max(cut, s.log.cutBefore(s.opts.Now().Add(-age).UnixMilli()))
 	}
-	return cut
+	return min(cut, s.holds.low.Load())
 }
 
 // maybePruneLog starts dropping the change-log segments older than the

@@ -1585,3 +1585,59 @@ func TestExpireCycleSlotBound(t *testing.T) {
 	c.Advance(2)
 	expire("{a}again")
 }
+
+// TestLogHold: a hold keeps its records whatever the retention; advancing
+// or releasing it lets the retention drop them at the next commits.
+func TestLogHold(t *testing.T) {
+	c := newClock(t0)
+	s, err := materialize.Open(materialize.Options{InMemory: true, Now: c.Now, ChangeLogRetention: 10, ChangeLogSegmentSize: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a := s.HoldLog(100)
+	b := s.HoldLog(300)
+	for range 1000 {
+		setString(t, s, 0, "k", "v", 0, 0)
+	}
+	// Pruning runs in the background: wait until it keeps up, then check.
+	waitFirst := func(atMost, atLeast uint64) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			first := s.FirstSeq()
+			if first > atMost {
+				t.Fatalf("oldest record %d, a hold keeps %d", first, atMost)
+			}
+			if first >= atLeast {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("oldest record %d, want at least %d", first, atLeast)
+			}
+			setString(t, s, 0, "k", "v", 0, 0)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	// Segments of 1 KiB hold about 20 records: the segment of record 100
+	// begins at most a segment earlier.
+	waitFirst(100, 70)
+	if got := a.Floor(); got != 100 {
+		t.Fatalf("Floor = %d", got)
+	}
+	a.Advance(50) // never back
+	if got := a.Floor(); got != 100 {
+		t.Fatalf("Floor after Advance back = %d", got)
+	}
+	a.Advance(500)
+	waitFirst(300, 270) // b still holds 300
+	b.Release()
+	b.Release()
+	b.Advance(900) // after Release: nothing
+	waitFirst(500, 470)
+	a.Release()
+	waitFirst(s.LastSeq()-9, s.LastSeq()-100)
+	if got := a.Floor(); got != 0 {
+		t.Fatalf("Floor after Release = %d", got)
+	}
+}
