@@ -843,7 +843,10 @@ func TestEventConstructors(t *testing.T) {
 		got, want Event
 	}{
 		{SetMetaEvent(1, key, m, 4), Event{OpSetMeta, 1, key, b(AppendMeta(nil, m), Int64Arg(4))}},
-		{DelKeyEvent(1, key, TypeStream, 0), Event{OpDelKey, 1, key, b([]byte{'x'}, Int64Arg(0))}},
+		{DelKeyEvent(1, key, TypeStream, 0), Event{OpDelKey, 1, key, b([]byte{'x'}, Int64Arg(0), []byte{}, []byte("XGCPQWJOUV"))}},
+		{DelKeyEvent(1, key, TypeString, 0), Event{OpDelKey, 1, key, b([]byte{'s'}, Int64Arg(0), []byte{}, []byte{})}},
+		{ExpiredKeyEvent(1, key, TypeHash, 5), Event{OpDelKey, 1, key, b([]byte{'h'}, Int64Arg(5), []byte{ReasonExpired}, []byte{'H'})}},
+		{CopyKeyEvent(1, key, TypeSet, 2, group), Event{OpCopyKey, 1, key, b([]byte{'S'}, []byte{2}, group, []byte{'S'})}},
 		{XAddEvent(1, key, id, b([]byte("f"), []byte("v"))), Event{OpXAdd, 1, key, b(IDArg(id), []byte("f"), []byte("v"))}},
 		{XAddEvent(1, key, id, nil), Event{OpXAdd, 1, key, b(IDArg(id))}},
 		{XDelEvent(1, key, []ID{id, MaxID}), Event{OpXDel, 1, key, b(IDArg(id), IDArg(MaxID))}},

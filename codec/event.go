@@ -16,8 +16,11 @@ const (
 	// (int64; its TTL index entry is removed when non-zero).
 	OpSetMeta Op = 'm'
 	// OpDelKey removes a key and all its sub-keys. Args: type (1 byte),
-	// previous expire-at (int64). An empty type removes the metadata alone:
-	// the events before it removed every sub-key (DelMetaEvent).
+	// previous expire-at (int64), then optionally the reason (1 byte,
+	// ReasonExpired; empty: none) and the sub-key tags whose ranges it
+	// removes (TagsArg; records written before it existed: the type's
+	// SubTags). An empty type removes the metadata alone: the events
+	// before it removed every sub-key (DelMetaEvent).
 	OpDelKey Op = 'd'
 	// OpXAdd adds a stream entry. Args: ID, then field, value, field,
 	// value..., then optionally the trace trailer of the XADD's span
@@ -70,7 +73,9 @@ const (
 	// given type in the source db to Key in DB: each sub-key is rewritten
 	// under the new key's prefix with its suffix and value unchanged
 	// (entries, groups, consumers, PEL; fields; members). Args: type (1
-	// byte), source db (1 byte), source key. The destination's metadata
+	// byte), source db (1 byte), source key, then the sub-key tags copied
+	// (TagsArg; records written before it existed: the type's SubTags).
+	// The destination's metadata
 	// is a separate OpSetMeta; applying reads the state, so replaying the
 	// same log over the same state gives the same keys.
 	OpCopyKey Op = 'k'

@@ -17,7 +17,38 @@ func SetMetaEvent(db uint8, key []byte, m Meta, prevExpireAtMs int64) Event {
 
 // DelKeyEvent builds an OpDelKey event removing key of type t.
 func DelKeyEvent(db uint8, key []byte, t Type, prevExpireAtMs int64) Event {
-	return Event{Op: OpDelKey, DB: db, Key: key, Args: [][]byte{{byte(t)}, Int64Arg(prevExpireAtMs)}}
+	return Event{Op: OpDelKey, DB: db, Key: key, Args: [][]byte{{byte(t)}, Int64Arg(prevExpireAtMs), nil, TagsArg(t)}}
+}
+
+// TagsArg returns the sub-key tags of a key of type t (SubTags), one byte
+// each: the argument by which OpDelKey and OpCopyKey name the ranges they
+// remove or copy, so a record means the same to any later version of the
+// code, whatever tags a type gains.
+func TagsArg(t Type) []byte {
+	tags := t.SubTags()
+	b := make([]byte, len(tags))
+	for i, tag := range tags {
+		b[i] = byte(tag)
+	}
+	return b
+}
+
+// EventTags returns the sub-key tags an OpDelKey or OpCopyKey event names
+// (its TagsArg argument: the fourth of OpDelKey, the fourth of OpCopyKey),
+// or for a record written before that argument existed the tags of the
+// event's type as this version knows them. tagsAt is the argument's index.
+func EventTags(e Event, tagsAt int) []Tag {
+	if len(e.Args) > tagsAt {
+		tags := make([]Tag, len(e.Args[tagsAt]))
+		for i, c := range e.Args[tagsAt] {
+			tags[i] = Tag(c)
+		}
+		return tags
+	}
+	if len(e.Args) > 0 && len(e.Args[0]) == 1 {
+		return Type(e.Args[0][0]).SubTags()
+	}
+	return nil
 }
 
 // ReasonExpired is OpDelKey's optional third argument (one byte) when the
@@ -30,7 +61,7 @@ const ReasonExpired = 'e'
 // ExpiredKeyEvent builds the OpDelKey event of a key of type t whose TTL
 // (expireAtMs, Unix ms) passed.
 func ExpiredKeyEvent(db uint8, key []byte, t Type, expireAtMs int64) Event {
-	return Event{Op: OpDelKey, DB: db, Key: key, Args: [][]byte{{byte(t)}, Int64Arg(expireAtMs), {ReasonExpired}}}
+	return Event{Op: OpDelKey, DB: db, Key: key, Args: [][]byte{{byte(t)}, Int64Arg(expireAtMs), {ReasonExpired}, TagsArg(t)}}
 }
 
 // DelReason returns an OpDelKey event's reason byte (ReasonExpired), or 0
@@ -152,7 +183,7 @@ func ElementsEvent(op Op, db uint8, key []byte, elems [][]byte) Event {
 // CopyKeyEvent builds an OpCopyKey event copying the sub-keys of (srcDB,
 // src), of type t, to (db, dst).
 func CopyKeyEvent(db uint8, dst []byte, t Type, srcDB uint8, src []byte) Event {
-	return Event{Op: OpCopyKey, DB: db, Key: dst, Args: [][]byte{{byte(t)}, {srcDB}, src}}
+	return Event{Op: OpCopyKey, DB: db, Key: dst, Args: [][]byte{{byte(t)}, {srcDB}, src, TagsArg(t)}}
 }
 
 // ListSetEvent builds an OpLSet event writing elems at positions first,

@@ -65,11 +65,9 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 				return err
 			}
 		}
-		if len(a[0]) == 1 {
-			for _, tag := range codec.Type(a[0][0]).SubTags() {
-				if err := deletePrefix(b, codec.KeyPrefix(tag, e.DB, e.Key)); err != nil {
-					return err
-				}
+		for _, tag := range codec.EventTags(e, 3) {
+			if err := deletePrefix(b, codec.KeyPrefix(tag, e.DB, e.Key)); err != nil {
+				return err
 			}
 		}
 		return b.Delete(codec.MetaKey(e.DB, e.Key), nil)
@@ -81,7 +79,7 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		if len(a[0]) != 1 || len(a[1]) != 1 {
 			return fmt.Errorf("materialize: copy-key event args: %w", codec.ErrCorrupt)
 		}
-		return copyKey(b, codec.Type(a[0][0]), a[1][0], a[2], e.DB, e.Key)
+		return copyKey(b, codec.EventTags(e, 3), a[1][0], a[2], e.DB, e.Key)
 
 	case codec.OpHSet:
 		if len(a)%2 != 0 {
@@ -438,12 +436,12 @@ func deletePrefix(b *pebble.Batch, p []byte) error {
 	return b.DeleteRange(p, codec.PrefixEnd(p), nil)
 }
 
-// copyKey rewrites every sub-key of (srcDB, src), a key of type t, under
+// copyKey rewrites the sub-keys of (srcDB, src) under the tags given to
 // (db, dst)'s prefix. It reads b (an indexed batch: committed state plus
 // the group's writes so far), collecting first: a batch iterator does not
 // see writes made after it opened.
-func copyKey(b *pebble.Batch, t codec.Type, srcDB uint8, src []byte, db uint8, dst []byte) error {
-	for _, tag := range t.SubTags() {
+func copyKey(b *pebble.Batch, tags []codec.Tag, srcDB uint8, src []byte, db uint8, dst []byte) error {
+	for _, tag := range tags {
 		from := codec.KeyPrefix(tag, srcDB, src)
 		it, err := b.NewIter(&pebble.IterOptions{LowerBound: from, UpperBound: codec.PrefixEnd(from)})
 		if err != nil {

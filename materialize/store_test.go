@@ -1641,3 +1641,39 @@ func TestLogHold(t *testing.T) {
 		t.Fatalf("Floor after Release = %d", got)
 	}
 }
+
+// TestDelKeyTagsFromRecord: a deletion removes the sub-key ranges its
+// record names, not those of the code's tag list for the type; a record
+// from before the tags were recorded deletes the type's SubTags.
+func TestDelKeyTagsFromRecord(t *testing.T) {
+	s, err := materialize.Open(materialize.Options{InMemory: true, Now: newClock(t0).Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	hash := func(key string) {
+		m := codec.Meta{Type: codec.TypeHash, Count: 1}
+		write(t, s, codec.ElementsEvent(codec.OpHSet, 0, []byte(key), [][]byte{[]byte("f"), []byte("v")}), codec.SetMetaEvent(0, []byte(key), m, 0))
+	}
+	field := func(key string) bool {
+		v := s.View()
+		return has(t, v, codec.ElementKey(codec.TagHash, 0, []byte(key), []byte("f")))
+	}
+	hash("named")
+	hash("legacy")
+	hash("full")
+	// Naming no tag: the field stays (only the metadata goes).
+	write(t, s, codec.Event{Op: codec.OpDelKey, Key: []byte("named"), Args: [][]byte{{byte(codec.TypeHash)}, codec.Int64Arg(0), nil, {}}})
+	// Two arguments, as written before the tags: the hash's H range goes.
+	write(t, s, codec.Event{Op: codec.OpDelKey, Key: []byte("legacy"), Args: [][]byte{{byte(codec.TypeHash)}, codec.Int64Arg(0)}})
+	write(t, s, codec.DelKeyEvent(0, []byte("full"), codec.TypeHash, 0))
+	if !field("named") {
+		t.Error("a deletion naming no tag removed the field")
+	}
+	if field("legacy") {
+		t.Error("a two-argument deletion kept the field")
+	}
+	if field("full") {
+		t.Error("DelKeyEvent kept the field")
+	}
+}
