@@ -95,23 +95,11 @@ func openChangeLog(fs vfs.FS, dir string, segSize int64) (*changeLog, error) {
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	names, err := fs.List(dir)
+	segs, err := listSegments(fs, dir)
 	if err != nil {
 		return nil, err
 	}
-	l := &changeLog{fs: fs, dir: dir, segSize: segSize}
-	for _, n := range names {
-		first, ok := strings.CutSuffix(n, ".log")
-		if !ok {
-			continue
-		}
-		seq, err := strconv.ParseUint(first, 10, 64)
-		if err != nil {
-			continue
-		}
-		l.segs = append(l.segs, seq)
-	}
-	slices.Sort(l.segs)
+	l := &changeLog{fs: fs, dir: dir, segSize: segSize, segs: segs}
 	if len(l.segs) == 0 {
 		return l, nil
 	}
@@ -133,6 +121,29 @@ func openChangeLog(fs vfs.FS, dir string, segSize int64) (*changeLog, error) {
 		l.last = first - 1 // an empty last segment
 	}
 	return l, nil
+}
+
+// listSegments returns the first sequence of each segment file in dir,
+// ascending.
+func listSegments(fs vfs.FS, dir string) ([]uint64, error) {
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	var segs []uint64
+	for _, n := range names {
+		first, ok := strings.CutSuffix(n, ".log")
+		if !ok {
+			continue
+		}
+		seq, err := strconv.ParseUint(first, 10, 64)
+		if err != nil {
+			continue
+		}
+		segs = append(segs, seq)
+	}
+	slices.Sort(segs)
+	return segs, nil
 }
 
 // scanSegment reads the frames of a segment whose first record is first,

@@ -20,9 +20,10 @@ import (
 	"github.com/sediment-dev/sediment/codec"
 )
 
-// CheckpointDirName is the one directory inside the data directory that
+// CheckpointDirName is a directory inside the data directory that
 // Checkpoint may write (SAVE and BGSAVE do): Open and Pebble ignore it.
-// Any other dest inside the data directory is refused.
+// Any other dest inside the data directory is refused, but for those in
+// SnapshotsDirName (the periodic snapshots).
 const CheckpointDirName = "checkpoint"
 
 // ErrInMemory is returned by Checkpoint on an InMemory store: its files
@@ -170,7 +171,9 @@ func (s *Store) checkDest(dest string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("parent %q is not a directory", parent)
 	}
-	if within(dest, s.dir) || (within(s.dir, dest) && !sameDir(dest, s.fs.PathJoin(s.dir, CheckpointDirName))) {
+	inside := sameDir(dest, s.fs.PathJoin(s.dir, CheckpointDirName)) ||
+		sameDir(parent, s.fs.PathJoin(s.dir, SnapshotsDirName))
+	if within(dest, s.dir) || (within(s.dir, dest) && !inside) {
 		return fmt.Errorf("refused: the store's directory is %q", s.dir)
 	}
 	fi, err = fs.Stat(dest)

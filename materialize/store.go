@@ -109,6 +109,13 @@ type Options struct {
 	// so that Pebble's flushes and MANIFEST edits never meet a full disk.
 	// The default is 64 MiB; negative turns the check off.
 	MinFreeDisk int64
+	// SnapshotEvery, when above 0, writes a periodic snapshot of a store
+	// on disk this often (TakeSnapshot, when records were committed since
+	// the last); SnapshotKeep is how many are kept (at least 1, the
+	// default). The change log keeps every record after the newest
+	// snapshot, whatever ChangeLogRetention says: Rebuild needs them.
+	SnapshotEvery time.Duration
+	SnapshotKeep  int
 }
 
 // Observer sees the write path's commit groups and change-log syncs. Commit
@@ -210,6 +217,7 @@ type Store struct {
 	expiredKeys atomic.Int64
 	swaps       swapIndex // the records holding a SWAPDB (SwapRecords)
 	holds       logHolds  // records kept whatever the retention (HoldLog)
+	snapHold    *LogHold  // the records after the newest snapshot (rebuild.go); set under mu
 	ageChecked  time.Time // when a commit last checked the retention's age limit (writer goroutine)
 	broken      error     // set when a Pebble apply failed after its log write: every later write fails
 	closed      bool
@@ -364,6 +372,9 @@ func Open(opts Options) (*Store, error) {
 	go s.writer()
 	s.wg.Add(1)
 	go s.every(time.Second, s.syncCommitted) // under everysec only (SetPolicy may change it)
+	if dir != "" {
+		s.startSnapshots()
+	}
 	if o.ChangeLogRetentionAge > 0 {
 		// Records age without commits: the age limit is checked every minute too.
 		s.wg.Add(1)
@@ -426,6 +437,7 @@ func (s *Store) View() *View {
 type writeReq struct {
 	decide func(v *View) ([]codec.Event, error)
 	txn    func(tx *Txn) error // instead of decide: WriteTxn
+	rec    *codec.Record       // instead of decide: Apply
 	tag    any                 // the caller's, for the Observer
 	seq    uint64
 	err    error
@@ -485,6 +497,30 @@ func (s *Store) WriteTagged(tag any, decide func(v *View) ([]codec.Event, error)
 	return s.SubmitTagged(tag, decide).Wait()
 }
 
+// ErrRecordOrder is Apply's error for a record that is not the store's
+// next (its Seq is not LastSeq()+1).
+var ErrRecordOrder = errors.New("record out of order")
+
+// Apply commits rec, a change-log record decided elsewhere (another
+// store's log: a rebuild from a snapshot, a replica), as this store's next
+// record: rec.Seq must be LastSeq()+1, or nothing is written and the error
+// wraps ErrRecordOrder. The record is applied by the path every write and
+// Open's replay take (stage, applyEvent), written to this store's change
+// log with its own ULID, time and trace context, and commits like any
+// write (in a group, atomically, with the in-memory indexes, the feed and
+// WaitDurable); later records decided here take greater ULIDs. No decision
+// is made: expiry, blocked clients (the ready hook) and the Observer's
+// tags are not consulted. It returns the record's sequence number.
+//
+// A corrupt event (codec.ErrCorrupt) fails the record and the group it
+// commits in, as a corrupt event of any write does. Safe for concurrent
+// use; records applied concurrently must still come in order.
+func (s *Store) Apply(rec codec.Record) (uint64, error) {
+	req := s.newReq()
+	req.rec = &rec
+	return s.enqueue(req).Wait()
+}
+
 // Pending is a write submitted with Submit and not yet waited for.
 type Pending struct {
 	req *writeReq
@@ -506,6 +542,11 @@ func (s *Store) SubmitTagged(tag any, decide func(v *View) ([]codec.Event, error
 	req := s.newReq()
 	req.decide = decide
 	req.tag = tag
+	return s.enqueue(req)
+}
+
+// enqueue hands req to the writer goroutine (or ends it with ErrClosed).
+func (s *Store) enqueue(req *writeReq) *Pending {
 	select {
 	case s.reqs <- req:
 	case <-s.stop:
@@ -615,22 +656,52 @@ type Traced interface {
 // record stages one write's events as change-log record seq+1 (applied
 // tells that a Txn has applied them already; tag is the request's).
 func (g *groupRun) record(events []codec.Event, applied bool, tag any) error {
-	s := g.s
-	g.seq++
-	if !applied {
-		for _, e := range events {
-			if err := s.stage(&g.cv, g.b, e); err != nil {
-				return err
-			}
-		}
+	if err := g.stageEvents(events, applied); err != nil {
+		return err
 	}
 	var tc codec.TraceContext
 	if t, ok := tag.(Traced); ok {
 		tc = t.TraceContext()
 	}
-	if err := s.stageRecord(g.seq, g.now, events, tc); err != nil {
+	if err := g.s.stageRecord(g.seq, g.now, events, tc); err != nil {
 		return err
 	}
+	g.account(events)
+	return nil
+}
+
+// applyRecord stages rec, a record decided elsewhere (Apply), as record
+// seq+1 with its own ULID, time and trace context.
+func (g *groupRun) applyRecord(rec *codec.Record) error {
+	s := g.s
+	if err := g.stageEvents(rec.Events, false); err != nil {
+		return err
+	}
+	s.log.appendWith(g.seq, func(b []byte) []byte { return codec.AppendRecord(b, *rec) })
+	// The records this store decides later keep increasing ULIDs.
+	s.ulidMs = max(s.ulidMs, ulid.ULID(rec.ULID).Time()+1)
+	g.account(rec.Events)
+	return nil
+}
+
+// stageEvents stages the events of the group's next record (seq+1), unless
+// a Txn applied them already.
+func (g *groupRun) stageEvents(events []codec.Event, applied bool) error {
+	g.seq++
+	if applied {
+		return nil
+	}
+	for _, e := range events {
+		if err := g.s.stage(&g.cv, g.b, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// account notes a staged record's events for the group's commit: the
+// in-memory indexes, expired keys, SWAPDB records.
+func (g *groupRun) account(events []codec.Event) {
 	g.committed = append(g.committed, events...)
 	for _, e := range events {
 		switch {
@@ -640,7 +711,6 @@ func (g *groupRun) record(events []codec.Event, applied bool, tag any) error {
 			g.swaps = append(g.swaps, g.seq)
 		}
 	}
-	return nil
 }
 
 // serve is the ready hook's callback for one blocked client served.
@@ -688,6 +758,18 @@ func (s *Store) commitGroup(group []*writeReq) {
 	for _, r := range group {
 		g.now = s.opts.Now()
 		v.nowMs = g.now.UnixMilli()
+		if r.rec != nil {
+			if r.rec.Seq != g.seq+1 {
+				r.err = fmt.Errorf("materialize: apply record %d after record %d: %w", r.rec.Seq, g.seq, ErrRecordOrder)
+				continue
+			}
+			if err := g.applyRecord(r.rec); err != nil {
+				s.failGroup(group, g.served, err)
+				return
+			}
+			r.seq = g.seq
+			continue
+		}
 		var events []codec.Event
 		var err error
 		if r.txn != nil {

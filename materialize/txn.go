@@ -70,13 +70,7 @@ func (s *Store) WriteTxnTagged(tag any, decide func(tx *Txn) error) (uint64, err
 	req := s.newReq()
 	req.txn = decide
 	req.tag = tag
-	select {
-	case s.reqs <- req:
-	case <-s.stop:
-		req.release()
-		return 0, ErrClosed
-	}
-	return req.pending.Wait()
+	return s.enqueue(req).Wait()
 }
 
 // decideTxn runs r's Txn decision against v and the group's batch b. It
