@@ -79,6 +79,13 @@ type Options struct {
 	// what CHANGES and the feed's replay can read. 0: their defaults.
 	Retention    uint64
 	RetentionAge time.Duration
+	// SnapshotEvery and SnapshotKeep are the periodic snapshots
+	// (materialize.Options.SnapshotEvery and SnapshotKeep): a checkpoint
+	// under <Dir>/snapshots this often, the newest SnapshotKeep kept, the
+	// change log after the newest kept whatever the retention, so that
+	// `sediment replay` can rebuild the store. 0: none.
+	SnapshotEvery time.Duration
+	SnapshotKeep  int
 	// StorageFatal is materialize.Options.Fatal: told when Pebble cannot go
 	// on, it must not return. nil: a panic.
 	StorageFatal func(msg string)
@@ -336,6 +343,8 @@ func New(opts Options) (*Server, error) {
 		MinFreeDisk:           o.MinFreeDisk,
 		ChangeLogRetention:    o.Retention,
 		ChangeLogRetentionAge: o.RetentionAge,
+		SnapshotEvery:         o.SnapshotEvery,
+		SnapshotKeep:          o.SnapshotKeep,
 		Fatal:                 o.StorageFatal,
 		Logger:                o.Logger,
 		Now:                   o.Now,

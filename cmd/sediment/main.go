@@ -2,12 +2,14 @@
 // stream-first broker storing its data in Pebble and waking blocked readers
 // through NATS.
 //
+//	sediment replay --from-snapshot DIR --log DIR --to DIR
 //	sediment feed [--nats-url URL] [--user feed --password P] [--db N] [--type T] [--key K] [--from SEQ]
 //	sediment [serve] [--bind 127.0.0.1] [--port 6380] [--dir ./data]
 //	         [--nats-url URL] [--appendfsync always|everysec|no]
 //	         [--databases 16] [--maxclients 10000] [--timeout 0] [--shutdown-grace 2s] [--cache-size 64] [--log-level info]
 //	         [--nats-listen 127.0.0.1:4222|off] [--feed-prefix sediment]
 //	         [--requirepass PASSWORD] [--protected-mode yes|no] [--changelog-retention 1048576[,AGE]]
+//	         [--snapshot-every 1h] [--snapshot-keep 1]
 //	         [--tls-port 0] [--tls-cert-file F] [--tls-key-file F] [--tls-ca-cert-file F]
 //	         [--tls-auth-clients yes|no|optional] [--tls-protocols "TLSv1.2 TLSv1.3"] [--tls-ciphers ...]
 //	         [--nats-creds F] [--nats-tls-cert-file F] [--nats-tls-key-file F] [--nats-tls-ca-cert-file F]
@@ -55,7 +57,8 @@ type config struct {
 	natsListen, feedPrefix, requirepass, protected   string
 	aclFile, natsFeedPassword, retention             string
 	port, databases, maxclients, timeout, cacheMB    int
-	shutdownGrace                                    time.Duration
+	shutdownGrace, snapshotEvery                     time.Duration
+	snapshotKeep                                     int
 	minFreeDiskMB                                    int
 	tls                                              tlsFlags
 }
@@ -79,6 +82,8 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.IntVar(&c.maxclients, "maxclients", 10000, "most client connections served at once; more are told \"ERR max number of clients reached\"")
 	fs.IntVar(&c.cacheMB, "cache-size", 64, "Pebble's block cache in MiB (large values are read through it)")
 	fs.StringVar(&c.retention, "changelog-retention", "1048576", "change-log records kept for replay (CHANGES): a count, an age (168h), or both (1048576,168h); a record goes once either limit says so; 0: no count limit")
+	fs.DurationVar(&c.snapshotEvery, "snapshot-every", time.Hour, "write a snapshot of the store to <dir>/snapshots this often when it changed (the change log after the newest one is kept whatever --changelog-retention says, so 'sediment replay' can rebuild the store from them); 0: never")
+	fs.IntVar(&c.snapshotKeep, "snapshot-keep", 1, "how many periodic snapshots to keep (at least 1)")
 	fs.IntVar(&c.minFreeDiskMB, "min-free-disk", 64, "refuse writes (MISCONF) while the data directory's filesystem has less free space than this, in MiB; 0: never")
 	fs.IntVar(&c.timeout, "timeout", 0, "close a client idle for this many seconds; 0: never (Redis's timeout)")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 2*time.Second, "on SIGTERM or SHUTDOWN, how long each client may take to read the replies it was sent before its connection is closed")
@@ -131,6 +136,9 @@ func parse(args []string, getenv func(string) string) (config, error) {
 }
 
 func run(args []string, getenv func(string) string) error {
+	if len(args) > 0 && args[0] == "replay" {
+		return runReplay(args[1:], os.Stdout)
+	}
 	if len(args) > 0 && args[0] == "feed" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -234,6 +242,8 @@ func run(args []string, getenv func(string) string) error {
 		MinFreeDisk:    minFreeDisk(c.minFreeDiskMB),
 		Retention:      keep,
 		RetentionAge:   keepAge,
+		SnapshotEvery:  c.snapshotEvery,
+		SnapshotKeep:   c.snapshotKeep,
 		StorageFatal: func(msg string) {
 			log.Error("storage cannot go on; exiting (every acknowledged write is in the change log and is replayed at the next start)", "err", msg)
 			os.Exit(1)

@@ -10,7 +10,7 @@ func TestParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config{bind: "127.0.0.1", port: 6380, dir: "./data", appendfsync: "everysec", databases: 16, maxclients: 10000, logLevel: "info", logFormat: "text", natsListen: "127.0.0.1:4222", feedPrefix: "sediment", cacheMB: 64, minFreeDiskMB: 64, protected: "yes", retention: "1048576", shutdownGrace: 2 * time.Second, tls: tlsFlags{authClients: "yes"}}
+	want := config{bind: "127.0.0.1", port: 6380, dir: "./data", appendfsync: "everysec", databases: 16, maxclients: 10000, logLevel: "info", logFormat: "text", natsListen: "127.0.0.1:4222", feedPrefix: "sediment", cacheMB: 64, minFreeDiskMB: 64, protected: "yes", retention: "1048576", shutdownGrace: 2 * time.Second, snapshotEvery: time.Hour, snapshotKeep: 1, tls: tlsFlags{authClients: "yes"}}
 	if c != want {
 		t.Fatalf("defaults = %+v, want %+v", c, want)
 	}
