@@ -67,7 +67,10 @@ type changeLog struct {
 	// segTimes are the decision times (Unix ms) of segments' first
 	// records, read once each (cutBefore).
 	segTimes map[uint64]int64
-	f        vfs.File // the last segment, appended to
+	// marks are places in segments that reads found (markBefore), by
+	// the segment's first record, ascending.
+	marks map[uint64][]segMark
+	f     vfs.File // the last segment, appended to
 
 	// The writer goroutine's own state.
 	size     int64  // bytes in the last segment
@@ -152,8 +155,21 @@ func listSegments(fs vfs.FS, dir string) ([]uint64, error) {
 // frame. fn returning false stops the scan. fn's rec is its own copy: it
 // may be retained.
 func scanSegment(r io.ReaderAt, first uint64, fn func(seq uint64, rec []byte) bool) (end int64, last uint64, lastAt int64, err error) {
-	rd := chunkReader{r: r, chunk: scanChunk}
+	var at func(seq uint64, _ int64, rec []byte) bool
+	if fn != nil {
+		at = func(seq uint64, _ int64, rec []byte) bool { return fn(seq, slices.Clone(rec)) }
+	}
+	return scanSegmentAt(r, 0, first, scanChunk, at)
+}
+
+// scanSegmentAt is scanSegment from the frame at offset off, which holds
+// record first, reading chunk bytes at a time; fn is also told each
+// frame's offset, and its rec is valid only until it returns (it is the
+// read buffer).
+func scanSegmentAt(r io.ReaderAt, off int64, first uint64, chunk int, fn func(seq uint64, at int64, rec []byte) bool) (end int64, last uint64, lastAt int64, err error) {
+	rd := chunkReader{r: r, chunk: chunk}
 	want := first
+	end = off
 	for {
 		hdr, err := rd.at(end, frameHeader)
 		if err != nil {
@@ -184,14 +200,19 @@ func scanSegment(r io.ReaderAt, first uint64, fn func(seq uint64, rec []byte) bo
 		lastAt = end
 		end += frameHeader + int64(n)
 		last, want = seq, seq+1
-		if fn != nil && !fn(seq, slices.Clone(payload[8:])) {
+		if fn != nil && !fn(seq, lastAt, payload[8:]) {
 			return end, last, lastAt, nil
 		}
 	}
 }
 
-// scanChunk is how much of a segment scanSegment reads at once.
-const scanChunk = 1 << 20
+// scanChunk is how much of a segment scanSegment reads at once, and
+// readChunk how much read does: a read starts at a mark (markEvery) and
+// most often returns a page of records, a few chunks.
+const (
+	scanChunk = 1 << 20
+	readChunk = 128 << 10
+)
 
 // chunkReader reads a file forward through a buffer refilled a chunk at a
 // time: frames are parsed from the buffer, so a pass over a segment costs
@@ -434,7 +455,12 @@ func (l *changeLog) read(from, upTo uint64, fn func(seq uint64, rec []byte) bool
 			return err
 		}
 		stop := false
-		_, _, _, err = scanSegment(f, segs[i], func(seq uint64, rec []byte) bool {
+		start := l.markBefore(segs[i], from)
+		var found []segMark
+		_, _, _, err = scanSegmentAt(f, start.off, start.seq, readChunk, func(seq uint64, at int64, rec []byte) bool {
+			if seq <= upTo && at >= start.off+markEvery*int64(len(found)+1) {
+				found = append(found, segMark{seq, at})
+			}
 			switch {
 			case seq < from:
 				return true
@@ -442,18 +468,71 @@ func (l *changeLog) read(from, upTo uint64, fn func(seq uint64, rec []byte) bool
 				stop = true
 				return false
 			}
-			if !fn(seq, rec) {
+			if !fn(seq, slices.Clone(rec)) {
 				stop = true
 				return false
 			}
 			return true
 		})
 		f.Close()
+		l.addMarks(segs[i], found)
 		if err != nil || stop {
 			return err
 		}
 	}
 	return nil
+}
+
+// markEvery is the spacing, in bytes, of the marks that reads leave in a
+// segment (segMark): a read from record n scans at most this much of
+// its segment before n, once a read passed n.
+const markEvery = 256 << 10
+
+// segMark is a place in a segment: the frame of record seq is at offset
+// off. Reads leave one about every markEvery bytes of the committed
+// records they scan, so that a later read from the middle of a segment
+// (CHANGES and the feed's replay paging through it) starts near its
+// record instead of at the segment's start. A committed record's frame
+// never moves: a failed write invalidates only the frames after it.
+type segMark struct {
+	seq uint64
+	off int64
+}
+
+// markBefore returns the last mark of segment first at or before record
+// from (the segment's start when there is none).
+func (l *changeLog) markBefore(first, from uint64) segMark {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ms := l.marks[first]
+	i, _ := slices.BinarySearchFunc(ms, from+1, func(m segMark, seq uint64) int { return cmpUint(m.seq, seq) })
+	if i == 0 {
+		return segMark{seq: first}
+	}
+	return ms[i-1]
+}
+
+// addMarks keeps the marks a read found in segment first past its last
+// one (marks for a segment dropped meanwhile are not kept).
+func (l *changeLog) addMarks(first uint64, found []segMark) {
+	if len(found) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := slices.BinarySearch(l.segs, first); !ok {
+		return
+	}
+	ms := l.marks[first]
+	for _, m := range found {
+		if len(ms) == 0 || m.off >= ms[len(ms)-1].off+markEvery {
+			ms = append(ms, m)
+		}
+	}
+	if l.marks == nil {
+		l.marks = map[uint64][]segMark{}
+	}
+	l.marks[first] = ms
 }
 
 // readLast calls fn with the last record (seq l.last), if there is one.
@@ -492,6 +571,7 @@ func (l *changeLog) dropBefore(seq uint64) error {
 	for len(l.segs) > 1 && l.segs[1] <= seq {
 		drop = append(drop, l.segs[0])
 		delete(l.segTimes, l.segs[0])
+		delete(l.marks, l.segs[0])
 		l.segs = l.segs[1:]
 	}
 	l.mu.Unlock()
