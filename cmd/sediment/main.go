@@ -3,6 +3,7 @@
 // through NATS.
 //
 //	sediment replay --from-snapshot DIR --log DIR --to DIR
+//	sediment check [--dir ./data] [--max-errors 100]
 //	sediment feed [--nats-url URL] [--user feed --password P] [--db N] [--type T] [--key K] [--from SEQ]
 //	sediment [serve] [--bind 127.0.0.1] [--port 6380] [--dir ./data]
 //	         [--nats-url URL] [--appendfsync always|everysec|no]
@@ -138,6 +139,9 @@ func parse(args []string, getenv func(string) string) (config, error) {
 func run(args []string, getenv func(string) string) error {
 	if len(args) > 0 && args[0] == "replay" {
 		return runReplay(args[1:], os.Stdout)
+	}
+	if len(args) > 0 && args[0] == "check" {
+		os.Exit(runCheck(args[1:], getenv, os.Stdout, os.Stderr)) // 0 clean, 1 violations, 2 failed
 	}
 	if len(args) > 0 && args[0] == "feed" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
