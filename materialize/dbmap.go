@@ -39,6 +39,9 @@ func (m *dbMap) swapped(a, b uint8) *dbMap {
 func decodeDBMap(val []byte) (*dbMap, error) {
 	m := *identityDBs
 	var seen [256]bool
+	if len(val) > len(m.storage) {
+		return nil, fmt.Errorf("materialize: db map of %d bytes: %w", len(val), codec.ErrCorrupt)
+	}
 	for i, s := range val {
 		m.storage[i] = s
 	}

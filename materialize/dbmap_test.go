@@ -1,6 +1,7 @@
 package materialize_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -65,5 +66,27 @@ func TestSwapDBMap(t *testing.T) {
 		return []codec.Event{{Op: codec.OpSwapDB, DB: 0}}, nil
 	}); err == nil {
 		t.Error("a swap event without its second db committed")
+	}
+}
+
+// TestCorruptDBMapRefused: a db map value longer than the 256 dbs it can
+// map is a corrupt store at Open, not a panic.
+func TestCorruptDBMapRefused(t *testing.T) {
+	dir := t.TempDir()
+	s, err := materialize.Open(materialize.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := materialize.RawSet(s, codec.DBMapKey(), make([]byte, 300)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := materialize.Open(materialize.Options{Dir: dir}); !errors.Is(err, codec.ErrCorrupt) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Open with a 300-byte db map: %v", err)
 	}
 }
