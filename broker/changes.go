@@ -15,8 +15,8 @@ import (
 
 func init() {
 	register(
-		&cmdSpec{name: "changes", arity: -3, flags: flagLoading | flagStale | flagNoMulti, group: "server", since: "sediment",
-			summary: "Returns the change-feed events of the retained change log from a sequence number on.", run: runChanges},
+		&cmdSpec{name: "changes", arity: -2, flags: flagLoading | flagStale | flagNoMulti, group: "server", since: "sediment",
+			summary: "Returns the change-feed events of the retained change log from a sequence number on, or a snapshot of the keys.", run: runChanges},
 	)
 }
 
@@ -57,9 +57,17 @@ func errNotRetained(e *feed.ErrNotRetained) wireError {
 // bounds its work: a reply may hold fewer events than that, or none, with
 // more to come. MATCH is a glob pattern on the key, TYPE the event type
 // (string, hash, set, zset, list, stream, key, db).
+//
+// CHANGES SNAPSHOT is in snapshot.go.
 func runChanges(x *exec) error {
+	if equalFold(x.args[1], "SNAPSHOT") {
+		return runChangesSnapshot(x)
+	}
 	if !equalFold(x.args[1], "FROM") {
 		return errSyntax
+	}
+	if len(x.args) < 3 {
+		return errWrongArgs("changes")
 	}
 	from, ok := parseInt(x.args[2])
 	if !ok || from < 0 {
@@ -140,8 +148,19 @@ func appendReplayReply(b []byte, next feed.Cursor, payloads [][]byte) []byte {
 // serveReplay answers requests on <prefix>.replay on the server's NATS
 // connection: CHANGES for nats.go programs (a JSON request and reply,
 // docs/change-feed.md). A reply stays within NATS's max_payload: the
-// records that would not fit are left for the next request.
+// records that would not fit are left for the next request. It also
+// serves <prefix>.snapshot (serveSnapshot), and closes the open snapshots
+// at shutdown, before the store closes.
 func (s *Server) serveReplay() error {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		<-s.ctx.Done()
+		s.snaps.closeAll()
+	}()
+	if err := s.serveSnapshot(); err != nil {
+		return err
+	}
 	nc := s.wake.nc
 	subject := cmp.Or(s.opts.FeedPrefix, feed.DefaultPrefix) + ".replay"
 	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {

@@ -473,11 +473,18 @@ func bulkField(w reply.Writer, name, v string) {
 // display_text; "optional" and "multiple" as argument flags). Their key
 // specs are derived (derivedKeySpecs); they have no tips.
 var handDocs = map[string]*cmdDoc{
-	// Sediment's own (docs/change-feed.md, "Gaps and replay"); no redis.io page.
-	"changes": {Summary: "Returns the change-feed events of the retained change log from a sequence number on.", Since: "sediment", Group: "server",
-		Complexity: "O(N) where N is the number of change-log records read (at most COUNT).",
-		Arguments: []cmdArg{{Name: "seq", Type: "integer", Token: "FROM"}, {Name: "count", Type: "integer", Token: "COUNT", Flags: docOptional},
-			{Name: "pattern", Type: "pattern", Token: "MATCH", Flags: docOptional}, {Name: "type", Type: "string", Token: "TYPE", Flags: docOptional}}},
+	// Sediment's own (docs/change-feed.md, "Gaps and replay" and
+	// "Snapshot, then changes"); no redis.io page.
+	"changes": {Summary: "Returns the change-feed events of the retained change log from a sequence number on, or a snapshot of the keys.", Since: "sediment", Group: "server",
+		Complexity: "O(N) where N is the number of change-log records read (at most COUNT), or for SNAPSHOT the events returned (at most COUNT) plus the keys looked at (at most 10 per COUNT).",
+		Arguments: []cmdArg{{Name: "form", Type: "oneof", Arguments: []cmdArg{
+			{Name: "from", Type: "block", Arguments: []cmdArg{{Name: "seq", Type: "integer", Token: "FROM"}, {Name: "count", Type: "integer", Token: "COUNT", Flags: docOptional},
+				{Name: "pattern", Type: "pattern", Token: "MATCH", Flags: docOptional}, {Name: "type", Type: "string", Token: "TYPE", Flags: docOptional}}},
+			{Name: "snapshot", Type: "block", Arguments: []cmdArg{docToken("snapshot", "SNAPSHOT"), {Name: "page", Type: "oneof", Flags: docOptional, Arguments: []cmdArg{
+				{Name: "new", Type: "block", Arguments: []cmdArg{{Name: "pattern", Type: "pattern", Token: "MATCH", Flags: docOptional},
+					{Name: "type", Type: "string", Token: "TYPE", Flags: docOptional}, {Name: "db", Type: "integer", Token: "DB", Flags: docOptional}}},
+				{Name: "cursor", Type: "integer", Token: "CONTINUE"}}},
+				{Name: "count", Type: "integer", Token: "COUNT", Flags: docOptional}}}}}}},
 	// https://redis.io/docs/latest/commands/xackdel/
 	"xackdel": {
 		Summary:    "Acknowledges and conditionally deletes one or multiple entries for a stream consumer group.",

@@ -319,7 +319,7 @@ var limitCases = map[string][]limitCase{
 var limitNoNumbers = []string{
 	"get", "del", "unlink", "exists", "type", "keys", "dbsize", "flushdb", "flushall",
 	"save", "bgsave", "lastsave",
-	"changes", // FROM and COUNT: TestChangesErrors
+	"changes", // FROM and COUNT: TestChangesErrors; SNAPSHOT's COUNT, DB and cursor: TestSnapshotErrors
 	"ttl", "pttl", "expiretime", "pexpiretime", "persist",
 	"xlen", "xdel", "xack",
 	// Redis 8.2: numids is checked against the redis.io text by

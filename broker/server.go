@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -55,6 +56,23 @@ type Options struct {
 	// and every other client is refused (Sediment's own connection uses a
 	// random password of its own). Empty: no access control.
 	NATSFeedPassword string
+	// FeedJetStream, when set, captures the change feed durably in the
+	// JetStream stream of that name (docs/change-feed.md, "Durable capture
+	// (JetStream)"), created or updated at start over <FeedPrefix>.chg.>
+	// with file storage. The embedded NATS server then runs JetStream,
+	// storing in <Dir>/jetstream (a temporary directory, removed at Close,
+	// with InMemory); an external one must have it enabled. Empty, the
+	// default: no capture.
+	FeedJetStream string
+	// FeedJetStreamReplicas is the stream's replica count (clustered
+	// JetStream; 1 with the embedded server). 0 takes 1.
+	FeedJetStreamReplicas int
+	// FeedJetStreamMaxAge is how long the stream keeps a message; 0, the
+	// default, has no limit.
+	FeedJetStreamMaxAge time.Duration
+	// FeedJetStreamDuplicates is the stream's de-duplication window; 0
+	// takes feed.DefaultCaptureDuplicates (30 s).
+	FeedJetStreamDuplicates time.Duration
 	// AppendFsync is the durability policy (Redis's appendfsync). The
 	// default is everysec.
 	AppendFsync materialize.SyncPolicy
@@ -200,6 +218,18 @@ func (o Options) Validate() error {
 	if o.NATSFeedPassword != "" && (o.NATSListen == "" || o.NATSURL != "") {
 		return fmt.Errorf("broker: a NATS feed password needs the embedded NATS server listening (no NATS URL, a NATS listen address)")
 	}
+	if o.FeedJetStream != "" {
+		switch {
+		case !feed.ValidStreamName(o.FeedJetStream):
+			return fmt.Errorf("broker: JetStream stream name %q: it may hold no spaces, '.', '*', '>' or path separators", o.FeedJetStream)
+		case o.FeedJetStreamReplicas < 0 || o.FeedJetStreamReplicas > 5:
+			return fmt.Errorf("broker: JetStream replicas must be 1..5, got %d", o.FeedJetStreamReplicas)
+		case o.FeedJetStreamReplicas > 1 && o.NATSURL == "":
+			return fmt.Errorf("broker: JetStream replicas need a NATS cluster (a NATS URL); the embedded server keeps one")
+		case o.FeedJetStreamMaxAge < 0 || o.FeedJetStreamDuplicates < 0:
+			return fmt.Errorf("broker: JetStream max age and duplicates window must not be negative")
+		}
+	}
 	if o.ACLFile != "" && o.RequirePass != "" {
 		return fmt.Errorf("broker: requirepass and an ACL file cannot be used together: give the default user its password in the ACL file")
 	}
@@ -234,6 +264,7 @@ type Server struct {
 	latency     latencyMonitor                 // LATENCY (latency.go)
 	mons        monitors                       // MONITOR connections (monitor.go)
 	feed        *feed.Publisher                // the change feed (docs/change-feed.md)
+	snaps       snapshots                      // CHANGES SNAPSHOT's open snapshots (snapshot.go)
 	tel         *telem                         // OpenTelemetry; nil: off (telemetry.go)
 	cons        *consumers                     // blocked XREADGROUP clients, served by the writer
 	watch       *watches                       // WATCHed keys
@@ -248,6 +279,7 @@ type Server struct {
 	timeout     atomic.Int64                   // timeout in ns: Options.Timeout, then CONFIG SET
 	start       time.Time
 	replID      string // INFO replication's master_replid: 40 random hex digits per start, as Redis's
+	jsTemp      string // the embedded JetStream's temporary store (InMemory), removed at close
 
 	ctx    context.Context // cancelled by Close: ends blocking waits
 	cancel context.CancelFunc
@@ -391,11 +423,38 @@ func New(opts Options) (*Server, error) {
 	var feedAuth *natsFeedAuth
 	if o.NATSFeedPassword != "" {
 		prefix := cmp.Or(o.FeedPrefix, feed.DefaultPrefix)
-		feedAuth = &natsFeedAuth{subjects: prefix + ".chg.>", replay: prefix + ".replay", password: o.NATSFeedPassword}
+		feedAuth = &natsFeedAuth{subjects: prefix + ".chg.>", replay: prefix + ".replay", snapshot: prefix + ".snapshot", password: o.NATSFeedPassword}
 	}
-	if s.wake, err = newWaker(o.NATSURL, o.NATSListen, feedAuth, o.Logger, o.NATSOptions...); err != nil {
+	var jsDir string
+	if o.FeedJetStream != "" && o.NATSURL == "" {
+		// The embedded server's JetStream store: <dir>/jetstream.
+		if jsDir = o.Dir; o.InMemory {
+			if jsDir, err = os.MkdirTemp("", "sediment-jetstream-"); err != nil {
+				store.Close()
+				return nil, fmt.Errorf("broker: JetStream store: %w", err)
+			}
+			s.jsTemp = jsDir
+		}
+	}
+	if s.wake, err = newWaker(o.NATSURL, o.NATSListen, feedAuth, jsDir, o.Logger, o.NATSOptions...); err != nil {
 		store.Close()
+		s.removeJSTemp()
 		return nil, err
+	}
+	var capture *feed.Capture
+	if o.FeedJetStream != "" {
+		// Before anything can commit (active expiry): the capture holds
+		// the log from its start.
+		ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+		capture, err = feed.NewCapture(ctx, s.wake.nc, store, o.FeedPrefix, feed.CaptureConfig{Stream: o.FeedJetStream,
+			Replicas: o.FeedJetStreamReplicas, MaxAge: o.FeedJetStreamMaxAge, Duplicates: o.FeedJetStreamDuplicates}, o.Logger)
+		cancel()
+		if err != nil {
+			s.wake.close()
+			store.Close()
+			s.removeJSTemp()
+			return nil, fmt.Errorf("broker: change feed capture: %w", err)
+		}
 	}
 	s.wake.logicalDB = store.LogicalDB
 	s.pubsub = newPubSub(s, s.wake.nc)
@@ -411,11 +470,12 @@ func New(opts Options) (*Server, error) {
 		PublishTraced: func(subject string, payload []byte, traceparent string) error {
 			return nc.PublishMsg(&nats.Msg{Subject: subject, Data: payload, Header: nats.Header{"traceparent": {traceparent}}})
 		},
-		MaxPayload: int(s.wake.nc.MaxPayload()), Logger: o.Logger}
+		MaxPayload: int(s.wake.nc.MaxPayload()), Logger: o.Logger, Capture: capture}
 	if tl != nil {
 		s.feed.Tracer = tl.tracer // send spans of traced events (docs/telemetry.md)
 	}
-	if ns := s.wake.ns; ns != nil {
+	if ns := s.wake.ns; ns != nil && capture == nil {
+		// (With a capture, JetStream subscribes to every event.)
 		// Only subscribers of this server can listen: ask it.
 		acc := ns.GlobalAccount()
 		s.feed.Interest = acc.SubscriptionInterest
@@ -628,9 +688,18 @@ func (s *Server) close() error {
 		s.opts.Telemetry.SetProducer(nil)
 	}
 	s.wake.close()
+	s.removeJSTemp()
 	err := s.store.Close()
 	s.opts.Logger.Info("stopped")
 	return err
+}
+
+// removeJSTemp removes the embedded JetStream's temporary store (InMemory
+// with a change feed capture), if any.
+func (s *Server) removeJSTemp() {
+	if s.jsTemp != "" {
+		os.RemoveAll(s.jsTemp)
+	}
 }
 
 // closeIdle closes the connections idle for longer than the timeout

@@ -411,6 +411,15 @@ func runInfo(x *exec) error {
 		pub := s.feed.Published()
 		kv("sediment_feed_published_seq", pub)
 		kv("sediment_feed_lag_records", st.ChangeLogRecords-min(pub, st.ChangeLogRecords))
+		// The age of the oldest record not yet published (not yet
+		// captured, with a JetStream capture).
+		kv("sediment_feed_lag_seconds", strconv.FormatFloat(s.feed.LagTime(s.opts.Now()).Seconds(), 'f', 3, 64))
+		if c := s.feed.Capture; c != nil {
+			captured := c.Captured()
+			kv("sediment_feed_jetstream", c.Stream())
+			kv("sediment_feed_captured_seq", captured)
+			kv("sediment_feed_capture_lag_records", st.ChangeLogRecords-min(captured, st.ChangeLogRecords))
+		}
 		s.saveInfo(kv)
 		// Storage faults (docs/operations.md): Redis's AOF write status,
 		// with the fault's cause and the free space beside it.

@@ -111,6 +111,21 @@ func (tl *telem) observe(m metric.Meter, s *Server) error {
 	if err != nil {
 		return err
 	}
+	feedLagTime, err := m.Float64ObservableGauge("sediment.feed.lag.time", metric.WithUnit("s"),
+		metric.WithDescription("Age of the oldest committed change-log record not yet published on the change feed (not yet stored by JetStream, with a capture)"))
+	if err != nil {
+		return err
+	}
+	captured, err := m.Int64ObservableCounter("sediment.feed.captured", metric.WithUnit("{record}"),
+		metric.WithDescription("The last change-log sequence the JetStream capture has stored, every record before it too (with --feed-jetstream)"))
+	if err != nil {
+		return err
+	}
+	captureLag, err := m.Int64ObservableGauge("sediment.feed.capture.lag", metric.WithUnit("{record}"),
+		metric.WithDescription("Committed change-log records not yet stored by the JetStream capture (with --feed-jetstream)"))
+	if err != nil {
+		return err
+	}
 	disk, err := m.Int64ObservableGauge("sediment.storage.disk_usage", metric.WithUnit("By"),
 		metric.WithDescription("Bytes of Pebble's files (the change log not included)"))
 	if err != nil {
@@ -181,6 +196,12 @@ func (tl *telem) observe(m metric.Meter, s *Server) error {
 		} else {
 			o.ObserveInt64(feedLag, 0)
 		}
+		o.ObserveFloat64(feedLagTime, s.feed.LagTime(s.opts.Now()).Seconds())
+		if c := s.feed.Capture; c != nil {
+			done := c.Captured()
+			o.ObserveInt64(captured, int64(done))
+			o.ObserveInt64(captureLag, int64(st.ChangeLogRecords-min(done, st.ChangeLogRecords)))
+		}
 		o.ObserveInt64(disk, int64(st.DiskUsage))
 		o.ObserveInt64(memtable, int64(st.MemTableSize))
 		o.ObserveInt64(cache, st.CacheSize)
@@ -202,7 +223,7 @@ func (tl *telem) observe(m metric.Meter, s *Server) error {
 			o.ObserveInt64(free, int64(min(n, 1<<62)))
 		}
 		return nil
-	}, connected, blocked, records, feedLag, disk, memtable, cache, lookups, compactions, flushes, readAmp, written, writeAmp, fault, free)
+	}, connected, blocked, records, feedLag, feedLagTime, captured, captureLag, disk, memtable, cache, lookups, compactions, flushes, readAmp, written, writeAmp, fault, free)
 	if err != nil || len(s.opts.MetricsStreams) == 0 {
 		return err
 	}

@@ -62,18 +62,21 @@ type waker struct {
 
 // natsFeedAuth is the embedded NATS server's access control
 // (Options.NATSFeedPassword): the "feed" user may subscribe to the change
-// feed and to reply inboxes, and publish only replay requests.
+// feed and to reply inboxes, and publish only replay and snapshot
+// requests.
 type natsFeedAuth struct {
 	subjects string // <prefix>.chg.>
 	replay   string // <prefix>.replay
+	snapshot string // <prefix>.snapshot
 	password string
 }
 
 // newWaker connects to url, or starts an embedded NATS server when url is
 // empty: listening on listen (host:port), or in-process only when listen
 // is empty; with auth, the embedded server admits the feed user and this
-// process's own connection only.
-func newWaker(url, listen string, auth *natsFeedAuth, log *slog.Logger, extra ...nats.Option) (*waker, error) {
+// process's own connection only; with jsDir, the embedded server runs
+// JetStream, storing in jsDir/jetstream (the change feed's capture).
+func newWaker(url, listen string, auth *natsFeedAuth, jsDir string, log *slog.Logger, extra ...nats.Option) (*waker, error) {
 	w := &waker{log: log}
 	var opts []nats.Option
 	opts = append(opts, nats.Name("sediment"), nats.MaxReconnects(-1),
@@ -95,6 +98,9 @@ func newWaker(url, listen string, auth *natsFeedAuth, log *slog.Logger, extra ..
 	opts = append(opts, extra...)
 	if url == "" {
 		so := &natsserver.Options{DontListen: true, NoLog: true, NoSigs: true}
+		if jsDir != "" {
+			so.JetStream, so.StoreDir = true, jsDir
+		}
 		if listen != "" {
 			host, port, err := net.SplitHostPort(listen)
 			if err != nil {
@@ -113,7 +119,7 @@ func newWaker(url, listen string, auth *natsFeedAuth, log *slog.Logger, extra ..
 			so.Users = []*natsserver.User{
 				{Username: "sediment", Password: self},
 				{Username: "feed", Password: auth.password, Permissions: &natsserver.Permissions{
-					Publish:   &natsserver.SubjectPermission{Allow: []string{auth.replay}},
+					Publish:   &natsserver.SubjectPermission{Allow: []string{auth.replay, auth.snapshot}},
 					Subscribe: &natsserver.SubjectPermission{Allow: []string{auth.subjects, "_INBOX.>"}},
 				}},
 			}

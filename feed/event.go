@@ -43,6 +43,10 @@ type Message struct {
 	// message (max_payload): Args and Meta's value are left out; read the
 	// key for them.
 	Truncated bool `json:"truncated,omitempty"`
+	// Snapshot: the event is part of a snapshot (Snapshot.Page), not of
+	// a change-log record: Seq is the snapshot's sequence, I its index
+	// in the snapshot, N and ULID zero.
+	Snapshot bool `json:"snapshot,omitempty"`
 }
 
 // MetaInfo is a key's metadata as an OpSetMeta event sets it.
@@ -257,6 +261,9 @@ func (m *Message) appendJSON(b []byte) []byte {
 	}
 	if m.Truncated {
 		b = append(b, `,"truncated":true`...)
+	}
+	if m.Snapshot {
+		b = append(b, `,"snapshot":true`...)
 	}
 	return append(b, '}')
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,16 +49,67 @@ type Publisher struct {
 	// a larger event is published truncated. 0: no limit.
 	MaxPayload int
 	Logger     *slog.Logger
+	// Capture, when set, makes the feed a durable capture into a JetStream
+	// stream (NewCapture; docs/change-feed.md, "Durable capture
+	// (JetStream)"): every event is published, whatever Interest and
+	// Active say, through the capture's JetStream context, and a record
+	// counts as done once JetStream has stored all its events. Publish,
+	// PublishTraced, Interest and Active are then unused.
+	Capture *Capture
 
 	published atomic.Uint64 // the last sequence published (or skipped)
+	// oldest is the record the lag in time is measured from (LagTime).
+	oldest struct {
+		mu  sync.Mutex
+		seq uint64 // 0: none known
+		ms  int64  // its decision time, Unix ms
+	}
 }
 
-// Published returns the sequence of the last record published.
+// Published returns the sequence of the last record published: with a
+// Capture, the last whose events were all handed to NATS (Captured tells
+// which JetStream stored).
 func (p *Publisher) Published() uint64 { return p.published.Load() }
+
+// LagTime returns how long ago the oldest committed record the feed has
+// not finished with was decided: not yet published or, with a Capture,
+// not yet stored by JetStream. It is 0 when there is none, and when the
+// publisher has not read that record yet (it reads each as it commits;
+// while a publish fails or JetStream cannot be reached it knows the
+// record it retries). It reads no record. Safe for concurrent use.
+func (p *Publisher) LagTime(now time.Time) time.Duration {
+	done := p.published.Load()
+	if p.Capture != nil {
+		done = p.Capture.Captured()
+	}
+	if done >= p.Store.LastSeq() {
+		return 0
+	}
+	p.oldest.mu.Lock()
+	seq, ms := p.oldest.seq, p.oldest.ms
+	p.oldest.mu.Unlock()
+	if seq != done+1 {
+		return 0
+	}
+	return max(now.Sub(time.UnixMilli(ms)), 0)
+}
+
+// setOldest records the decision time of record seq, the oldest the feed
+// has not finished with (LagTime).
+func (p *Publisher) setOldest(seq uint64, ms int64) {
+	p.oldest.mu.Lock()
+	p.oldest.seq, p.oldest.ms = seq, ms
+	p.oldest.mu.Unlock()
+}
 
 // Run publishes every record committed after the one current when it
 // starts, until ctx ends. It follows SWAPDB's db map through the records.
+// With a Capture it starts where the capture's stream ends instead
+// (NewCapture), and publishes every record after it.
 func (p *Publisher) Run(ctx context.Context) error {
+	if p.Capture != nil {
+		return p.runCapture(ctx)
+	}
 	prefix := p.Prefix
 	if prefix == "" {
 		prefix = DefaultPrefix
@@ -105,6 +157,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 			for i, e := range r.Events {
 				if perr = p.publish(prefix, r, i, mapDB); perr != nil {
 					logical = before
+					p.setOldest(r.Seq, r.TimeMs) // the record retried: LagTime
 					return false
 				}
 				swapDBs(&logical, e) // the events after it (in this record too) use the new map
@@ -182,18 +235,34 @@ func withoutTrailer(r codec.Record, i int) (codec.Record, codec.TraceContext) {
 }
 
 func (p *Publisher) publish(prefix string, r codec.Record, i int, logical func(uint8) uint8) error {
-	// The trace context goes in a traceparent header, not in the payload.
-	r, tc := withoutTrailer(r, i)
-	var traceparent string
-	if !tc.IsZero() {
-		traceparent = tc.String()
+	subj, payload, tc, ok := p.encode(prefix, r, i, logical, p.Interest, p.MaxPayload)
+	if !ok {
+		return nil
 	}
-	if p.Interest != nil {
+	if !tc.IsZero() && p.PublishTraced != nil {
+		if p.Tracer == nil {
+			return p.PublishTraced(subj, payload, tc.String())
+		}
+		return p.sendTraced(subj, tc, r.Seq, func(traceparent string) error {
+			return p.PublishTraced(subj, payload, traceparent)
+		})
+	}
+	return p.Publish(subj, payload)
+}
+
+// encode returns the subject and payload of event i of r, and the trace
+// context its message carries (zero: none); ok is false for an event not
+// to publish: nobody subscribes to it (interest, when not nil), or it
+// cannot be encoded (logged). A payload larger than maxPayload (when
+// above 0) is truncated. The payload is the caller's.
+func (p *Publisher) encode(prefix string, r codec.Record, i int, logical func(uint8) uint8, interest func(string) bool, maxPayload int) (subj string, payload []byte, tc codec.TraceContext, ok bool) {
+	// The trace context goes in a traceparent header, not in the payload.
+	r, tc = withoutTrailer(r, i)
+	if interest != nil {
 		// The subject alone first: most events are skipped when nobody
 		// listens.
-		subj := subjectOf(prefix, r.Events[i], logical)
-		if !p.Interest(subj) {
-			return nil
+		if !interest(subjectOf(prefix, r.Events[i], logical)) {
+			return "", nil, tc, false
 		}
 	}
 	subj, payload, err := Encode(prefix, r, i, logical)
@@ -201,26 +270,21 @@ func (p *Publisher) publish(prefix string, r codec.Record, i int, logical func(u
 		// A corrupt event cannot become publishable by waiting: skip it
 		// (subscribers see i of n missing).
 		p.logger().Warn("change feed: event not encodable; skipped", "seq", r.Seq, "i", i, "err", err)
-		return nil
+		return "", nil, tc, false
 	}
-	if p.MaxPayload > 0 && len(payload) > p.MaxPayload {
+	if maxPayload > 0 && len(payload) > maxPayload {
 		// Larger than NATS takes in one message: the event goes without
 		// its arguments and value (Message.Truncated).
 		if subj, payload, err = EncodeTruncated(prefix, r, i, logical); err != nil {
-			return nil
+			return "", nil, tc, false
 		}
 	}
-	if traceparent != "" && p.PublishTraced != nil {
-		if p.Tracer == nil {
-			return p.PublishTraced(subj, payload, traceparent)
-		}
-		return p.sendTraced(subj, payload, tc, r.Seq)
-	}
-	return p.Publish(subj, payload)
+	return subj, payload, tc, true
 }
 
-// sendTraced publishes a traced event inside its send span (Tracer).
-func (p *Publisher) sendTraced(subj string, payload []byte, tc codec.TraceContext, seq uint64) error {
+// sendTraced sends a traced event inside its send span (Tracer): send
+// publishes it with the traceparent header given.
+func (p *Publisher) sendTraced(subj string, tc codec.TraceContext, seq uint64, send func(traceparent string) error) error {
 	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tc.TraceID, SpanID: tc.SpanID,
 		TraceFlags: trace.TraceFlags(tc.Flags), Remote: true})
 	_, sp := p.Tracer.Start(trace.ContextWithRemoteSpanContext(context.Background(), parent), "send",
@@ -230,9 +294,9 @@ func (p *Publisher) sendTraced(subj string, payload []byte, tc codec.TraceContex
 	defer sp.End()
 	sc := sp.SpanContext()
 	if !sc.IsValid() {
-		return p.PublishTraced(subj, payload, tc.String())
+		return send(tc.String())
 	}
-	err := p.PublishTraced(subj, payload, codec.TraceContext{TraceID: sc.TraceID(), SpanID: sc.SpanID(), Flags: byte(sc.TraceFlags())}.String())
+	err := send(codec.TraceContext{TraceID: sc.TraceID(), SpanID: sc.SpanID(), Flags: byte(sc.TraceFlags())}.String())
 	if err != nil {
 		sp.SetStatus(codes.Error, err.Error())
 	}

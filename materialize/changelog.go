@@ -704,10 +704,10 @@ func (s *Store) recover() error {
 
 func (s *Store) readApplied() (uint64, error) { return readApplied(s.db) }
 
-// readApplied returns db's A key: the last change-log record its state
+// readApplied returns the A key of r (a DB, a snapshot): the last change-log record its state
 // holds (0: none).
-func readApplied(db *pebble.DB) (uint64, error) {
-	v, closer, err := db.Get(codec.AppliedKey())
+func readApplied(r pebble.Reader) (uint64, error) {
+	v, closer, err := r.Get(codec.AppliedKey())
 	if errors.Is(err, pebble.ErrNotFound) {
 		return 0, nil
 	}

@@ -23,14 +23,19 @@ type feedConfig struct {
 	db                                    int
 	from                                  uint64
 	hasFrom                               bool
+	snapshot                              bool
 }
 
 // runFeed is `sediment feed [--nats-url URL] [--user U --password P]
-// [--feed-prefix P] [--db N] [--type T] [--key K] [--from SEQ]`: it
-// prints the change feed (docs/change-feed.md) one event a line, as it
-// comes, until interrupted. With --from it first prints the retained
-// records from SEQ on (the <prefix>.replay endpoint), then the live ones
-// after them, none twice: it subscribes before it asks for the replay.
+// [--feed-prefix P] [--db N] [--type T] [--key K] [--from SEQ |
+// --snapshot]`: it prints the change feed (docs/change-feed.md) one event
+// a line, as it comes, until interrupted. With --from it first prints the
+// retained records from SEQ on (the <prefix>.replay endpoint), then the
+// live ones after them, none twice: it subscribes before it asks for the
+// replay. With --snapshot it first prints a snapshot of the keys the
+// filters select at a sequence S (the <prefix>.snapshot endpoint), then
+// the live events after S: it subscribes before it takes the snapshot,
+// and drops the live events of S and before.
 func runFeed(args []string, getenv func(string) string, out io.Writer, done <-chan struct{}) error {
 	var c feedConfig
 	fs := flag.NewFlagSet("sediment feed", flag.ContinueOnError)
@@ -42,8 +47,12 @@ func runFeed(args []string, getenv func(string) string, out io.Writer, done <-ch
 	fs.StringVar(&c.typ, "type", "", "only this type: string, hash, set, zset, list, stream, key or db")
 	fs.StringVar(&c.key, "key", "", "only this key")
 	from := fs.String("from", "", "print the retained records from this sequence number on first (0: the oldest retained)")
+	fs.BoolVar(&c.snapshot, "snapshot", false, "print a snapshot of the keys first, then the changes after it")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if c.snapshot && *from != "" {
+		return errors.New("--from and --snapshot: give one")
 	}
 	if *from != "" {
 		n, err := strconv.ParseUint(*from, 10, 64)
@@ -86,8 +95,13 @@ func runFeed(args []string, getenv func(string) string, out io.Writer, done <-ch
 		return err
 	}
 	var next uint64 // the first sequence not printed yet
-	if c.hasFrom {
+	switch {
+	case c.hasFrom:
 		if next, err = c.replay(nc, out); err != nil {
+			return err
+		}
+	case c.snapshot:
+		if next, err = c.snapshotThen(nc, out); err != nil {
 			return err
 		}
 	}
@@ -103,7 +117,7 @@ func runFeed(args []string, getenv func(string) string, out io.Writer, done <-ch
 				continue
 			}
 			if msg.Seq < next || !c.keep(msg) {
-				continue // printed by the replay
+				continue // printed by the replay, or in the snapshot
 			}
 			fmt.Fprintln(out, formatEvent(msg))
 		}
@@ -183,14 +197,88 @@ func (c feedConfig) replay(nc *nats.Conn, out io.Writer) (uint64, error) {
 	}
 }
 
+// snapshotThen prints a snapshot of the keys the filters select, page by
+// page, and returns the sequence after the snapshot's: the first whose
+// live events it must print. A page whose reply is lost is asked for
+// again with the same cursor, which reads it again.
+func (c feedConfig) snapshotThen(nc *nats.Conn, out io.Writer) (uint64, error) {
+	req := map[string]any{"count": feed.SnapshotMax}
+	if c.typ != "" {
+		req["type"] = c.typ
+	}
+	if c.db >= 0 {
+		req["db"] = c.db
+	}
+	if c.key != "" {
+		req["match"] = globQuote(c.key)
+	}
+	for {
+		body, _ := json.Marshal(req)
+		var m *nats.Msg
+		var err error
+		for try := 0; try < 3; try++ {
+			if m, err = nc.Request(c.prefix+".snapshot", body, 30*time.Second); !errors.Is(err, nats.ErrTimeout) {
+				break
+			}
+		}
+		if err != nil {
+			return 0, fmt.Errorf("snapshot: %w", err)
+		}
+		var rep struct {
+			Seq    uint64            `json:"seq"`
+			Cursor string            `json:"cursor"`
+			Events []json.RawMessage `json:"events"`
+			Error  string            `json:"error"`
+		}
+		if err := json.Unmarshal(m.Data, &rep); err != nil {
+			return 0, fmt.Errorf("snapshot: %w", err)
+		}
+		if rep.Error != "" {
+			return 0, errors.New("snapshot: " + rep.Error)
+		}
+		for _, e := range rep.Events {
+			msg, err := feed.Decode(e)
+			if err == nil && c.keep(msg) {
+				fmt.Fprintln(out, formatEvent(msg))
+			}
+		}
+		if rep.Cursor == "0" || rep.Cursor == "" {
+			return rep.Seq + 1, nil
+		}
+		req = map[string]any{"cursor": rep.Cursor, "count": feed.SnapshotMax}
+	}
+}
+
+// globQuote returns a glob pattern that matches s alone.
+func globQuote(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
 // formatEvent is one line of `sediment feed`: sequence and place in the
 // record, time, db, type, operation, key and arguments, binary bytes
 // quoted as Go strings.
 //
 //	42 0/2 2026-11-27T08:00:00.123Z db=0 hash hset "user:1" "name" "Ada"
+//
+// A snapshot's event has "snap" in place of its place in a record, and
+// the time at which the snapshot was taken:
+//
+//	41 snap 2026-11-27T08:00:00.100Z db=0 hash hset "user:1" "name" "Bob"
 func formatEvent(m feed.Message) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d %d/%d %s", m.Seq, m.I, m.N, time.UnixMilli(m.Ms).UTC().Format("2006-01-02T15:04:05.000Z"))
+	place := fmt.Sprintf("%d/%d", m.I, m.N)
+	if m.Snapshot {
+		place = "snap"
+	}
+	fmt.Fprintf(&b, "%d %s %s", m.Seq, place, time.UnixMilli(m.Ms).UTC().Format("2006-01-02T15:04:05.000Z"))
 	if m.DB != nil {
 		fmt.Fprintf(&b, " db=%d", *m.DB)
 	}

@@ -9,6 +9,7 @@
 //	         [--nats-url URL] [--appendfsync always|everysec|no]
 //	         [--databases 16] [--maxclients 10000] [--timeout 0] [--shutdown-grace 2s] [--cache-size 64] [--log-level info]
 //	         [--nats-listen 127.0.0.1:4222|off] [--feed-prefix sediment]
+//	         [--feed-jetstream NAME] [--feed-jetstream-replicas 1] [--feed-jetstream-max-age 0] [--feed-jetstream-duplicates 30s]
 //	         [--requirepass PASSWORD] [--protected-mode yes|no] [--changelog-retention 1048576[,AGE]]
 //	         [--snapshot-every 1h] [--snapshot-keep 1]
 //	         [--tls-port 0] [--tls-cert-file F] [--tls-key-file F] [--tls-ca-cert-file F]
@@ -62,6 +63,14 @@ type config struct {
 	snapshotKeep                                     int
 	minFreeDiskMB                                    int
 	tls                                              tlsFlags
+	feedJS                                           jetStreamFlags
+}
+
+// jetStreamFlags are the change feed's durable capture (--feed-jetstream).
+type jetStreamFlags struct {
+	stream             string
+	replicas           int
+	maxAge, duplicates time.Duration
 }
 
 // parse fills config from args, then from SEDIMENT_* variables for every
@@ -78,6 +87,10 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.natsURL, "nats-url", "", "NATS server URL; empty starts an embedded NATS server")
 	fs.StringVar(&c.natsListen, "nats-listen", "127.0.0.1:4222", "where the embedded NATS server listens for change-feed subscribers (host:port); off: in-process only")
 	fs.StringVar(&c.feedPrefix, "feed-prefix", "sediment", "subject prefix of the change feed (<prefix>.chg.<db>.<type>.<key>)")
+	fs.StringVar(&c.feedJS.stream, "feed-jetstream", "", "capture the change feed durably in this JetStream stream (created or updated over <prefix>.chg.>, file storage; the embedded NATS server stores it in <dir>/jetstream); empty: off")
+	fs.IntVar(&c.feedJS.replicas, "feed-jetstream-replicas", 0, "replicas of the --feed-jetstream stream; 0: 1 (more need a NATS cluster)")
+	fs.DurationVar(&c.feedJS.maxAge, "feed-jetstream-max-age", 0, "how long the --feed-jetstream stream keeps a message (e.g. 168h); 0: no limit")
+	fs.DurationVar(&c.feedJS.duplicates, "feed-jetstream-duplicates", 0, "the --feed-jetstream stream's de-duplication window (message IDs kept in JetStream's memory this long); 0: 30s")
 	fs.StringVar(&c.appendfsync, "appendfsync", "everysec", "fsync policy: always, everysec or no")
 	fs.IntVar(&c.databases, "databases", 16, "number of databases (SELECT 0..N-1)")
 	fs.IntVar(&c.maxclients, "maxclients", 10000, "most client connections served at once; more are told \"ERR max number of clients reached\"")
@@ -264,6 +277,12 @@ func run(args []string, getenv func(string) string) error {
 		Logger:           log,
 		// Protected mode as Redis's: off only when asked.
 		ProtectedModeOff: c.protected == "no",
+
+		// The change feed's durable capture (--feed-jetstream).
+		FeedJetStream:           c.feedJS.stream,
+		FeedJetStreamReplicas:   c.feedJS.replicas,
+		FeedJetStreamMaxAge:     c.feedJS.maxAge,
+		FeedJetStreamDuplicates: c.feedJS.duplicates,
 	})
 	if err != nil {
 		return err
