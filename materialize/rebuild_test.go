@@ -14,39 +14,18 @@ import (
 	"github.com/sediment-dev/sediment/materialize"
 )
 
-// dump returns every key and value of the store.
-func dump(tb testing.TB, s *materialize.Store) map[string]string {
+// sameState fails unless a and b hold the same Pebble keys and values.
+func sameState(tb testing.TB, a, b *materialize.Store) {
 	tb.Helper()
-	out := map[string]string{}
-	if err := s.View().Iterate(nil, nil, false, func(k, v []byte) (bool, error) {
-		out[string(k)] = string(v)
-		return true, nil
-	}); err != nil {
-		tb.Fatalf("Iterate: %v", err)
+	diffs, n, err := materialize.CompareStores(a, b, 5)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return out
-}
-
-// sameState fails unless a and b hold the same keys with the same values.
-func sameState(tb testing.TB, a, b map[string]string) {
-	tb.Helper()
-	n := 0
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			if n++; n <= 5 {
-				tb.Errorf("key %q: live %x, rebuilt %x (present %v)", k, v, w, ok)
-			}
-		}
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			if n++; n <= 5 {
-				tb.Errorf("key %q only in the rebuilt store", k)
-			}
-		}
+	for _, d := range diffs {
+		tb.Error(d)
 	}
 	if n > 0 {
-		tb.Fatalf("%d keys differ (of %d live, %d rebuilt)", n, len(a), len(b))
+		tb.Fatalf("%d keys differ", n)
 	}
 }
 
@@ -136,7 +115,7 @@ func TestRebuildFromSnapshotAndLog(t *testing.T) {
 		t.Fatalf("Rebuild = %+v; snapshot %d, live store at %d", info, snap.Seq, s.LastSeq())
 	}
 	r := openStore(t, materialize.Options{Dir: to, Now: c.Now})
-	sameState(t, dump(t, s), dump(t, r))
+	sameState(t, s, r)
 	live, rebuilt := records(t, s, snap.Seq+1), records(t, r, snap.Seq+1)
 	if len(live) != len(rebuilt) {
 		t.Fatalf("%d records after the snapshot, %d rebuilt", len(live), len(rebuilt))
@@ -215,5 +194,14 @@ func TestApplyOutOfOrder(t *testing.T) {
 			t.Fatalf("Apply(%d) = %d, %v", r.Seq, seq, err)
 		}
 	}
-	sameState(t, dump(t, src), dump(t, dst))
+	sameState(t, src, dst)
+	// A difference is found: a key only one store holds, and a value.
+	if err := materialize.RawSet(dst, []byte("Zextra"), nil); err != nil {
+		t.Fatal(err)
+	}
+	setString(t, src, 0, "a", "changed", 0, 0)
+	diffs, n, err := materialize.CompareStores(src, dst, 1)
+	if err != nil || n != 3 || len(diffs) != 1 { // the A key, a's value, Zextra
+		t.Fatalf("CompareStores after two changes: %v, %d, %v", diffs, n, err)
+	}
 }

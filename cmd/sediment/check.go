@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,18 +21,21 @@ const (
 	checkFailed     = 2 // the check could not run
 )
 
-// runCheck is `sediment check [--dir ./data] [--max-errors 100]`: it
+// runCheck is `sediment check [--dir ./data] [--max-errors 100] [--rebuild]`: it
 // checks a stopped server's data directory against a recount of its keys
 // (materialize.Check), prints a summary and the violations, and returns
 // the exit status: 0 when the store is consistent, 1 when it found
 // violations, 2 when it could not check (a bad flag, no store in the
 // directory, a directory a running server holds, a read error). --dir
-// falls back to SEDIMENT_DIR, as the server's does.
+// falls back to SEDIMENT_DIR, as the server's does. With --rebuild it
+// also checks that the store equals its newest snapshot plus the change
+// log after it (checkRebuild): a difference counts as a violation.
 func runCheck(args []string, getenv func(string) string, out, errOut io.Writer) int {
 	fs := flag.NewFlagSet("sediment check", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	dir := fs.String("dir", "./data", "the data directory of a stopped server")
 	maxErrors := fs.Int("max-errors", materialize.DefaultMaxViolations, "how many violations to print (all are counted)")
+	rebuild := fs.Bool("rebuild", false, "also rebuild the store from its newest snapshot (<dir>/snapshots) and the change log after it, in a temporary directory, and compare the two key for key")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return checkClean
@@ -57,10 +62,67 @@ func runCheck(args []string, getenv func(string) string, out, errOut io.Writer) 
 		return checkFailed
 	}
 	printCheck(out, *dir, rep, time.Since(start))
+	status := checkClean
 	if rep.NumViolations > 0 {
-		return checkViolations
+		status = checkViolations
 	}
-	return checkClean
+	if *rebuild {
+		differ, err := checkRebuild(out, *dir, *maxErrors)
+		if err != nil {
+			fmt.Fprintf(errOut, "sediment check: %v\n", err)
+			return checkFailed
+		}
+		if differ {
+			status = checkViolations
+		}
+	}
+	return status
+}
+
+// checkRebuild rebuilds the store in dir from its newest snapshot and the
+// change log after it (materialize.Rebuild) in a temporary directory,
+// compares the result with the store key for key (CompareStores), prints
+// the differences (at most max) and reports whether there were any.
+func checkRebuild(out io.Writer, dir string, max int) (bool, error) {
+	snaps, err := materialize.ListSnapshots(dir)
+	if err != nil {
+		return false, err
+	}
+	if len(snaps) == 0 {
+		return false, fmt.Errorf("--rebuild: %s holds no snapshot (--snapshot-every)", filepath.Join(dir, materialize.SnapshotsDirName))
+	}
+	snap := snaps[len(snaps)-1]
+	tmp, err := os.MkdirTemp("", "sediment-check-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(tmp)
+	to := filepath.Join(tmp, "rebuilt")
+	info, err := materialize.Rebuild(snap.Path, dir, to, materialize.Options{})
+	if err != nil {
+		return false, err
+	}
+	live, err := materialize.Open(materialize.Options{Dir: dir})
+	if err != nil {
+		return false, err
+	}
+	defer live.Close()
+	rebuilt, err := materialize.Open(materialize.Options{Dir: to})
+	if err != nil {
+		return false, err
+	}
+	defer rebuilt.Close()
+	diffs, n, err := materialize.CompareStores(live, rebuilt, max)
+	if err != nil {
+		return false, err
+	}
+	fmt.Fprintf(out, "rebuilt from snapshot %d and %d change-log records (%d..%d) in %s\n",
+		info.Snapshot, info.Applied, info.First, info.Last, info.Duration.Round(time.Millisecond))
+	for _, d := range diffs {
+		fmt.Fprintf(out, "differs from the rebuild: %s\n", d)
+	}
+	fmt.Fprintf(out, "keys that differ from the rebuild: %d\n", n)
+	return n > 0, nil
 }
 
 // checkTypes are the types in the order the summary lists them, with the

@@ -1,0 +1,466 @@
+package materialize
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/sediment-dev/sediment/codec"
+)
+
+// The stream checks of Check: consumer groups (PEL, its Q and W indexes,
+// consumers) and idempotent production (check.go has the rest).
+
+// groupTally is what a stream's check counts for one consumer group.
+type groupTally struct {
+	name      []byte
+	g         codec.Group
+	n, nacked uint64
+	first     codec.ID
+	maxNack   uint64
+	wFirst    codec.PELTimePos
+	wSeen     bool
+}
+
+// consumerTally is what it counts for one consumer.
+type consumerTally struct {
+	group, name []byte
+	c           codec.Consumer
+	n           uint64
+	first       codec.ID
+}
+
+// checkStream checks a stream's entries, consumer groups and idempotent
+// production records.
+func (c *checker) checkStream(curs map[codec.Tag]*cursor, h []byte, db uint8, key []byte, m codec.Meta) error {
+	var n uint64
+	var first, last codec.ID
+	err := curs[codec.TagStreamEntry].each(h, func(k, suffix, val []byte) error {
+		id, err := codec.DecodeID(suffix)
+		if err == nil && len(suffix) != codec.IDLen {
+			err = fmt.Errorf("%d bytes after the key", len(suffix))
+		}
+		if err == nil {
+			_, _, err = codec.DecodeEntry(val)
+		}
+		if err != nil {
+			c.keyViolation(h, "stream entry", "an ID and its fields", err.Error(), k)
+			return nil
+		}
+		if n == 0 {
+			first = id
+		}
+		last = id
+		n++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.rep.Elements[codec.TypeStream] += int64(n)
+	s := m.Stream
+	if s.Length != n {
+		c.keyViolation(h, "stream length", u64(s.Length), u64(n)+" X keys", nil)
+	}
+	if n == 0 && !s.FirstID.IsZero() {
+		c.keyViolation(h, "stream first ID", s.FirstID.String(), "0-0 (no entries)", nil)
+	}
+	if n > 0 && s.FirstID != first {
+		c.keyViolation(h, "stream first ID", s.FirstID.String(), first.String(), nil)
+	}
+	if n > 0 && s.LastID.Less(last) {
+		c.keyViolation(h, "stream last ID", s.LastID.String(), "an entry "+last.String(), nil)
+	}
+	if s.EntriesAdded < s.Length {
+		c.keyViolation(h, "stream entries-added", u64(s.EntriesAdded), "below the length "+u64(s.Length), nil)
+	}
+	if s.LastID.Less(s.MaxDeletedID) {
+		c.keyViolation(h, "stream max-deleted ID", s.MaxDeletedID.String(), "above the last ID "+s.LastID.String(), nil)
+	}
+	if err := c.checkGroups(curs, h, db, key); err != nil {
+		return err
+	}
+	return c.checkIDMP(curs, h, db, key)
+}
+
+// splitNames splits n length-prefixed names off suffix and returns them
+// with the rest.
+func splitNames(suffix []byte, n int) ([][]byte, []byte, error) {
+	names := make([][]byte, n)
+	var err error
+	for i := range names {
+		if names[i], suffix, err = codec.SplitName(suffix); err != nil {
+			return nil, nil, err
+		}
+	}
+	return names, suffix, nil
+}
+
+func (c *checker) checkGroups(curs map[codec.Tag]*cursor, h []byte, db uint8, key []byte) error {
+	var order []*groupTally
+	groups := map[string]*groupTally{}
+	err := curs[codec.TagGroup].each(h, func(k, suffix, val []byte) error {
+		names, rest, err := splitNames(suffix, 1)
+		var g codec.Group
+		if err == nil && len(rest) != 0 {
+			err = fmt.Errorf("%d bytes after the group name", len(rest))
+		}
+		if err == nil {
+			g, err = codec.DecodeGroup(val)
+		}
+		if err != nil {
+			c.keyViolation(h, "group", "a decodable G key", err.Error(), k)
+			return nil
+		}
+		t := &groupTally{name: bytes.Clone(names[0]), g: g}
+		groups[string(names[0])] = t
+		order = append(order, t)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.rep.Groups += int64(len(order))
+	var corder []*consumerTally
+	consumers := map[string]*consumerTally{} // by the C key's suffix: group and consumer names
+	err = curs[codec.TagConsumer].each(h, func(k, suffix, val []byte) error {
+		names, rest, err := splitNames(suffix, 2)
+		var cv codec.Consumer
+		if err == nil && len(rest) != 0 {
+			err = fmt.Errorf("%d bytes after the consumer name", len(rest))
+		}
+		if err == nil {
+			cv, err = codec.DecodeConsumer(val)
+		}
+		if err != nil {
+			c.keyViolation(h, "consumer", "a decodable C key", err.Error(), k)
+			return nil
+		}
+		if groups[string(names[0])] == nil {
+			c.keyViolation(h, "consumer of a missing group", "group "+strconv.Quote(string(names[0])), "no G key", k)
+			return nil
+		}
+		t := &consumerTally{group: bytes.Clone(names[0]), name: bytes.Clone(names[1]), c: cv}
+		consumers[string(suffix)] = t
+		corder = append(corder, t)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.rep.Consumers += int64(len(corder))
+	gname := func(g []byte) string { return "group " + strconv.Quote(string(g)) }
+	err = curs[codec.TagPEL].each(h, func(k, suffix, val []byte) error {
+		names, rest, err := splitNames(suffix, 1)
+		var id codec.ID
+		var pe codec.PELEntry
+		if err == nil && len(rest) != codec.IDLen {
+			err = fmt.Errorf("%d bytes after the group name", len(rest))
+		}
+		if err == nil {
+			id, _ = codec.DecodeID(rest)
+			pe, err = codec.DecodePELEntry(val)
+		}
+		if err != nil {
+			c.keyViolation(h, "pending entry", "a decodable P key", err.Error(), k)
+			return nil
+		}
+		c.rep.Pending++
+		t := groups[string(names[0])]
+		if t == nil {
+			c.keyViolation(h, "pending entry of a missing group", gname(names[0]), "no G key", k)
+			return nil
+		}
+		if t.n == 0 {
+			t.first = id
+		}
+		t.n++
+		if pe.Nacked() {
+			t.nacked++
+			t.maxNack = max(t.maxNack, pe.NackSeq)
+		} else {
+			owner := codec.AppendName(codec.AppendName(nil, names[0]), pe.Consumer)
+			if consumers[string(owner)] == nil {
+				c.keyViolation(h, "pending entry owner", gname(names[0])+" consumer "+strconv.Quote(string(pe.Consumer)), "no C key", k)
+			}
+			if ok, err := c.has(codec.ConsumerPELKey(db, key, names[0], pe.Consumer, id)); err != nil {
+				return err
+			} else if !ok {
+				c.keyViolation(h, "pending entry without Q key", gname(names[0])+" ID "+id.String()+" owned by "+strconv.Quote(string(pe.Consumer)), "no Q key", k)
+			}
+		}
+		if ok, err := c.has(codec.PELTimeKey(db, key, names[0], pe.IndexTime(), id)); err != nil {
+			return err
+		} else if !ok && t.g.TimeIndexed {
+			c.keyViolation(h, "pending entry without W key", gname(names[0])+" ID "+id.String()+" at "+strconv.FormatInt(pe.IndexTime(), 10), "no W key", k)
+		} else if !ok {
+			c.rep.Unindexed++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// pelOf returns the P entry of id in group g.
+	pelOf := func(g []byte, id codec.ID) (codec.PELEntry, bool, error) {
+		v, ok, err := c.get(codec.PELKey(db, key, g, id))
+		if err != nil || !ok {
+			return codec.PELEntry{}, false, err
+		}
+		pe, err := codec.DecodePELEntry(v)
+		return pe, err == nil, nil // an undecodable one was reported
+	}
+	err = curs[codec.TagConsumerPEL].each(h, func(k, suffix, _ []byte) error {
+		names, rest, err := splitNames(suffix, 2)
+		if err == nil && len(rest) != codec.IDLen {
+			err = fmt.Errorf("%d bytes after the consumer name", len(rest))
+		}
+		if err != nil {
+			c.keyViolation(h, "consumer index key", "group, consumer and ID", err.Error(), k)
+			return nil
+		}
+		id, _ := codec.DecodeID(rest)
+		t := consumers[string(suffix[:len(suffix)-codec.IDLen])]
+		if t == nil {
+			c.keyViolation(h, "Q key of a missing consumer", gname(names[0])+" consumer "+strconv.Quote(string(names[1])), "no C key", k)
+		} else {
+			if t.n == 0 {
+				t.first = id
+			}
+			t.n++
+		}
+		pe, ok, err := pelOf(names[0], id)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			c.keyViolation(h, "Q key without pending entry", gname(names[0])+" ID "+id.String(), "no P key", k)
+		case pe.Nacked() || !bytes.Equal(pe.Consumer, names[1]):
+			c.keyViolation(h, "Q key of another owner", "consumer "+strconv.Quote(string(names[1])), fmt.Sprintf("P entry owned by %q (NACKed %v)", pe.Consumer, pe.Nacked()), k)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = curs[codec.TagPELTime].each(h, func(k, suffix, _ []byte) error {
+		names, rest, err := splitNames(suffix, 1)
+		if err == nil && len(rest) != 8+codec.IDLen {
+			err = fmt.Errorf("%d bytes after the group name", len(rest))
+		}
+		if err != nil {
+			c.keyViolation(h, "delivery-time index key", "group, time and ID", err.Error(), k)
+			return nil
+		}
+		tm := int64(binary.BigEndian.Uint64(rest))
+		id, _ := codec.DecodeID(rest[8:])
+		if t := groups[string(names[0])]; t == nil {
+			c.keyViolation(h, "W key of a missing group", gname(names[0]), "no G key", k)
+		} else if !t.wSeen {
+			t.wFirst, t.wSeen = codec.PELTimePos{Time: tm, ID: id}, true
+		}
+		pe, ok, err := pelOf(names[0], id)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			c.keyViolation(h, "W key without pending entry", gname(names[0])+" ID "+id.String(), "no P key", k)
+		case uint64(max(pe.IndexTime(), 0)) != uint64(tm):
+			c.keyViolation(h, "W key time", strconv.FormatInt(tm, 10), "P entry at "+strconv.FormatInt(pe.IndexTime(), 10), k)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, t := range order {
+		g, name := t.g, gname(t.name)
+		raw := codec.GroupKey(db, key, t.name)
+		if !g.PELUnknown {
+			if g.PEL.Count != t.n {
+				c.keyViolation(h, "group pending count", name+": "+u64(g.PEL.Count), u64(t.n)+" P keys", raw)
+			}
+			if g.PEL.First != t.first {
+				c.keyViolation(h, "group first pending ID", name+": "+g.PEL.First.String(), t.first.String(), raw)
+			}
+		}
+		if g.Nacked != t.nacked {
+			c.keyViolation(h, "group NACKed count", name+": "+u64(g.Nacked), u64(t.nacked)+" NACKed P entries", raw)
+		}
+		if t.nacked > 0 && g.NackNext <= t.maxNack {
+			c.keyViolation(h, "group NACK sequence", name+": next "+u64(g.NackNext), "an entry at "+u64(t.maxNack), raw)
+		}
+		if g.TimeIndexed && t.n > 0 && g.TimeFirst != (codec.PELTimePos{}) {
+			tf := codec.PELTimePos{Time: max(g.TimeFirst.Time, 0), ID: g.TimeFirst.ID}
+			if !t.wSeen || tf != t.wFirst {
+				c.keyViolation(h, "group first delivery-time key", fmt.Sprintf("%s: %d %s", name, g.TimeFirst.Time, g.TimeFirst.ID),
+					fmt.Sprintf("%d %s (the first W key; seen %v)", t.wFirst.Time, t.wFirst.ID, t.wSeen), raw)
+			}
+		}
+	}
+	for _, t := range corder {
+		if t.c.PELUnknown {
+			continue
+		}
+		name := gname(t.group) + " consumer " + strconv.Quote(string(t.name))
+		raw := codec.ConsumerKey(db, key, t.group, t.name)
+		if t.c.PEL.Count != t.n {
+			c.keyViolation(h, "consumer pending count", name+": "+u64(t.c.PEL.Count), u64(t.n)+" Q keys", raw)
+		}
+		if t.c.PEL.First != t.first {
+			c.keyViolation(h, "consumer first pending ID", name+": "+t.c.PEL.First.String(), t.first.String(), raw)
+		}
+	}
+	return nil
+}
+
+// idmpTally is what a stream's check counts for one producer.
+type idmpTally struct {
+	pid    []byte
+	hasO   bool
+	count  uint64
+	first  codec.ID
+	u, v   uint64
+	vFirst codec.ID
+	raw    []byte
+}
+
+func (c *checker) checkIDMP(curs map[codec.Tag]*cursor, h []byte, db uint8, key []byte) error {
+	var st *codec.IDMPState
+	err := curs[codec.TagIDMPState].each(h, func(k, suffix, val []byte) error {
+		s, err := codec.DecodeIDMPState(val)
+		if err == nil && len(suffix) != 0 {
+			err = fmt.Errorf("%d bytes after the key", len(suffix))
+		}
+		if err != nil {
+			c.keyViolation(h, "IDMP state", "a decodable J key", err.Error(), k)
+			return nil
+		}
+		st = &s
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	prods := map[string]*idmpTally{}
+	var order []*idmpTally
+	prod := func(pid []byte) *idmpTally {
+		p := prods[string(pid)]
+		if p == nil {
+			p = &idmpTally{pid: bytes.Clone(pid), raw: codec.IDMPProducerKey(db, key, pid)}
+			prods[string(pid)] = p
+			order = append(order, p)
+		}
+		return p
+	}
+	err = curs[codec.TagIDMPProducer].each(h, func(k, suffix, val []byte) error {
+		names, rest, err := splitNames(suffix, 1)
+		var n uint64
+		var first codec.ID
+		if err == nil && len(rest) != 0 {
+			err = fmt.Errorf("%d bytes after the producer", len(rest))
+		}
+		if err == nil {
+			n, first, err = codec.DecodeIDMPProducer(val)
+		}
+		if err != nil {
+			c.keyViolation(h, "IDMP producer", "a decodable O key", err.Error(), k)
+			return nil
+		}
+		p := prod(names[0])
+		p.hasO, p.count, p.first = true, n, first
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	pidName := func(pid []byte) string { return "producer " + strconv.Quote(string(pid)) }
+	err = curs[codec.TagIDMPByIID].each(h, func(k, suffix, val []byte) error {
+		names, iid, err := splitNames(suffix, 1)
+		var id codec.ID
+		if err == nil && len(val) != codec.IDLen {
+			err = fmt.Errorf("value of %d bytes", len(val))
+		}
+		if err != nil {
+			c.keyViolation(h, "IDMP U key", "producer, idempotent ID → entry ID", err.Error(), k)
+			return nil
+		}
+		id, _ = codec.DecodeID(val)
+		prod(names[0]).u++
+		v, ok, err := c.get(codec.IDMPByIDKey(db, key, names[0], id))
+		if err != nil {
+			return err
+		}
+		if !ok || !bytes.Equal(v, iid) {
+			c.keyViolation(h, "IDMP U/V mismatch", pidName(names[0])+" iid "+strconv.Quote(string(iid))+" → "+id.String(),
+				fmt.Sprintf("V key present %v, naming %q", ok, v), k)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = curs[codec.TagIDMPByID].each(h, func(k, suffix, val []byte) error {
+		names, rest, err := splitNames(suffix, 1)
+		if err == nil && len(rest) != codec.IDLen {
+			err = fmt.Errorf("%d bytes after the producer", len(rest))
+		}
+		if err != nil {
+			c.keyViolation(h, "IDMP V key", "producer, entry ID → idempotent ID", err.Error(), k)
+			return nil
+		}
+		id, _ := codec.DecodeID(rest)
+		p := prod(names[0])
+		if p.v == 0 {
+			p.vFirst = id
+		}
+		p.v++
+		u, ok, err := c.get(codec.IDMPByIIDKey(db, key, names[0], val))
+		if err != nil {
+			return err
+		}
+		if !ok || !bytes.Equal(u, codec.AppendID(nil, id)) {
+			c.keyViolation(h, "IDMP U/V mismatch", pidName(names[0])+" entry "+id.String()+" → iid "+strconv.Quote(string(val)),
+				fmt.Sprintf("U key present %v, naming %x", ok, u), k)
+		}
+		if st != nil && st.DurationS > 0 {
+			deadline := int64(min(id.Ms, math.MaxInt64/2)) + int64(st.DurationS)*1000
+			mk := codec.IDMPExpiryKey(deadline, db, key, names[0], id)
+			if ok, err := c.has(mk); err != nil {
+				return err
+			} else if !ok {
+				c.keyViolation(h, "IDMP expiry key missing", pidName(names[0])+" entry "+id.String()+" expiring at "+strconv.FormatInt(deadline, 10), "no M key", mk)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var pids, iids uint64
+	for _, p := range order {
+		name := pidName(p.pid)
+		if p.hasO {
+			pids++
+			if p.count == 0 {
+				c.keyViolation(h, "IDMP producer count", name+": 0", "an O key left at 0", p.raw)
+			}
+		}
+		iids += p.v
+		if p.count != p.v || p.u != p.v {
+			c.keyViolation(h, "IDMP producer count", fmt.Sprintf("%s: %d (O key present %v)", name, p.count, p.hasO), fmt.Sprintf("%d V keys, %d U keys", p.v, p.u), p.raw)
+		}
+		if p.hasO && p.v > 0 && p.first != p.vFirst {
+			c.keyViolation(h, "IDMP producer first ID", name+": "+p.first.String(), p.vFirst.String(), p.raw)
+		}
+	}
+	switch {
+	case st == nil && len(order) > 0:
+		c.keyViolation(h, "IDMP records without state", "no J key", fmt.Sprintf("%d producers", len(order)), nil)
+	case st != nil && (st.Pids != pids || st.IIDs != iids):
+		c.keyViolation(h, "IDMP tracked counts", fmt.Sprintf("pids %d, iids %d", st.Pids, st.IIDs), fmt.Sprintf("%d O keys, %d V keys", pids, iids), codec.IDMPStateKey(db, key))
+	}
+	return nil
+}
