@@ -51,9 +51,10 @@ type consumerWaiter struct {
 	queue waitQueue
 	ctx   context.Context // the client's: ended when it disconnects
 	// deliver is the command's decision on a wake (command.Waiter.Serve):
-	// ok false means nothing to deliver yet (and no events); otherwise the
-	// command has its result (entries or an error such as UNBLOCKED) and
-	// events are what it records.
+	// ok false means nothing to deliver yet; otherwise the command has its
+	// result (entries or an error such as UNBLOCKED). events are what it
+	// records, either way: with ok false, only the entries a group read
+	// parked (delayed delivery), and the client waits on.
 	deliver func(v *materialize.View, key []byte) (events []codec.Event, ok bool)
 	done    bool            // set under consumers.mu once out of the queues
 	served  bool            // set under consumers.mu when a result is on its way to res
@@ -193,6 +194,8 @@ func (c *consumers) readyLocked(v *materialize.View, events []codec.Event, recor
 		case codec.OpPELSet:
 			// An entry released by XNACK is claimable at once: blocked
 			// XREADGROUP CLAIM readers try again (others find nothing new).
+			// One parked by delayed delivery (also unowned) may bring a
+			// CLAIM reader's timed wake forward: it decides that.
 			if len(e.Args) < 3 {
 				continue
 			}
@@ -256,6 +259,12 @@ func (c *consumers) serveLocked(v *materialize.View, k waitKey, q waitQueue, rec
 		}
 		events, ok := w.deliver(v, []byte(k.key))
 		if !ok {
+			if len(events) > 0 {
+				// Entries not yet due that the read passed and parked
+				// (delayed delivery): recorded, and the client stays
+				// queued. The record's own wake tries the queue again.
+				record(materialize.Served{Events: events, Done: func(uint64, error) {}})
+			}
 			return
 		}
 		c.removeLocked(w)

@@ -639,22 +639,26 @@ func TestConsumerRoundTrip(t *testing.T) {
 func TestPELEntryRoundTrip(t *testing.T) {
 	for _, name := range binaryNames {
 		for _, e := range []PELEntry{
-			{0, 0, name, 0},
-			{1700000000500, 1, name, 0},
-			{-1, math.MaxUint64, name, 0},
-			{math.MaxInt64, 7, name, 0},
-			{0, 3, nil, 42}, // NACKed: no owner, a place in the NACK zone
+			{0, 0, name, 0, false},
+			{1700000000500, 1, name, 0, false},
+			{-1, math.MaxUint64, name, 0, false},
+			{math.MaxInt64, 7, name, 0, false},
+			{0, 3, nil, 42, false},           // NACKed: no owner, a place in the NACK zone
+			{1700000000500, 0, nil, 0, true}, // parked (delayed delivery): no owner, its due time
 		} {
 			enc := AppendPELEntry(nil, e)
 			want := 20 + len(e.Consumer)
-			if e.Nacked() {
+			switch {
+			case e.NackSeq > 0:
 				want += 8
+			case e.Parked:
+				want++
 			}
 			if len(enc) != want {
 				t.Fatalf("AppendPELEntry is %d bytes, want %d", len(enc), want)
 			}
 			got, err := DecodePELEntry(enc)
-			if err != nil || got.DeliveryTimeMs != e.DeliveryTimeMs || got.DeliveryCount != e.DeliveryCount || !bytes.Equal(got.Consumer, e.Consumer) || got.NackSeq != e.NackSeq {
+			if err != nil || got.DeliveryTimeMs != e.DeliveryTimeMs || got.DeliveryCount != e.DeliveryCount || !bytes.Equal(got.Consumer, e.Consumer) || got.NackSeq != e.NackSeq || got.Parked != e.Parked {
 				t.Fatalf("DecodePELEntry(AppendPELEntry(%+v)) = %+v, %v", e, got, err)
 			}
 		}
@@ -1025,6 +1029,10 @@ func TestDocExamples(t *testing.T) {
 			"00 00 00 02 00 00 00 04 69 74 65 6d 00 00 00 04 62 6f 6f 6b"},
 		{"xadd event", AppendEvent(nil, XAddEvent(0, orders, id, [][]byte{[]byte("item"), []byte("book")})),
 			"61 00 06 6f 72 64 65 72 73 03 10 00 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00 04 69 74 65 6d 04 62 6f 6f 6b"},
+		{"delayed entry", AppendDelayTail(AppendFields(nil, [][]byte{[]byte("item"), []byte("book")}), 1700000000500),
+			"00 00 00 02 00 00 00 04 69 74 65 6d 00 00 00 04 62 6f 6f 6b 44 00 00 01 8b cf e5 69 f4"},
+		{"parked PEL entry", AppendPELEntry(nil, PELEntry{DeliveryTimeMs: 1700000000500, Parked: true}),
+			"00 00 01 8b cf e5 69 f4 00 00 00 00 00 00 00 00 00 00 00 00 44"},
 		{"flushdb slots", FlushDBEvent(0, []uint16{0, 105, 16383}).Args[0], "00 00 00 69 3f ff"},
 		{"record", AppendRecord(nil, Record{ULID: ulid, TimeMs: 1700000000000, Events: []Event{XTrimEvent(0, []byte("s"), ID{4, 0}, ID{5, 0}, nil)}}),
 			"01 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 00 00 01 8b cf e5 68 00 01 27 " +

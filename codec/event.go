@@ -23,8 +23,10 @@ const (
 	// before it removed every sub-key (DelMetaEvent).
 	OpDelKey Op = 'd'
 	// OpXAdd adds a stream entry. Args: ID, then field, value, field,
-	// value..., then optionally the trace trailer of the XADD's span
-	// (TraceTrailerLen bytes, AppendTraceTrailer): an odd count after the ID.
+	// value..., then optionally the entry's tail (EntryTail: the trace
+	// trailer of the XADD's span, AppendTraceTrailer, and/or the delay
+	// tail of a delayed entry, AppendDelayTail, in that order), written
+	// after the fields as it is: an odd count after the ID.
 	OpXAdd Op = 'a'
 	// OpXDel removes stream entries. Args: one ID per entry.
 	OpXDel Op = 'x'

@@ -213,6 +213,9 @@ func FuzzDecodeMeta(f *testing.F) {
 	f.Add(AppendPELEntry(nil, PELEntry{DeliveryCount: 2, NackSeq: 9}))
 	f.Add(AppendGroup(nil, Group{TimeIndexed: true, NackNext: 3, Nacked: 1}))
 	f.Add(AppendFields(nil, [][]byte{[]byte("f"), {}, {0}}))
+	f.Add(AppendDelayTail(AppendFields(nil, [][]byte{[]byte("f"), {}}), 1700000000500))
+	f.Add(AppendEntryTail(AppendFields(nil, [][]byte{[]byte("field"), {}}), EntryTail{Trace: TraceContext{TraceID: [16]byte{1}, Flags: 1}, DueMs: 7}))
+	f.Add(AppendPELEntry(nil, PELEntry{DeliveryTimeMs: 1700000000500, Parked: true}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		in := bytes.Clone(b)
 		canonical := func(what string, re []byte) {
@@ -259,10 +262,10 @@ func FuzzDecodeMeta(f *testing.F) {
 		} else {
 			mustCorrupt(t, "DecodePELEntry", err)
 		}
-		if fv, err := DecodeFields(b); err == nil {
-			canonical("DecodeFields", AppendFields(nil, fv))
+		if fv, tail, err := DecodeEntryTail(b); err == nil {
+			canonical("DecodeEntryTail", AppendEntryTail(AppendFields(nil, fv), tail))
 		} else {
-			mustCorrupt(t, "DecodeFields", err)
+			mustCorrupt(t, "DecodeEntryTail", err)
 		}
 		if v, err := DecodeInt64Arg(b); err == nil {
 			canonical("DecodeInt64Arg", Int64Arg(v))

@@ -54,9 +54,18 @@ func (t TraceContext) String() string {
 	return fmt.Sprintf("00-%x-%x-%02x", t.TraceID, t.SpanID, t.Flags)
 }
 
-// XAddWithTrace returns e, an OpXAdd event, with t's trace trailer as its
-// last argument (a new Args slice; e's is not changed).
+// XAddWithTrace returns e, an OpXAdd event, with t's trace trailer at the
+// front of its tail (a new Args slice; e's is not changed): as its last
+// argument, or before the delay tail already there (XAddWithDelay).
 func XAddWithTrace(e Event, t TraceContext) Event {
+	if len(e.Args) > 1 && len(e.Args)%2 == 0 { // a tail after the ID and the pairs
+		args := make([][]byte, len(e.Args))
+		copy(args, e.Args)
+		tail := args[len(args)-1]
+		args[len(args)-1] = append(AppendTraceTrailer(make([]byte, 0, TraceTrailerLen+len(tail)), t), tail...)
+		e.Args = args
+		return e
+	}
 	args := make([][]byte, len(e.Args), len(e.Args)+1)
 	copy(args, e.Args)
 	e.Args = append(args, AppendTraceTrailer(make([]byte, 0, TraceTrailerLen), t))
@@ -64,15 +73,20 @@ func XAddWithTrace(e Event, t TraceContext) Event {
 }
 
 // XAddFields splits an OpXAdd event's arguments after its ID into the
-// entry's field, value, ... list and its trace trailer (nil when there is
-// none): an odd count of them ends with the trailer.
-func XAddFields(args [][]byte) (fv [][]byte, trailer []byte, err error) {
+// entry's field, value, ... list and its tail (nil when there is none):
+// an odd count of them ends with the tail, which must decode as an
+// EntryTail (a trace trailer, a delay tail, or both) and is written after
+// the fields as it is.
+func XAddFields(args [][]byte) (fv [][]byte, tail []byte, err error) {
 	if len(args)%2 == 0 {
 		return args, nil, nil
 	}
-	trailer = args[len(args)-1]
-	if _, err := DecodeTraceTrailer(trailer); err != nil {
+	tail = args[len(args)-1]
+	if t, err := decodeEntryTail(tail); err != nil || t == (EntryTail{}) {
+		if err == nil {
+			err = corruptf("empty entry tail")
+		}
 		return nil, nil, err
 	}
-	return args[:len(args)-1], trailer, nil
+	return args[:len(args)-1], tail, nil
 }

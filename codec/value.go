@@ -249,32 +249,11 @@ func DecodeFields(b []byte) ([][]byte, error) {
 
 // DecodeEntry decodes an X key's value: AppendFields' output, optionally
 // followed by a trace trailer (AppendTraceTrailer), returned as t (zero
-// when there is none). The returned slices alias b.
+// when there is none), and a delay tail (DecodeEntryTail, which returns
+// it too). The returned slices alias b.
 func DecodeEntry(b []byte) (fv [][]byte, t TraceContext, err error) {
-	if len(b) < 4 {
-		return nil, t, corruptf("fields of %d bytes", len(b))
-	}
-	n := binary.BigEndian.Uint32(b)
-	b = b[4:]
-	if uint64(n) > uint64(len(b)/4) {
-		return nil, t, corruptf("field count %d past end", n)
-	}
-	fv = make([][]byte, n)
-	for i := range fv {
-		if fv[i], b, err = SplitName(b); err != nil {
-			return nil, t, err
-		}
-	}
-	switch {
-	case len(b) == 0:
-	case len(b) == TraceTrailerLen && b[0] == traceMark:
-		if t, err = DecodeTraceTrailer(b); err != nil {
-			return nil, t, err
-		}
-	default:
-		return nil, t, corruptf("%d trailing bytes after fields", len(b))
-	}
-	return fv, t, nil
+	fv, tail, err := DecodeEntryTail(b)
+	return fv, tail.Trace, err
 }
 
 // PELStats summarises one pending entries list (a group's PEL, or the part
@@ -464,30 +443,41 @@ func DecodeConsumer(b []byte) (Consumer, error) {
 // PELEntry is a pending entry's value under a P key: who owns it, when it was
 // last delivered (Unix ms) and how many times.
 //
-//	| delivery-time (8) | delivery-count (8) | consumer-len (4) | consumer | [nack-seq (8)] |
+//	| delivery-time (8) | delivery-count (8) | consumer-len (4) | consumer | [nack-seq (8) | 'D' (1)] |
 //
 // An entry released by XNACK (Redis 8.8) has no owner (an empty consumer)
 // and a NackSeq: its place in the group's NACK zone, first in first out,
 // ahead of every delivered entry in the delivery-time index (IndexTime).
+//
+// A parked entry (delayed delivery, a Sediment extension: an entry not yet
+// due that a '>' read passed) has no owner either, its due time as
+// delivery time (so it is idle from then on, and its W key sorts there),
+// and the one byte 'D' instead of a NACK sequence.
 type PELEntry struct {
 	DeliveryTimeMs int64
 	DeliveryCount  uint64
 	Consumer       []byte
-	NackSeq        uint64 // 0: owned by Consumer
+	NackSeq        uint64 // 0: owned by Consumer (or Parked)
+	Parked         bool   // unowned until due at DeliveryTimeMs; NackSeq is 0 and Consumer empty
 }
 
-// Nacked reports whether the entry is in the NACK zone (unowned).
-func (e PELEntry) Nacked() bool { return e.NackSeq > 0 }
+// Nacked reports whether the entry is unowned: released by XNACK (in the
+// NACK zone) or parked by delayed delivery. Unowned entries have no Q key
+// and the group's Nacked counts them.
+func (e PELEntry) Nacked() bool { return e.NackSeq > 0 || e.Parked }
 
 // IndexTime is the entry's place in the delivery-time index (W keys): its
 // NACK sequence when NACKed (small numbers, below any real delivery time),
-// else its delivery time.
+// else its delivery time (for a parked entry, its due time).
 func (e PELEntry) IndexTime() int64 {
 	if e.NackSeq > 0 {
 		return int64(min(e.NackSeq, 1<<62))
 	}
 	return e.DeliveryTimeMs
 }
+
+// pelParkedMark follows a parked entry's empty consumer.
+const pelParkedMark = 'D'
 
 // pelEntryLen is a PEL entry's encoded length without its consumer's name.
 const pelEntryLen = 8 + 8 + 4
@@ -497,8 +487,11 @@ func AppendPELEntry(b []byte, e PELEntry) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(e.DeliveryTimeMs))
 	b = binary.BigEndian.AppendUint64(b, e.DeliveryCount)
 	b = AppendName(b, e.Consumer)
-	if e.NackSeq > 0 {
+	switch {
+	case e.NackSeq > 0:
 		b = binary.BigEndian.AppendUint64(b, e.NackSeq)
+	case e.Parked:
+		b = append(b, pelParkedMark)
 	}
 	return b
 }
@@ -519,6 +512,11 @@ func DecodePELEntry(b []byte) (PELEntry, error) {
 		if e.NackSeq = binary.BigEndian.Uint64(rest); e.NackSeq == 0 {
 			return PELEntry{}, corruptf("PEL entry with a zero NACK sequence")
 		}
+	case 1:
+		if rest[0] != pelParkedMark || len(name) != 0 {
+			return PELEntry{}, corruptf("PEL entry with a bad parked mark")
+		}
+		e.Parked = true
 	default:
 		return PELEntry{}, corruptf("%d trailing bytes after PEL entry", len(rest))
 	}

@@ -89,6 +89,56 @@ func churnWorkloads() []churnWorkload {
 				_, _, err := groups.ReadHistory(v, 0, key, groups.ReadArgs{Group: grp, Consumer: alice, Count: 10}, codec.ID{})
 				return err
 			}},
+		// Delayed delivery: each cycle adds a delayed entry (due 2 ms
+		// later) and an ordinary one to a capped stream, and a CLAIM 0
+		// read parks the delayed one, takes the ordinary one, and claims
+		// the delayed entries that have come due since; all are acked.
+		// Parked, claimed and acked entries leave deletions in the W, P
+		// and Q ranges that no later read may walk.
+		{name: "delayed-park-claim-ack",
+			setup: func(v *materialize.View) ([]codec.Event, error) {
+				return groups.Create(v, 0, key, grp, groups.CreateArgs{Dollar: true, MkStream: true, EntriesRead: groups.InvalidEntriesRead})
+			},
+			cycle: func(int) []func(v *materialize.View) ([]codec.Event, error) {
+				var got []codec.ID
+				capped := &streams.Trim{Strategy: streams.TrimMaxLen, MaxLen: 1000, Approx: true}
+				return []func(v *materialize.View) ([]codec.Event, error){
+					func(v *materialize.View) ([]codec.Event, error) {
+						_, _, evs, err := streams.Add(v, 0, key, churnField, streams.AddArgs{ID: streams.IDSpec{Auto: true}, Trim: capped, Delay: &streams.Delay{Ms: 2}})
+						return evs, err
+					},
+					churnAdd(capped),
+					func(v *materialize.View) ([]codec.Event, error) {
+						s := groups.NewSession(v, 0)
+						ds, err := s.ReadClaim(key, groups.ReadArgs{Group: grp, Consumer: alice, Count: 10})
+						if err != nil {
+							return nil, err
+						}
+						got = got[:0]
+						for _, d := range ds {
+							got = append(got, d.ID)
+						}
+						return s.Finish()
+					},
+					func(v *materialize.View) ([]codec.Event, error) {
+						_, evs, err := groups.Ack(v, 0, key, grp, got)
+						return evs, err
+					},
+				}
+			},
+			probe: func(v *materialize.View) error {
+				if _, _, err := streams.ReadDue(v, 0, key, codec.ID{}, 10, v.NowMs()); err != nil {
+					return err
+				}
+				if _, _, err := groups.NextClaimable(v, 0, key, grp, 0); err != nil {
+					return err
+				}
+				if _, err := groups.PendingSummary(v, 0, key, grp); err != nil {
+					return err
+				}
+				_, err := groups.PendingRange(v, 0, key, grp, groups.RangeArgs{Start: codec.ID{}, End: codec.MaxID, Count: 10})
+				return err
+			}},
 		{name: "xdel-queue", cycle: func(int) []func(v *materialize.View) ([]codec.Event, error) {
 			return []func(v *materialize.View) ([]codec.Event, error){
 				churnAdd(nil),

@@ -23,7 +23,9 @@ type ClaimArgs struct {
 // pending entries whose stream entry was deleted are dropped from the PEL
 // and not returned; IDs not pending are skipped unless Force creates them
 // (with delivery count 1, then counted like any claim); MinIdleMs applies to
-// entries that were pending. Errors: ErrNoGroup, materialize.ErrWrongType.
+// entries that were pending. Delayed delivery: a parked entry is claimed
+// only from its due time on (idle since then), and FORCE skips an entry
+// not yet due. Errors: ErrNoGroup, materialize.ErrWrongType.
 // https://redis.io/docs/latest/commands/xclaim/
 func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.Entry, []codec.Event, error) {
 	_, g, err := Lookup(v, db, key, a.Group)
@@ -67,7 +69,7 @@ func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.En
 		}
 		switch {
 		case pending:
-			if a.MinIdleMs > 0 && now-pe.DeliveryTimeMs < a.MinIdleMs {
+			if (a.MinIdleMs > 0 && now-pe.DeliveryTimeMs < a.MinIdleMs) || !claimable(pe, now) {
 				continue
 			}
 			if edit.deadLetters(pe) {
@@ -77,6 +79,9 @@ func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.En
 				continue
 			}
 		case a.Force:
+			if !e.Due(now) {
+				continue // delayed delivery: never delivered before its due time
+			}
 			pe = codec.PELEntry{DeliveryCount: 1}
 		default:
 			continue
@@ -88,7 +93,7 @@ func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.En
 		case !a.JustID:
 			pe.DeliveryCount = redelivered(pe.DeliveryCount)
 		}
-		pe.Consumer, pe.NackSeq = a.Consumer, 0
+		pe.Consumer, pe.NackSeq, pe.Parked = a.Consumer, 0, false
 		if err := edit.set(id, pe, prev); err != nil {
 			return nil, nil, err
 		}
@@ -101,6 +106,14 @@ func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.En
 	}
 	events, err := edit.finish()
 	return out, events, err
+}
+
+// claimable reports whether the pending entry pe may be claimed at now,
+// whatever the min-idle-time: a parked entry (delayed delivery) not before
+// its due time. Its idle time runs from then (its delivery time is its due
+// time), so a min-idle-time asks that long after it.
+func claimable(pe codec.PELEntry, now int64) bool {
+	return !pe.Parked || pe.DeliveryTimeMs <= now
 }
 
 // AutoClaimArgs are XAUTOCLAIM's arguments, parsed.
@@ -121,8 +134,9 @@ const AutoClaimAttemptsFactor = 10
 // xautoclaimCommand: it stops after Count claimed-or-deleted entries or
 // Count*10 scanned ones; entries deleted from the stream are dropped from
 // the PEL and reported in deleted. next is where the following call should
-// start, 0-0 when the scan reached the end. Errors: ErrNoGroup,
-// materialize.ErrWrongType.
+// start, 0-0 when the scan reached the end. A parked entry (delayed
+// delivery) is claimed only from its due time on, idle since then.
+// Errors: ErrNoGroup, materialize.ErrWrongType.
 // https://redis.io/docs/latest/commands/xautoclaim/
 func AutoClaim(v *materialize.View, db uint8, key []byte, a AutoClaimArgs) (next codec.ID, claimed []streams.Entry, deleted []codec.ID, events []codec.Event, err error) {
 	_, g, err := Lookup(v, db, key, a.Group)
@@ -178,7 +192,7 @@ func AutoClaim(v *materialize.View, db uint8, key []byte, a AutoClaimArgs) (next
 			count--
 			continue
 		}
-		if a.MinIdleMs > 0 && now-s.pe.DeliveryTimeMs < a.MinIdleMs {
+		if (a.MinIdleMs > 0 && now-s.pe.DeliveryTimeMs < a.MinIdleMs) || !claimable(s.pe, now) {
 			continue
 		}
 		if edit.deadLetters(s.pe) {
@@ -192,7 +206,7 @@ func AutoClaim(v *materialize.View, db uint8, key []byte, a AutoClaimArgs) (next
 		if !a.JustID {
 			pe.DeliveryCount = redelivered(pe.DeliveryCount)
 		}
-		pe.Consumer, pe.NackSeq = a.Consumer, 0
+		pe.Consumer, pe.NackSeq, pe.Parked = a.Consumer, 0, false
 		if err := edit.set(s.id, pe, &prev); err != nil {
 			return codec.ID{}, nil, nil, nil, err
 		}

@@ -435,8 +435,11 @@ type RangeArgs struct {
 	Consumer   []byte   // nil: every consumer
 }
 
-// PendingRange returns XPENDING's extended form. Errors: ErrNoGroup,
-// materialize.ErrWrongType.
+// PendingRange returns XPENDING's extended form. Unowned entries have an
+// empty Consumer: one released by XNACK has IdleMs -1 and passes any
+// MinIdleMs; one parked by delayed delivery has IdleMs -1 before its due
+// time (and passes only MinIdleMs 0), then the time since it. Errors:
+// ErrNoGroup, materialize.ErrWrongType.
 func PendingRange(v *materialize.View, db uint8, key, group []byte, a RangeArgs) ([]Pending, error) {
 	_, g, err := Lookup(v, db, key, group)
 	if err != nil {
@@ -479,7 +482,14 @@ func PendingRange(v *materialize.View, db uint8, key, group []byte, a RangeArgs)
 			idle = 0
 		}
 		ok := idle >= a.MinIdleMs
-		if pe.Nacked() {
+		switch {
+		case pe.Parked && !claimable(pe, now):
+			// Parked (delayed delivery), not yet due: idle -1, as an
+			// unowned entry, and idle enough for no IDLE filter.
+			idle, ok = -1, a.MinIdleMs <= 0
+		case pe.Parked:
+			// Due: idle since its due time (its delivery time), as claims see it.
+		case pe.Nacked():
 			// Released by XNACK: idle -1 (the XNACK page's XPENDING
 			// example), and claimable whatever IDLE asks.
 			idle, ok = -1, true

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
 )
 
 // NackMode is XNACK's mode: how the released entries' delivery counts
@@ -34,8 +35,10 @@ type NackArgs struct {
 // the order they were released, and XCLAIM and XAUTOCLAIM find them idle.
 // IDs not pending are skipped, unless Force and the entry exists (it then
 // enters the zone with delivery count 0, or RetryCount, or the largest
-// int64 for NackFatal). It returns how many entries it released. Errors:
-// ErrNoGroup, materialize.ErrWrongType.
+// int64 for NackFatal). Delayed delivery: an entry not yet due is skipped,
+// pending (parked) or not, since the NACK zone is claimable at once. It
+// returns how many entries it released. Errors: ErrNoGroup,
+// materialize.ErrWrongType.
 // https://redis.io/docs/latest/commands/xnack/
 func Nack(v *materialize.View, db uint8, key, group []byte, a NackArgs) (int, []codec.Event, error) {
 	_, g, err := Lookup(v, db, key, group)
@@ -51,6 +54,8 @@ func Nack(v *materialize.View, db uint8, key, group []byte, a NackArgs) (int, []
 		}
 		var count uint64
 		switch {
+		case pending && !claimable(prev, v.NowMs()):
+			continue // parked, not yet due (delayed delivery): it stays parked
 		case pending:
 			count = prev.DeliveryCount
 			switch a.Mode {
@@ -62,12 +67,12 @@ func Nack(v *materialize.View, db uint8, key, group []byte, a NackArgs) (int, []
 		case !a.Force:
 			continue
 		default:
-			exists, err := v.Has(codec.StreamEntryKey(db, key, id))
+			e, exists, err := streams.Get(v, db, key, id)
 			if err != nil {
 				return 0, nil, err
 			}
-			if !exists {
-				continue
+			if !exists || !e.Due(v.NowMs()) {
+				continue // gone, or not yet due (delayed delivery)
 			}
 			if a.Mode == NackFatal {
 				count = math.MaxInt64

@@ -2,6 +2,7 @@ package groups
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/sediment-dev/sediment/codec"
@@ -19,6 +20,9 @@ type Session struct {
 	db    uint8
 	edits map[sessionKey]*pelEdit
 	order []*pelEdit // first-touch order: deterministic events
+
+	parked    int   // entries the session's '>' reads parked (delayed delivery)
+	parkedDue int64 // the earliest due time among them
 }
 
 type sessionKey struct{ key, group string }
@@ -52,31 +56,85 @@ func (s *Session) lookup(key, group []byte) (codec.Meta, *pelEdit, error) {
 // consumer (XREADGROUP with '>'): they enter the PEL (unless NoAck) with
 // delivery count 1, and last-delivered-id moves to the last one. The
 // consumer is created if needed and its seen-time updated even when nothing
-// is delivered. Errors: ErrNoGroup, materialize.ErrWrongType.
+// is delivered. Entries not yet due (delayed delivery) are passed and
+// parked (Parked): they take no COUNT. Errors: ErrNoGroup,
+// materialize.ErrWrongType.
 // https://redis.io/docs/latest/commands/xreadgroup/
 func (s *Session) ReadNew(key []byte, a ReadArgs) ([]streams.Entry, error) {
 	m, edit, err := s.lookup(key, a.Group)
 	if err != nil {
 		return nil, err
 	}
-	entries, err := streams.After(s.v, s.db, key, edit.g.LastDeliveredID, a.Count)
+	now := s.v.NowMs()
+	entries, parked, err := s.takeNew(edit, key, a, a.Count, now)
 	if err != nil {
 		return nil, err
 	}
-	entries = a.Bytes.Cut(entries)
-	now := s.v.NowMs()
 	// active-time (Redis 7.2) moves only when entries enter the PEL.
 	if err := edit.touch(a.Consumer, now, len(entries) > 0 && !a.NoAck); err != nil {
 		return nil, err
 	}
-	return entries, s.deliverNew(m, edit, entries, a, now)
+	return entries, s.deliverNew(m, edit, entries, parked, a, now)
 }
+
+// ParkMax bounds the entries not yet due that one '>' read of one stream
+// parks: the read stops after that many (last-delivered-id at the last),
+// so that a stream of many delayed entries costs a read no more than that.
+var ParkMax = 1000
+
+// takeNew walks the entries after the group's last-delivered-id, as the
+// edit leaves it, for a '>' read: up to count (<= 0: all) entries due at
+// now that fit a.Bytes are returned, to deliver; entries not yet due are
+// parked on the way (at most ParkMax), and their IDs returned in parked.
+// last-delivered-id moves over both.
+func (s *Session) takeNew(edit *pelEdit, key []byte, a ReadArgs, count int, now int64) (entries []streams.Entry, parked []codec.ID, err error) {
+	err = streams.Each(s.v, s.db, key, edit.g.LastDeliveredID, func(e streams.Entry) (bool, error) {
+		if !e.Due(now) {
+			if err := s.park(edit, e); err != nil {
+				return false, err
+			}
+			parked = append(parked, e.ID)
+			return len(parked) < ParkMax, nil
+		}
+		if !a.Bytes.Fits(e) {
+			return false, nil
+		}
+		entries = append(entries, e)
+		return count <= 0 || len(entries) < count, nil
+	})
+	return entries, parked, err
+}
+
+// park puts e, not yet due, into the group's PEL unowned at its due time
+// (delayed delivery): claims take it once due. An entry already pending (a
+// group moved back by XGROUP SETID) is left as it is.
+func (s *Session) park(edit *pelEdit, e streams.Entry) error {
+	if _, pending, err := edit.entry(e.ID); err != nil || pending {
+		return err
+	}
+	// Parked entries count in the group's Nacked (unowned entries), whose
+	// invariant wants a NACK sequence above every one in use.
+	edit.g.NackNext = max(edit.g.NackNext, 1)
+	if err := edit.set(e.ID, codec.PELEntry{DeliveryTimeMs: e.DueMs, Parked: true}, nil); err != nil {
+		return err
+	}
+	if s.parked == 0 || e.DueMs < s.parkedDue {
+		s.parkedDue = e.DueMs
+	}
+	s.parked++
+	return nil
+}
+
+// Parked returns how many entries the session's reads parked (delayed
+// delivery) and the earliest due time among them (0 when none).
+func (s *Session) Parked() (n int, firstDueMs int64) { return s.parked, s.parkedDue }
 
 // deliverNew records the delivery of new entries (after last-delivered-id)
 // to a.Consumer: into the PEL unless NoAck, and last-delivered-id and
-// entries-read moved past them.
-func (s *Session) deliverNew(m codec.Meta, edit *pelEdit, entries []streams.Entry, a ReadArgs, now int64) error {
-	if len(entries) == 0 {
+// entries-read moved past every entry passed: the delivered ones and the
+// parked ones (ascending, as entries), in ID order.
+func (s *Session) deliverNew(m codec.Meta, edit *pelEdit, entries []streams.Entry, parked []codec.ID, a ReadArgs, now int64) error {
+	if len(entries) == 0 && len(parked) == 0 {
 		return nil
 	}
 	for _, e := range entries {
@@ -96,8 +154,14 @@ func (s *Session) deliverNew(m codec.Meta, edit *pelEdit, entries []streams.Entr
 			return err
 		}
 	}
-	for _, e := range entries {
-		advance(m.Stream, &edit.g, e.ID)
+	for i, j := 0, 0; i < len(entries) || j < len(parked); {
+		if j == len(parked) || (i < len(entries) && entries[i].ID.Less(parked[j])) {
+			advance(m.Stream, &edit.g, entries[i].ID)
+			i++
+		} else {
+			advance(m.Stream, &edit.g, parked[j])
+			j++
+		}
 	}
 	edit.gDirty = true
 	return nil
@@ -116,7 +180,9 @@ type Delivered struct {
 // the group's pending entries idle at least a.MinIdleMs, whoever owns
 // them, oldest delivery first (ties in ID order), claimed for a.Consumer
 // (delivery count + 1, delivered now; NOACK does not apply to them), then
-// new entries as ReadNew delivers them, together at most a.Count. Pending
+// new entries as ReadNew delivers them, together at most a.Count. A parked
+// entry (delayed delivery) is idle from its due time on, so it is claimed
+// once it has been due a.MinIdleMs, with delivery count 0 before. Pending
 // entries deleted from the stream are not returned and are removed from
 // the PEL, as XAUTOCLAIM does (Redis 8.4 leaves them, so they keep taking
 // COUNT from every CLAIM read and never clear); they do not count against
@@ -147,17 +213,19 @@ func (s *Session) ReadClaim(key []byte, a ReadArgs) ([]Delivered, error) {
 		want = dropped
 	}
 	claimed := len(out)
-	var entries []streams.Entry
+	var (
+		entries []streams.Entry
+		parked  []codec.ID
+	)
 	if rest := a.Count - claimed; a.Count <= 0 || rest > 0 {
-		if entries, err = streams.After(s.v, s.db, key, edit.g.LastDeliveredID, max(rest, 0)); err != nil {
+		if entries, parked, err = s.takeNew(edit, key, a, max(rest, 0), now); err != nil {
 			return nil, err
 		}
-		entries = a.Bytes.Cut(entries)
 	}
 	if err := edit.touch(a.Consumer, now, claimed > 0 || (len(entries) > 0 && !a.NoAck)); err != nil {
 		return nil, err
 	}
-	if err := s.deliverNew(m, edit, entries, a, now); err != nil {
+	if err := s.deliverNew(m, edit, entries, parked, a, now); err != nil {
 		return nil, err
 	}
 	for _, e := range entries {
@@ -195,7 +263,7 @@ func (s *Session) claimIdle(edit *pelEdit, key []byte, idle []idleEntry, a ReadA
 		}
 		prev := p.pe
 		pe := prev
-		pe.Consumer, pe.DeliveryTimeMs, pe.DeliveryCount, pe.NackSeq = a.Consumer, now, redelivered(prev.DeliveryCount), 0
+		pe.Consumer, pe.DeliveryTimeMs, pe.DeliveryCount, pe.NackSeq, pe.Parked = a.Consumer, now, redelivered(prev.DeliveryCount), 0, false
 		if err := edit.set(p.id, pe, &prev); err != nil {
 			return 0, err
 		}
@@ -270,9 +338,10 @@ func (s *Session) idlePending(edit *pelEdit, minIdle int64, count int, now int64
 }
 
 // NextClaimable returns when (Unix ms) the group's first pending entry
-// that is not yet idle minIdle ms becomes so: when a blocked XREADGROUP
-// CLAIM, which found nothing to claim, may find something; false when no
-// such entry is pending. (Entries already idle enough but not claimed are
+// that is not yet idle minIdle ms becomes so (a parked entry: minIdle ms
+// after its due time): when a blocked XREADGROUP CLAIM, which found
+// nothing to claim, may find something; false when no such entry is
+// pending. (Entries already idle enough but not claimed are
 // ones whose stream entry is gone: they never wake a reader.)
 func NextClaimable(v *materialize.View, db uint8, key, group []byte, minIdle int64) (int64, bool, error) {
 	_, g, err := Lookup(v, db, key, group)
@@ -296,10 +365,18 @@ func NextClaimable(v *materialize.View, db uint8, key, group []byte, minIdle int
 		if err != nil || !pending || max(pe.IndexTime(), 0) != pos.Time {
 			return err == nil, err // a stale key
 		}
-		at, found = pos.Time+minIdle, true
+		at, found = addSat(pos.Time, minIdle), true // a parked entry's due time may be far
 		return false, nil
 	})
 	return at, found, err
+}
+
+// addSat returns a+b for b >= 0, math.MaxInt64 when that overflows.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // ReadHistory returns the consumer's own pending entries with ID > after, up

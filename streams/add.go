@@ -20,7 +20,39 @@ type AddArgs struct {
 	NoMkStream bool
 	Trim       *Trim // nil: no trimming
 	IDMP       *IDMP // nil: no idempotency check (IDMP requires an Auto ID)
-	Config     Config
+	// Delay, when not nil, delays the entry's delivery (XADD DELAY or
+	// DELIVERAT, a Sediment extension; requires an Auto ID).
+	Delay  *Delay
+	Config Config
+}
+
+// Delay is XADD's DELAY ms or DELIVERAT unix-ms (a Sediment extension,
+// docs/streams.md "Delayed delivery"): the entry is added now, with its
+// ID, and XRANGE, XLEN and XINFO see it at once; XREAD and XREADGROUP '>'
+// do not deliver it before its due time.
+type Delay struct {
+	Ms int64 // >= 0: milliseconds after the decision time, or Unix ms with At
+	At bool  // DELIVERAT: Ms is the due time itself
+}
+
+// DueMs returns the due time (Unix ms) of an entry added at nowMs: 0 when
+// it is due at once (DELAY 0, a DELIVERAT not after nowMs), so the entry
+// is an ordinary one.
+func (d *Delay) DueMs(nowMs int64) int64 {
+	if d == nil {
+		return 0
+	}
+	due := d.Ms
+	if !d.At {
+		due = nowMs + d.Ms
+		if due < nowMs { // overflow: never due, in practice
+			due = math.MaxInt64
+		}
+	}
+	if due <= nowMs {
+		return 0
+	}
+	return due
 }
 
 // nextID resolves spec against the stream's top item, following Redis's
@@ -64,7 +96,8 @@ func nextID(spec IDSpec, last codec.ID, nowMs int64) (codec.ID, error) {
 }
 
 // Add appends an entry with fields fv (field, value, ...) to key (XADD),
-// creating the stream unless NoMkStream, then trims it. It returns the new
+// creating the stream unless NoMkStream, then trims it. With a Delay the
+// entry's value carries its due time (its OpXAdd's tail, XAddWithDelay). It returns the new
 // entry's ID and false (and no events) when NoMkStream found no stream.
 // With IDMP (Redis 8.6), a producer's idempotent ID it recorded before
 // (and that has not expired or been evicted) adds nothing and returns the
@@ -123,7 +156,11 @@ func Add(v *materialize.View, db uint8, key []byte, fv [][]byte, a AddArgs) (cod
 	}
 	prevExpire := m.ExpireAtMs
 	s := &m.Stream
-	events = append(events, codec.XAddEvent(db, key, id, fv))
+	add := codec.XAddEvent(db, key, id, fv)
+	if due := a.Delay.DueMs(v.NowMs()); due > 0 {
+		add = codec.XAddWithDelay(add, due)
+	}
+	events = append(events, add)
 	if s.Length == 0 {
 		s.FirstID = id
 		s.NodeOrigin = s.EntriesAdded // Redis starts a new first node

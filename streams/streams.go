@@ -83,7 +83,14 @@ type Entry struct {
 	// Trace is the trace context of the XADD that added it, when that
 	// command was traced (docs/telemetry.md); zero otherwise.
 	Trace codec.TraceContext
+	// DueMs is the entry's due time (Unix ms) when it was added with
+	// DELAY or DELIVERAT (delayed delivery); 0 otherwise.
+	DueMs int64
 }
+
+// Due reports whether e may be delivered at nowMs: it is not delayed, or
+// its due time has come.
+func (e Entry) Due(nowMs int64) bool { return e.DueMs <= nowMs }
 
 // Meta returns the stream metadata of key, false if key does not exist, and
 // materialize.ErrWrongType if key holds another type.
@@ -200,8 +207,8 @@ func Get(v *materialize.View, db uint8, key []byte, id codec.ID) (Entry, bool, e
 	if err != nil || !ok {
 		return Entry{}, false, err
 	}
-	fv, tc, err := codec.DecodeEntry(val)
-	return Entry{id, fv, tc}, err == nil, err
+	fv, tail, err := codec.DecodeEntryTail(val)
+	return Entry{id, fv, tail.Trace, tail.DueMs}, err == nil, err
 }
 
 func decodeEntry(prefixLen int, k, val []byte) (Entry, error) {
@@ -209,7 +216,7 @@ func decodeEntry(prefixLen int, k, val []byte) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	fv, tc, err := codec.DecodeEntry(val)
+	fv, tail, err := codec.DecodeEntryTail(val)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -217,7 +224,7 @@ func decodeEntry(prefixLen int, k, val []byte) (Entry, error) {
 	for i := range fv {
 		fv[i] = append([]byte(nil), fv[i]...)
 	}
-	return Entry{id, fv, tc}, nil
+	return Entry{id, fv, tail.Trace, tail.DueMs}, nil
 }
 
 // firstAfter returns the first entry ID >= from of the stream s, skipping

@@ -455,7 +455,7 @@ func TestRange(t *testing.T) {
 	// Fields come back.
 	es, _ = streams.Range(s.View(), 0, []byte("s"), id(7, 0), id(7, 0), 0, false)
 	if len(es) != 1 || len(es[0].Fields) != 2 || string(es[0].Fields[0]) != "n" || string(es[0].Fields[1]) != "7" {
-		t.Errorf("entry 7 = %q", es)
+		t.Errorf("entry 7 = %v", es)
 	}
 	if n, err := streams.Len(s.View(), 0, []byte("s")); n != 10 || err != nil {
 		t.Errorf("Len = %d, %v", n, err)

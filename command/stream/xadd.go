@@ -17,9 +17,20 @@ const (
 	errIDMPAutoNoPID  command.WireError = "ERR IDMPAUTO requires a non-empty producer ID"
 )
 
+// XADD's delayed-delivery errors (a Sediment extension; the texts follow
+// IDMP's and CLAIM's).
+const (
+	errDelayExplicitID command.WireError = "ERR DELAY/DELIVERAT can be used only with auto-generated IDs"
+	errDelayTwice      command.WireError = "ERR DELAY/DELIVERAT specified multiple times"
+	errDelayValue      command.WireError = "ERR DELAY must be a non-negative integer"
+	errDeliverAtValue  command.WireError = "ERR DELIVERAT must be a non-negative integer"
+)
+
 // xadd is a parsed XADD.
-// XADD key [NOMKSTREAM] [KEEPREF|DELREF|ACKED] [IDMPAUTO pid | IDMP pid iid] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value [field value ...]
+// XADD key [NOMKSTREAM] [KEEPREF|DELREF|ACKED] [IDMPAUTO pid | IDMP pid iid] [DELAY ms | DELIVERAT unix-ms] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value [field value ...]
 // Reply: the new entry's ID (bulk string), or nil with NOMKSTREAM and no stream.
+// DELAY and DELIVERAT are Sediment's (delayed delivery, docs/streams.md):
+// with an auto ID only, as IDMP.
 // https://redis.io/docs/latest/commands/xadd/
 type xadd struct {
 	key  []byte
@@ -75,6 +86,20 @@ func parseTrimOptions(args [][]byte, i int, isAdd bool, add *streams.AddArgs, no
 				return nil, 0, errIDMPAutoNoPID
 			}
 			add.IDMP = &streams.IDMP{PID: args[i+1], Auto: true}
+			i++
+		case isAdd && (command.EqualFold(a, "DELAY") || command.EqualFold(a, "DELIVERAT")) && more >= 1:
+			if add.Delay != nil {
+				return nil, 0, errDelayTwice
+			}
+			at := command.EqualFold(a, "DELIVERAT")
+			n, ok := command.ParseInt(args[i+1])
+			if !ok || n < 0 {
+				if at {
+					return nil, 0, errDeliverAtValue
+				}
+				return nil, 0, errDelayValue
+			}
+			add.Delay = &streams.Delay{Ms: n, At: at}
 			i++
 		case (command.EqualFold(a, "MAXLEN") || command.EqualFold(a, "MINID")) && more >= 1:
 			strategy := streams.TrimMaxLen
@@ -164,6 +189,9 @@ func parseXAdd(args [][]byte, cfg streams.Config) (xadd, error) {
 		if c.args.IDMP != nil {
 			return c, errIDMPExplicitID
 		}
+		if c.args.Delay != nil {
+			return c, errDelayExplicitID
+		}
 		// Redis counts a bare "ms" as giving its sequence (0): "0" is 0-0,
 		// refused before the key is read; only "0-*" picks one.
 		if !seqStar && id.IsZero() {
@@ -189,19 +217,22 @@ func runXAdd(x *command.Ctx) error {
 		added bool
 	)
 	c.args.Config = cfg
+	// Captured one by one: each is small enough for the closure to hold a
+	// copy, where c as a whole would be moved to the heap.
+	key, fv, args := c.key, c.fv, c.args
 	return x.Write(func(v *materialize.View) ([]codec.Event, error) {
-		a := c.args
+		a := args
 		var refs *groups.Refs
 		if a.Trim != nil {
 			t := *a.Trim
-			refs, t.Refs = withRefs(v, x.DB, c.key, &t)
+			refs, t.Refs = withRefs(v, x.DB, key, &t)
 			a.Trim = &t
 		}
 		var (
 			evs []codec.Event
 			err error
 		)
-		id, added, evs, err = streams.Add(v, x.DB, c.key, c.fv, a)
+		id, added, evs, err = streams.Add(v, x.DB, key, fv, a)
 		if err != nil {
 			return nil, wire(err)
 		}

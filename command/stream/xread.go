@@ -200,12 +200,11 @@ func parseXRead(args [][]byte, isGroup bool) (xread, error) {
 	return c, nil
 }
 
-// untilClaimable returns how long until an entry pending in c's group on
-// one of c's streams, not yet idle enough, has been idle for CLAIM's
-// min-idle-time (at least a millisecond), false when there is none.
-func untilClaimable(x *command.Ctx, c xread) (time.Duration, bool) {
-	v := x.View()
-	db := v.StorageDB(x.SelectedDB())
+// nextClaim returns when (Unix ms, on v's clock) an entry pending in c's
+// group on one of c's streams, not yet idle enough, will have been idle for
+// CLAIM's min-idle-time (a parked entry: that long after its due time),
+// false when there is none.
+func nextClaim(v *materialize.View, db uint8, c xread) (int64, bool) {
 	var (
 		at    int64
 		found bool
@@ -219,11 +218,7 @@ func untilClaimable(x *command.Ctx, c xread) (time.Duration, bool) {
 			at, found = t, true
 		}
 	}
-	d := at - v.NowMs()
-	if !found || d > int64(math.MaxInt64/time.Millisecond) {
-		return 0, false
-	}
-	return max(time.Duration(d)*time.Millisecond, time.Millisecond), true
+	return at, found
 }
 
 // blockTimeout converts a BLOCK argument (ms >= 0) to the wait's timeout.
@@ -321,7 +316,9 @@ func writeStreamReplies(x *command.Ctx, group []byte, rs []streamReply) {
 // XREAD: [[key, entries], ...] for the streams with entries after their
 // ID, or the null array (also on BLOCK timeout, and inside EXEC where
 // BLOCK does not wait). A blocked XREAD re-reads on each wake of one of
-// its keys (command.Ctx.Block).
+// its keys (command.Ctx.Block). Delayed delivery (Sediment's): a stream's
+// read stops before its first entry not yet due, and a blocked XREAD held
+// by such an entry also wakes at its due time.
 // https://redis.io/docs/latest/commands/xread/
 func runXRead(x *command.Ctx) error {
 	c, err := parseXRead(x.Args, false)
@@ -350,8 +347,11 @@ func runXRead(x *command.Ctx) error {
 			}
 		}
 	}
-	read := func() ([]streamReply, error) {
-		var out []streamReply
+	// read returns the entries after each stream's ID that are due
+	// (delayed delivery: a stream's read stops before its first entry not
+	// yet due); hold is the earliest due time of such an entry, when
+	// nothing was read (0: none), for the timed wake of a blocked read.
+	read := func() (out []streamReply, hold int64, err error) {
 		v := x.View()
 		db := v.StorageDB(x.SelectedDB()) // a wake after a SWAPDB reads the swapped db
 		cp := c.caps()
@@ -359,19 +359,25 @@ func runXRead(x *command.Ctx) error {
 			if cp.spent() {
 				break
 			}
-			entries, err := streams.After(v, db, key, after[i], cp.next())
+			entries, due, err := streams.ReadDue(v, db, key, after[i], cp.next(), v.NowMs())
 			if err != nil && !errors.Is(err, materialize.ErrWrongType) {
-				return nil, err
+				return nil, 0, err
 			}
 			entries = cp.bytes.Cut(entries)
 			cp.took(len(entries))
 			if len(entries) > 0 {
 				out = append(out, streamReply{key: key, entries: entries})
 			}
+			if due > 0 && (hold == 0 || due < hold) {
+				hold = due
+			}
 		}
-		return out, nil
+		if len(out) > 0 {
+			hold = 0
+		}
+		return out, hold, nil
 	}
-	rs, err := read()
+	rs, hold, err := read()
 	if err != nil {
 		return err
 	}
@@ -379,19 +385,75 @@ func runXRead(x *command.Ctx) error {
 		writeStreamReplies(x, nil, rs)
 		return nil
 	}
-	served, err := x.Block(c.keys, c.timeout, func() bool {
-		var err error
-		rs, err = read()
-		return err == nil && len(rs) > 0
-	})
-	if err != nil {
-		return err
+	var deadline time.Time // zero: BLOCK 0
+	if c.timeout > 0 {
+		deadline = time.Now().Add(c.timeout)
 	}
-	if !served {
-		rs = nil
+	for {
+		// An entry not yet due ends the wait at its due time (a timed
+		// wake), and the read runs again. A wake that finds an earlier one
+		// (a delayed XADD ahead of it) ends the wait to set the timer
+		// again: no polling, and only this key's waiters are woken.
+		timeout, wakeAt, timed := waitUntil(deadline, hold)
+		start := time.Now()
+		served, err := x.Block(c.keys, timeout, func() bool {
+			var (
+				due int64
+				err error
+			)
+			if rs, due, err = read(); err != nil {
+				return false
+			}
+			if len(rs) == 0 && due > 0 && due < wakeAt {
+				hold = due // re-arm: served with nothing
+				return true
+			}
+			return len(rs) > 0
+		})
+		if err != nil {
+			return err
+		}
+		if served {
+			if len(rs) > 0 {
+				break
+			}
+			continue // re-arm
+		}
+		if !timed || time.Since(start) < timeout {
+			rs = nil // timed out, or the client left
+			break
+		}
+		if rs, hold, err = read(); err != nil { // the due time came
+			return err
+		}
+		if len(rs) > 0 {
+			break
+		}
 	}
 	writeStreamReplies(x, nil, rs)
 	return nil
+}
+
+// waitUntil returns a blocked read's next wait: until deadline (zero:
+// none) or until the due time holdMs (Unix ms; 0: none), whichever comes
+// first, as a timeout for the wait (0: forever, at least a millisecond
+// otherwise), as the Unix ms it ends at (math.MaxInt64: never), and
+// whether it ends at holdMs rather than at the deadline.
+func waitUntil(deadline time.Time, holdMs int64) (timeout time.Duration, endMs int64, timed bool) {
+	endMs = math.MaxInt64
+	if !deadline.IsZero() {
+		endMs = deadline.UnixMilli()
+	}
+	if holdMs > 0 && holdMs < endMs {
+		endMs, timed = holdMs, true
+	}
+	switch {
+	case endMs == math.MaxInt64:
+		return 0, endMs, false
+	case !timed:
+		return max(time.Until(deadline), time.Millisecond), endMs, false
+	}
+	return max(time.Until(time.UnixMilli(endMs)), time.Millisecond), endMs, true
 }
 
 // XREADGROUP: [[key, entries], ...]: streams read with '>' appear when they
@@ -399,7 +461,10 @@ func runXRead(x *command.Ctx) error {
 // the null array when nothing appears (also on BLOCK timeout). Blocking
 // applies only when every ID is '>' (and not inside EXEC); the writer then
 // serves the client (command.Waiter). A blocked reader whose stream is
-// deleted gets UNBLOCKED, whose group is destroyed gets NOGROUP.
+// deleted gets UNBLOCKED, whose group is destroyed gets NOGROUP. Delayed
+// delivery (Sediment's): '>' parks the entries not yet due that it passes
+// (a blocked reader's wake records the parking and waits on), and a
+// blocked CLAIM reader also wakes when a parked entry becomes claimable.
 // https://redis.io/docs/latest/commands/xreadgroup/
 func runXReadGroup(x *command.Ctx) error {
 	c, err := parseXRead(x.Args, true)
@@ -409,9 +474,10 @@ func runXReadGroup(x *command.Ctx) error {
 	args := groups.ReadArgs{Group: c.group, Consumer: c.consumer, Count: c.count, NoAck: c.noAck, MinIdleMs: c.minIdleMs}
 	// deliver is the whole decision: reads every stream, records the
 	// deliveries. blocked: called from a wake, where a missing key or group
-	// ends the wait with an error and an empty read writes nothing.
-	deliver := func(v *materialize.View, blocked bool) ([]streamReply, []codec.Event, error) {
-		var out []streamReply
+	// ends the wait with an error and an empty read writes nothing, unless
+	// it parked entries not yet due (delayed delivery). parkedDue is the
+	// earliest due time of the entries the decision parked (0: none).
+	deliver := func(v *materialize.View, blocked bool) (out []streamReply, events []codec.Event, parkedDue int64, err error) {
 		// One session for the decision: a stream named twice sees what
 		// the first read of it delivered.
 		db := v.StorageDB(x.SelectedDB())
@@ -437,24 +503,24 @@ func runXReadGroup(x *command.Ctx) error {
 				// Redis checks the key and group before the ID, stream by stream.
 				var after codec.ID
 				if after, err = historyID(c.ids[i]); err != nil {
-					return nil, nil, err
+					return nil, nil, 0, err
 				}
 				entries, err = sess.ReadHistory(key, args, after)
 			}
 			if blocked && errors.Is(err, materialize.ErrWrongType) {
-				return nil, nil, errUnblockedNoKey // the key is no longer a stream
+				return nil, nil, 0, errUnblockedNoKey // the key is no longer a stream
 			}
 			if errors.Is(err, groups.ErrNoGroup) {
 				if !blocked {
-					return nil, nil, errNoGroupRead(key, c.group)
+					return nil, nil, 0, errNoGroupRead(key, c.group)
 				}
 				if _, ok, _ := streams.Meta(v, db, key); !ok {
-					return nil, nil, errUnblockedNoKey
+					return nil, nil, 0, errUnblockedNoKey
 				}
-				return nil, nil, errUnblockedGroup
+				return nil, nil, 0, errUnblockedGroup
 			}
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, 0, err
 			}
 			cp.took(len(entries) + len(claimed))
 			switch {
@@ -466,14 +532,15 @@ func runXReadGroup(x *command.Ctx) error {
 				out = append(out, streamReply{key: key, entries: entries})
 			}
 		}
-		if blocked && len(out) == 0 {
-			return nil, nil, nil
+		parked, parkedDue := sess.Parked()
+		if blocked && len(out) == 0 && parked == 0 {
+			return nil, nil, 0, nil
 		}
-		events, err := sess.Finish()
+		events, err = sess.Finish()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
-		return out, events, nil
+		return out, events, parkedDue, nil
 	}
 	blockable := c.block && !x.InTxn() // inside EXEC: as on a timeout
 	for _, id := range c.ids {
@@ -488,22 +555,73 @@ func runXReadGroup(x *command.Ctx) error {
 		return x.Write(func(v *materialize.View) ([]codec.Event, error) {
 			var evs []codec.Event
 			var err error
-			rs, evs, err = deliver(v, false)
+			rs, evs, _, err = deliver(v, false)
 			return evs, err
 		}, func() { writeStreamReplies(x, c.group, rs) })
 	}
+	// With CLAIM, a blocked read also wakes when the oldest pending entry
+	// becomes idle enough to claim (a parked entry: min-idle-time after its
+	// due time), and decides again. wakeAt is when the current wait ends
+	// (Unix ms); rearm tells the loop that a decision found an earlier
+	// claim time (entries it parked, or parked by another reader) and
+	// ended the wait to set the timer again.
+	var (
+		wakeAt int64
+		rearm  bool
+	)
+	// claimAt is when a CLAIM reader that found nothing may find something,
+	// given the entries its decision parked and, with v, the W index:
+	// math.MaxInt64 for never.
+	claimAt := func(v *materialize.View, parkedDue int64) int64 {
+		at := int64(math.MaxInt64)
+		if !c.claim {
+			return at
+		}
+		if parkedDue > 0 && parkedDue <= math.MaxInt64-c.minIdleMs {
+			at = parkedDue + c.minIdleMs
+		}
+		if v == nil {
+			return at
+		}
+		if t, ok := nextClaim(v, v.StorageDB(x.SelectedDB()), c); ok && t < at {
+			at = t
+		}
+		return at
+	}
 	// A blocking read that finds nothing queues its client in the same
-	// decision: the writer serves it from then on.
+	// decision: the writer serves it from then on. Entries it parked are
+	// recorded with the queueing.
 	decide := func(v *materialize.View) ([]codec.Event, *command.Waiter, error) {
-		var evs []codec.Event
-		var err error
-		if rs, evs, err = deliver(v, false); err != nil || len(rs) > 0 || !blockable {
+		var (
+			evs       []codec.Event
+			parkedDue int64
+			err       error
+		)
+		if rs, evs, parkedDue, err = deliver(v, false); err != nil || len(rs) > 0 || !blockable {
 			return evs, nil, err
 		}
-		return nil, &command.Waiter{Keys: c.keys, Group: string(c.group), Serve: func(v *materialize.View, _ []byte) ([]codec.Event, bool) {
-			var evs []codec.Event
-			rs, evs, wakeErr = deliver(v, true)
-			return evs, wakeErr != nil || len(rs) > 0
+		if parkedDue == 0 {
+			evs = nil // nothing delivered or parked: the wait records nothing
+		} else if claimAt(nil, parkedDue) < wakeAt {
+			rearm = true // record the parking, then wait for its claim time
+			return evs, nil, nil
+		}
+		return evs, &command.Waiter{Keys: c.keys, Group: string(c.group), Serve: func(v *materialize.View, _ []byte) ([]codec.Event, bool) {
+			var (
+				evs       []codec.Event
+				parkedDue int64
+			)
+			rs, evs, parkedDue, wakeErr = deliver(v, true)
+			if wakeErr != nil || len(rs) > 0 {
+				return evs, true
+			}
+			if claimAt(v, parkedDue) < wakeAt {
+				rearm = true // served with nothing (and the parking, if any)
+				return evs, true
+			}
+			// Entries parked and nothing delivered: the writer records
+			// the parking and the client waits on.
+			return evs, false
 		}}, nil
 	}
 	var (
@@ -516,17 +634,19 @@ func runXReadGroup(x *command.Ctx) error {
 	for {
 		// With CLAIM, a blocked read also wakes when the oldest pending
 		// entry becomes idle enough to claim, and decides again.
-		timeout, claimWake := c.timeout, false
-		if !deadline.IsZero() {
-			timeout = max(time.Until(deadline), time.Millisecond)
-		}
+		var hold int64
 		if c.claim && blockable {
-			if d, ok := untilClaimable(x, c); ok && (timeout == 0 || d < timeout) {
-				timeout, claimWake = d, true
+			if at := claimAt(x.View(), 0); at != math.MaxInt64 {
+				hold = max(at, 1)
 			}
 		}
+		timeout, end, claimWake := waitUntil(deadline, hold)
+		wakeAt, rearm = end, false
 		start := time.Now()
 		queued, served, err = x.WriteBlock(decide, timeout)
+		if err == nil && rearm {
+			continue // a decision found an earlier claim time: wait again
+		}
 		if err != nil || !queued || served || !claimWake || time.Since(start) < timeout {
 			break // done, or the wait ended early: the client left or was unblocked
 		}

@@ -1,0 +1,57 @@
+package streams
+
+import (
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/materialize"
+)
+
+// Delayed delivery (a Sediment extension, docs/streams.md "Delayed
+// delivery"): an entry added with XADD DELAY or DELIVERAT has its ID and
+// place in the stream at once, and its due time in its value (Entry.DueMs).
+// XRANGE, XREVRANGE, XLEN and XINFO see it at once. XREAD reads up to the
+// first entry not yet due and stops there (head-of-line: ReadDue); a
+// group's '>' read parks it in the group's PEL (package groups).
+
+// ReadDue returns up to count entries (count <= 0: all) with ID > after
+// that are due at nowMs, in order, stopping before the first entry that is
+// not (XREAD: an entry is never returned before its due time, nor any
+// entry after it). holdMs is that entry's due time, when the read stopped
+// at one before count was reached (0 otherwise): a blocked reader's timed
+// wake. An absent key is an empty read.
+func ReadDue(v *materialize.View, db uint8, key []byte, after codec.ID, count int, nowMs int64) (entries []Entry, holdMs int64, err error) {
+	err = Each(v, db, key, after, func(e Entry) (bool, error) {
+		if !e.Due(nowMs) {
+			holdMs = e.DueMs
+			return false, nil
+		}
+		entries = append(entries, e)
+		return count <= 0 || len(entries) < count, nil
+	})
+	return entries, holdMs, err
+}
+
+// Each calls fn with the entries of key with ID > after, in order, until
+// fn returns false or an error (returned). The entries are fn's to keep.
+// An absent key has none; materialize.ErrWrongType when key is not a
+// stream.
+func Each(v *materialize.View, db uint8, key []byte, after codec.ID, fn func(Entry) (bool, error)) error {
+	start, ok := after.Next()
+	if !ok {
+		return nil
+	}
+	m, ok, err := Meta(v, db, key)
+	if err != nil || !ok {
+		return err
+	}
+	p, lower, upper, ok := liveBounds(db, key, m.Stream, start, codec.MaxID)
+	if !ok {
+		return nil
+	}
+	return v.Iterate(lower, upper, false, func(k, val []byte) (bool, error) {
+		e, err := decodeEntry(len(p), k, val)
+		if err != nil {
+			return false, err
+		}
+		return fn(e)
+	})
+}
