@@ -546,6 +546,7 @@ func TestSnapshotRebuildsTheStore(t *testing.T) {
 	mustDo(t, c, "HSET", "httl", "f", "v")
 	mustDo(t, c, "EXPIRE", "httl", 2000)
 	mustDo(t, c, "LPOP", "list", 3)
+	mustDo(t, c, "XADD", "x", "DELAY", 3600000, "*", "delayed", "1") // its due time in the entry's tail
 	mustDo(t, c, "XGROUP", "CREATE", "x", "g1", "0")
 	mustDo(t, c, "XGROUP", "CREATE", "x", "g2", "$")
 	mustDo(t, c, "XREADGROUP", "GROUP", "g1", "alice", "COUNT", 10, "STREAMS", "x", ">")

@@ -223,13 +223,11 @@ func swapDBs(logical *[256]uint8, e codec.Event) {
 // record (a copy of the events; r's are not changed).
 func withoutTrailer(r codec.Record, i int) (codec.Record, codec.TraceContext) {
 	tc := r.Trace
-	if e := r.Events[i]; e.Op == codec.OpXAdd && len(e.Args) > 1 {
-		if _, trailer, err := codec.XAddFields(e.Args[1:]); err == nil && trailer != nil {
-			tc, _ = codec.DecodeTraceTrailer(trailer)
-			events := append([]codec.Event(nil), r.Events...)
-			events[i].Args = e.Args[:len(e.Args)-1]
-			r.Events = events
-		}
+	if e, t := codec.XAddWithoutTrace(r.Events[i]); !t.IsZero() {
+		// The trace trailer goes; a delay tail after it stays.
+		events := append([]codec.Event(nil), r.Events...)
+		events[i] = e
+		r.Events, tc = events, t
 	}
 	return r, tc
 }

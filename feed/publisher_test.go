@@ -74,3 +74,62 @@ func TestPublisherRetryKeepsTheDBMap(t *testing.T) {
 		}
 	}
 }
+
+// TestPublisherDelayedXAdd: a delayed entry's xadd keeps its delay tail as
+// its last argument, with and without a trace trailer before it; the trace
+// goes to the message header, out of the payload.
+func TestPublisherDelayedXAdd(t *testing.T) {
+	s, err := materialize.Open(materialize.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	type msg struct {
+		payload     []byte
+		traceparent string
+	}
+	got := make(chan msg, 4)
+	p := &feed.Publisher{Store: s, Prefix: "p",
+		Publish: func(_ string, b []byte) error { got <- msg{payload: b}; return nil },
+		PublishTraced: func(_ string, b []byte, tp string) error {
+			got <- msg{payload: b, traceparent: tp}
+			return nil
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(20 * time.Millisecond) // Run takes its place
+	const due = 1700000000123
+	tc := codec.TraceContext{TraceID: [16]byte{1}, SpanID: [8]byte{2}, Flags: 1}
+	plain := codec.XAddWithDelay(codec.XAddEvent(0, []byte("x"), codec.ID{Ms: 1}, [][]byte{[]byte("f"), []byte("v")}), due)
+	traced := codec.XAddWithTrace(codec.XAddWithDelay(codec.XAddEvent(0, []byte("x"), codec.ID{Ms: 2}, [][]byte{[]byte("f"), []byte("v")}), due), tc)
+	for _, e := range []codec.Event{plain, traced} {
+		if _, err := s.Write(func(*materialize.View) ([]codec.Event, error) { return []codec.Event{e}, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, wantTP := range []string{"", tc.String()} {
+		var m msg
+		select {
+		case m = <-got:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("message %d not published", i)
+		}
+		if m.traceparent != wantTP {
+			t.Errorf("message %d: traceparent %q, want %q", i, m.traceparent, wantTP)
+		}
+		dm, err := feed.Decode(m.payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args, err := dm.ArgBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := string(codec.AppendDelayTail(nil, due))
+		if len(args) != 4 || string(args[3]) != want {
+			t.Errorf("message %d: args %q, want the ID, f, v and the delay tail %q", i, args, want)
+		}
+	}
+}

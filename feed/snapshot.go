@@ -376,8 +376,17 @@ func (p *pager) elements(db uint8, key []byte, m codec.Meta, sub []byte) (bool, 
 				if err != nil {
 					return codec.Event{}, err
 				}
-				fv, err := codec.DecodeFields(val) // without a trace trailer, as the feed sends XADD's
-				return codec.XAddEvent(db, key, id, fv), err
+				// Without a trace trailer, as the feed sends XADD's; with
+				// the due time of a delayed entry (its delay tail).
+				fv, tail, err := codec.DecodeEntryTail(val)
+				if err != nil {
+					return codec.Event{}, err
+				}
+				e := codec.XAddEvent(db, key, id, fv)
+				if tail.DueMs != 0 {
+					e = codec.XAddWithDelay(e, tail.DueMs)
+				}
+				return e, nil
 			})
 	}
 	return true, nil
