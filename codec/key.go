@@ -30,7 +30,7 @@ const (
 	TagSet         Tag = 'S' // S|slot|db|key|member → empty
 	TagList        Tag = 'I' // I|slot|db|key|position(8) → element
 	TagZMember     Tag = 'Z' // Z|slot|db|key|member → score (8)
-	TagZScore      Tag = 'Y' // Y|slot|db|key|score(8)|member → empty (or -0's bits)
+	TagZScore      Tag = 'Y' // Y|slot|db|key|score(8)|member → empty
 	TagZBlock      Tag = 'B' // B|slot|db|key|upper fence → member count | lower fence
 	TagTTL         Tag = 'E' // E|slot|deadline(8)|db|key → empty
 	TagChangeLog   Tag = 'L' // L|seq(8) → change-log Record
