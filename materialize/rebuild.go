@@ -72,9 +72,10 @@ func snapshotSeq(name string) (uint64, bool) {
 }
 
 // startSnapshots cleans the snapshots directory after a crash (a pending
-// or temporary checkpoint), holds the change log from the newest
-// snapshot's successor on, and starts the periodic snapshots when
-// Options.SnapshotEvery is set. Open calls it once, for a store on disk.
+// or temporary checkpoint) and, when Options.SnapshotEvery is set, holds
+// the change log from the newest snapshot's successor on (from the first
+// record when there is none yet) and starts the periodic snapshots. Open
+// calls it once, for a store on disk.
 func (s *Store) startSnapshots() {
 	d := s.fs.PathJoin(s.dir, SnapshotsDirName)
 	if names, err := s.fs.List(d); err == nil {
@@ -87,13 +88,15 @@ func (s *Store) startSnapshots() {
 			}
 		}
 	}
-	if snaps, err := ListSnapshots(s.dir); err == nil && len(snaps) > 0 && s.opts.FS == nil {
-		s.snapHold = s.HoldLog(snaps[len(snaps)-1].Seq + 1)
-	}
 	if s.opts.SnapshotEvery <= 0 {
+		// Snapshots left by an earlier run are not maintained and hold
+		// nothing: the retention may drop the records after them (a
+		// Rebuild from one then fails with ErrLogGap).
 		return
 	}
-	if s.snapHold == nil {
+	if snaps, err := ListSnapshots(s.dir); err == nil && len(snaps) > 0 && s.opts.FS == nil {
+		s.snapHold = s.HoldLog(snaps[len(snaps)-1].Seq + 1)
+	} else {
 		s.snapHold = s.HoldLog(1)
 	}
 	s.wg.Add(1)
