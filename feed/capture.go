@@ -527,7 +527,8 @@ func (p *Publisher) runCapture(ctx context.Context) error {
 						continue
 					}
 					for r.msgs >= c.cfg.MaxPending || r.bytes >= c.cfg.MaxPendingBytes {
-						// The bounded buffer: wait for the oldest's ack.
+						// The bounded buffer, overfilled by this record's
+						// own events: wait for the oldest's ack.
 						if !r.wait(ctx) {
 							return false
 						}
@@ -549,7 +550,15 @@ func (p *Publisher) runCapture(ctx context.Context) error {
 				r.q = append(r.q, pendingMsg{seq: rec.Seq, ms: rec.TimeMs}) // the record's end
 				cur = Cursor{Seq: rec.Seq + 1}
 				p.published.Store(rec.Seq)
-				return r.poll()
+				if !r.poll() {
+					return false
+				}
+				// With the bounded buffer full, stop at this record's end
+				// and wait for acks outside Read: Read holds the change
+				// log's read lock, and a pruning waiting for it would hold
+				// every other reader of the log meanwhile. Only a record
+				// whose own events overfill the buffer waits inside.
+				return r.msgs < c.cfg.MaxPending && r.bytes < c.cfg.MaxPendingBytes
 			})
 		}
 		switch {

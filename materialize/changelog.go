@@ -206,9 +206,9 @@ func scanSegmentAt(r io.ReaderAt, off int64, first uint64, chunk int, fn func(se
 	}
 }
 
-// scanChunk is how much of a segment scanSegment reads at once, and
-// readChunk how much read does: a read starts at a mark (markEvery) and
-// most often returns a page of records, a few chunks.
+// scanChunk is how much of a segment scanSegment reads at once, and read
+// when it scans a segment from its start; readChunk how much read does
+// from a mark (markEvery), where it most often returns a page of records.
 const (
 	scanChunk = 1 << 20
 	readChunk = 128 << 10
@@ -457,7 +457,11 @@ func (l *changeLog) read(from, upTo uint64, fn func(seq uint64, rec []byte) bool
 		stop := false
 		start := l.markBefore(segs[i], from)
 		var found []segMark
-		_, _, _, err = scanSegmentAt(f, start.off, start.seq, readChunk, func(seq uint64, at int64, rec []byte) bool {
+		chunk := scanChunk // a scan from the segment's start (Open's replay): large reads
+		if start.off > 0 {
+			chunk = readChunk // from a mark: most often a page of records
+		}
+		_, _, _, err = scanSegmentAt(f, start.off, start.seq, chunk, func(seq uint64, at int64, rec []byte) bool {
 			if seq <= upTo && at >= start.off+markEvery*int64(len(found)+1) {
 				found = append(found, segMark{seq, at})
 			}
@@ -562,10 +566,13 @@ func (l *changeLog) readLast(fn func(seq uint64, rec []byte)) error {
 	return err
 }
 
-// dropBefore removes the segments whose records all come before seq.
-func (l *changeLog) dropBefore(seq uint64) error {
+// dropBefore removes the segments whose records all come before seq and
+// before floor() (the holds' lowest floor, read under the lock that
+// HoldLog waits on: a hold registered before that is kept).
+func (l *changeLog) dropBefore(seq uint64, floor func() uint64) error {
 	l.readers.Lock()
 	defer l.readers.Unlock()
+	seq = min(seq, floor())
 	l.mu.Lock()
 	var drop []uint64
 	for len(l.segs) > 1 && l.segs[1] <= seq {

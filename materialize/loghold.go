@@ -14,7 +14,8 @@ import (
 // advances the hold as it goes.
 //
 // A LogHold is safe for concurrent use. It does not bring back records
-// already dropped: a hold taken below FirstSeq holds from FirstSeq.
+// already dropped: a hold taken below FirstSeq keeps the records from
+// FirstSeq on (Floor still reports the floor it was given).
 type LogHold struct {
 	h     *logHolds
 	floor uint64 // guarded by h.mu
@@ -52,6 +53,11 @@ func (s *Store) HoldLog(seq uint64) *LogHold {
 	h.holds[x] = struct{}{}
 	h.recompute()
 	h.mu.Unlock()
+	// A pruning that read the holds' floor before this one counted has
+	// finished once the log's readers lock is free (dropBefore reads the
+	// floor under it): from here on no pruning drops what x keeps.
+	s.log.readers.RLock()
+	s.log.readers.RUnlock()
 	return x
 }
 

@@ -88,10 +88,11 @@ func (s *Store) startSnapshots() {
 			}
 		}
 	}
-	if s.opts.SnapshotEvery <= 0 {
+	if s.opts.SnapshotEvery <= 0 || s.opts.FS != nil {
 		// Snapshots left by an earlier run are not maintained and hold
 		// nothing: the retention may drop the records after them (a
-		// Rebuild from one then fails with ErrLogGap).
+		// Rebuild from one then fails with ErrLogGap). A store on an
+		// Options.FS takes none (TakeSnapshot writes through os).
 		return
 	}
 	if snaps, err := ListSnapshots(s.dir); err == nil && len(snaps) > 0 && s.opts.FS == nil {
@@ -113,12 +114,14 @@ func (s *Store) startSnapshots() {
 // lets the change log's retention drop the records before the newest
 // snapshot (a LogHold keeps those after it, whatever the retention, so
 // that the newest snapshot plus the log rebuild the store: Rebuild).
-// It returns the newest snapshot. Errors: those of Checkpoint. It is
-// meant for one caller at a time (the periodic snapshots, a test).
+// It returns the newest snapshot. Errors: those of Checkpoint. Calls are
+// serialized.
 func (s *Store) TakeSnapshot() (Snapshot, error) {
 	if s.opts.InMemory || s.opts.FS != nil {
 		return Snapshot{}, ErrInMemory
 	}
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
 	snaps, err := ListSnapshots(s.dir)
 	if err != nil {
 		return Snapshot{}, err
@@ -131,10 +134,16 @@ func (s *Store) TakeSnapshot() (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	pending := filepath.Join(d, snapshotPending)
+	// The records after the snapshot are held from before it is taken (at
+	// or below its successor, then moved up to it): held only after, a
+	// short retention could drop the successor in between.
+	hold := s.HoldLog(s.LastSeq() + 1)
 	info, err := s.Checkpoint(pending)
 	if err != nil {
+		hold.Release()
 		return Snapshot{}, err
 	}
+	hold.Advance(info.Seq + 1)
 	snap := Snapshot{Seq: info.Seq, Path: filepath.Join(d, fmt.Sprintf("%020d", info.Seq))}
 	if err := os.Rename(pending, snap.Path); err != nil {
 		return Snapshot{}, err
@@ -142,14 +151,11 @@ func (s *Store) TakeSnapshot() (Snapshot, error) {
 	if err := syncDir(s.fs, d); err != nil {
 		return Snapshot{}, err
 	}
-	s.mu.Lock()
-	if s.snapHold == nil && !s.closed {
-		s.snapHold = s.HoldLog(snap.Seq + 1)
-	}
-	s.mu.Unlock()
+	// The new snapshot's hold replaces the previous one's.
 	if s.snapHold != nil {
-		s.snapHold.Advance(snap.Seq + 1)
+		s.snapHold.Release()
 	}
+	s.snapHold = hold
 	snaps = append(snaps, snap)
 	for len(snaps) > max(s.opts.SnapshotKeep, 1) {
 		if err := os.RemoveAll(snaps[0].Path); err != nil {

@@ -215,11 +215,12 @@ type Store struct {
 	// expiredKeys counts the keys deleted because their TTL passed, by
 	// active expiry or by a write that found them expired (ExpiredKeys).
 	expiredKeys atomic.Int64
-	swaps       swapIndex // the records holding a SWAPDB (SwapRecords)
-	holds       logHolds  // records kept whatever the retention (HoldLog)
-	snapHold    *LogHold  // the records after the newest snapshot (rebuild.go); set under mu
-	ageChecked  time.Time // when a commit last checked the retention's age limit (writer goroutine)
-	broken      error     // set when a Pebble apply failed after its log write: every later write fails
+	swaps       swapIndex  // the records holding a SWAPDB (SwapRecords)
+	holds       logHolds   // records kept whatever the retention (HoldLog)
+	snapMu      sync.Mutex // one TakeSnapshot at a time
+	snapHold    *LogHold   // the records after the newest snapshot (rebuild.go); under snapMu, or in Open
+	ageChecked  time.Time  // when a commit last checked the retention's age limit (writer goroutine)
+	broken      error      // set when a Pebble apply failed after its log write: every later write fails
 	closed      bool
 
 	committed atomic.Uint64 // == seq, readable without mu; stored once a group is applied and published
@@ -513,8 +514,9 @@ var ErrRecordOrder = errors.New("record out of order")
 // wraps ErrRecordOrder. The record is applied by the path every write and
 // Open's replay take (stage, applyEvent), written to this store's change
 // log with its own ULID, time and trace context, and commits like any
-// write (in a group, atomically, with the in-memory indexes, the feed and
-// WaitDurable); later records decided here take greater ULIDs. No decision
+// write (in a group, atomically, with the in-memory indexes and the feed;
+// under SyncAlways the caller calls WaitDurable, as for Write); later
+// records decided here take greater ULIDs. No decision
 // is made: expiry, blocked clients (the ready hook) and the Observer's
 // tags are not consulted. It returns the record's sequence number.
 //
@@ -1026,7 +1028,7 @@ func (s *Store) pruneLog(cut uint64) {
 			}
 			return
 		}
-		if err := s.log.dropBefore(min(cut, applied+1)); err != nil {
+		if err := s.log.dropBefore(min(cut, applied+1), s.holds.low.Load); err != nil {
 			s.opts.Logger.Warn("change log pruning failed", "err", err)
 			return
 		}
