@@ -1,6 +1,7 @@
 package materialize
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -509,7 +510,7 @@ func (l *changeLog) markBefore(first, from uint64) segMark {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ms := l.marks[first]
-	i, _ := slices.BinarySearchFunc(ms, from+1, func(m segMark, seq uint64) int { return cmpUint(m.seq, seq) })
+	i, _ := slices.BinarySearchFunc(ms, from+1, func(m segMark, seq uint64) int { return cmp.Compare(m.seq, seq) })
 	if i == 0 {
 		return segMark{seq: first}
 	}

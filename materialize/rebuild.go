@@ -2,6 +2,7 @@ package materialize
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -48,18 +49,8 @@ func ListSnapshots(dir string) ([]Snapshot, error) {
 			out = append(out, Snapshot{Seq: seq, Path: filepath.Join(d, e.Name())})
 		}
 	}
-	slices.SortFunc(out, func(a, b Snapshot) int { return cmpUint(a.Seq, b.Seq) })
+	slices.SortFunc(out, func(a, b Snapshot) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out, nil
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // snapshotSeq parses a snapshot directory's name.
