@@ -476,30 +476,22 @@ func TestDelayedRebuild(t *testing.T) {
 	if info.Last != last {
 		t.Fatalf("rebuilt up to record %d, the live store is at %d", info.Last, last)
 	}
-	live := dumpStore(t, ts.store)
 	rs, err := materialize.Open(materialize.Options{Dir: to})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rebuilt := dumpStore(t, rs)
+	sameStores(t, ts.store, rs)
 	if err := rs.Close(); err != nil {
 		t.Fatal(err)
 	}
+	live := dumpStore(t, ts.store)
 	delayed, parked := 0, 0
 	for k, v := range live {
-		if w, ok := rebuilt[k]; !ok || w != v {
-			t.Fatalf("key %x: live %x, rebuilt %x (present %v)", k, v, w, ok)
-		}
 		switch {
 		case k[0] == 'X' && len(v) > 9 && v[len(v)-9] == 'D':
 			delayed++
 		case k[0] == 'P' && v[len(v)-1] == 'D' && len(v) == 21:
 			parked++
-		}
-	}
-	for k := range rebuilt {
-		if _, ok := live[k]; !ok {
-			t.Fatalf("key %x rebuilt, not in the live store", k)
 		}
 	}
 	if delayed == 0 || parked < 4 {

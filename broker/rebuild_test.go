@@ -133,6 +133,22 @@ func dbClient(t *testing.T, ts *testServer, db int) *redis.Client {
 	return c
 }
 
+// sameStores fails unless a and b hold the same Pebble keys and values
+// (materialize.CompareStores), naming the first that differ.
+func sameStores(t *testing.T, a, b *materialize.Store) {
+	t.Helper()
+	diffs, n, err := materialize.CompareStores(a, b, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range diffs {
+		t.Error(d)
+	}
+	if n > 0 {
+		t.Fatalf("%d Pebble keys differ between the live and the rebuilt store", n)
+	}
+}
+
 // dumpStore returns every key and value of a store.
 func dumpStore(t *testing.T, s *materialize.Store) map[string]string {
 	t.Helper()
@@ -229,21 +245,12 @@ func TestRebuildEqualsLiveStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	diffs, n, err := materialize.CompareStores(ts.store, rs, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sameStores(t, ts.store, rs)
 	if ts.store.LastSeq() != last {
 		t.Fatal("the live store changed while it was compared")
 	}
 	if err := rs.Close(); err != nil {
 		t.Fatal(err)
-	}
-	for _, d := range diffs {
-		t.Error(d)
-	}
-	if n > 0 {
-		t.Fatalf("%d Pebble keys differ between the live and the rebuilt store", n)
 	}
 	if keys := len(dumpStore(t, ts.store)); keys < 100 {
 		t.Fatalf("only %d Pebble keys compared", keys)

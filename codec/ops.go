@@ -23,30 +23,34 @@ func DelKeyEvent(db uint8, key []byte, t Type, prevExpireAtMs int64) Event {
 // TagsArg returns the sub-key tags of a key of type t (SubTags), one byte
 // each: the argument by which OpDelKey and OpCopyKey name the ranges they
 // remove or copy, so a record means the same to any later version of the
-// code, whatever tags a type gains.
-func TagsArg(t Type) []byte {
-	tags := t.SubTags()
-	b := make([]byte, len(tags))
-	for i, tag := range tags {
-		b[i] = byte(tag)
-	}
-	return b
-}
+// code, whatever tags a type gains. The slice is shared by every event of
+// the type: it must not be modified.
+func TagsArg(t Type) []byte { return typeTags[t] }
 
-// EventTags returns the sub-key tags an OpDelKey or OpCopyKey event names
-// (its TagsArg argument: the fourth of OpDelKey, the fourth of OpCopyKey),
-// or for a record written before that argument existed the tags of the
-// event's type as this version knows them. tagsAt is the argument's index.
-func EventTags(e Event, tagsAt int) []Tag {
-	if len(e.Args) > tagsAt {
-		tags := make([]Tag, len(e.Args[tagsAt]))
-		for i, c := range e.Args[tagsAt] {
-			tags[i] = Tag(c)
+// typeTags holds TagsArg's slice of each type, made once.
+var typeTags = func() (m [256][]byte) {
+	for t := range m {
+		for _, tag := range Type(t).SubTags() {
+			m[t] = append(m[t], byte(tag))
 		}
-		return tags
+		if m[t] == nil {
+			m[t] = []byte{}
+		}
+	}
+	return m
+}()
+
+// EventTags returns the sub-key tags an OpDelKey or OpCopyKey event names,
+// one byte each (its TagsArg argument, at index tagsAt: the fourth of
+// both), or for a record written before that argument existed the tags of
+// the event's type as this version knows them (TagsArg). The slice is the
+// event's or TagsArg's: it must not be modified.
+func EventTags(e Event, tagsAt int) []byte {
+	if len(e.Args) > tagsAt {
+		return e.Args[tagsAt]
 	}
 	if len(e.Args) > 0 && len(e.Args[0]) == 1 {
-		return Type(e.Args[0][0]).SubTags()
+		return TagsArg(Type(e.Args[0][0]))
 	}
 	return nil
 }

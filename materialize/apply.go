@@ -66,7 +66,7 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 			}
 		}
 		for _, tag := range codec.EventTags(e, 3) {
-			if err := deletePrefix(b, codec.KeyPrefix(tag, e.DB, e.Key)); err != nil {
+			if err := deletePrefix(b, codec.KeyPrefix(codec.Tag(tag), e.DB, e.Key)); err != nil {
 				return err
 			}
 		}
@@ -440,8 +440,9 @@ func deletePrefix(b *pebble.Batch, p []byte) error {
 // (db, dst)'s prefix. It reads b (an indexed batch: committed state plus
 // the group's writes so far), collecting first: a batch iterator does not
 // see writes made after it opened.
-func copyKey(b *pebble.Batch, tags []codec.Tag, srcDB uint8, src []byte, db uint8, dst []byte) error {
-	for _, tag := range tags {
+func copyKey(b *pebble.Batch, tags []byte, srcDB uint8, src []byte, db uint8, dst []byte) error {
+	for _, c := range tags {
+		tag := codec.Tag(c)
 		from := codec.KeyPrefix(tag, srcDB, src)
 		it, err := b.NewIter(&pebble.IterOptions{LowerBound: from, UpperBound: codec.PrefixEnd(from)})
 		if err != nil {

@@ -13,10 +13,13 @@ import (
 // data directory's "changelog" directory: segment files named by their
 // first sequence, docs/key-format.md) from sequence from on, in order,
 // until fn returns false or the log ends. It opens no store and takes no
-// lock, so it may read the log of a running server: it stops at the last
-// whole record it finds (a record being appended, or a torn tail, ends
-// the read). A record that fails to decode is an error wrapping
-// codec.ErrCorrupt. fn's record is its own: it may be retained.
+// lock, so it may read the log of a running server: a segment ends at its
+// last whole frame (a record being appended, a torn tail), and the read
+// goes on with the next segment, if any. Records can therefore be
+// missing (a torn segment, one removed while it reads): a caller that
+// needs every record checks their sequence numbers, as Rebuild does. A
+// record that fails to decode is an error wrapping codec.ErrCorrupt.
+// fn's record is its own: it may be retained.
 //
 // first is the oldest record the directory holds (0: none).
 func ReadChangeLog(dir string, from uint64, fn func(codec.Record) bool) (first uint64, err error) {

@@ -86,7 +86,7 @@ func (s *Store) startSnapshots() {
 		// Options.FS takes none (TakeSnapshot writes through os).
 		return
 	}
-	if snaps, err := ListSnapshots(s.dir); err == nil && len(snaps) > 0 && s.opts.FS == nil {
+	if snaps, err := ListSnapshots(s.dir); err == nil && len(snaps) > 0 {
 		s.snapHold = s.HoldLog(snaps[len(snaps)-1].Seq + 1)
 	} else {
 		s.snapHold = s.HoldLog(1)
@@ -137,9 +137,11 @@ func (s *Store) TakeSnapshot() (Snapshot, error) {
 	hold.Advance(info.Seq + 1)
 	snap := Snapshot{Seq: info.Seq, Path: filepath.Join(d, fmt.Sprintf("%020d", info.Seq))}
 	if err := os.Rename(pending, snap.Path); err != nil {
+		hold.Release()
 		return Snapshot{}, err
 	}
 	if err := syncDir(s.fs, d); err != nil {
+		hold.Release()
 		return Snapshot{}, err
 	}
 	// The new snapshot's hold replaces the previous one's.
