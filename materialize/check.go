@@ -52,6 +52,13 @@ import (
 //     sequence; time-first, when TimeIndexed and entries are pending, is
 //     the first W key or 0 (unknown). Consumer (unless legacy): pel-count
 //     and pel-first = its Q keys.
+//   - Delayed delivery: a parked pending entry (a P value marked 'D') has
+//     no owner (codec rejects a 'D' after a consumer name; the check names
+//     that fault), delivery count 0, no Q key under any consumer, and its
+//     W key at its delivery time whether or not the group is TimeIndexed
+//     (parking always writes one); it counts in the group's nacked, so
+//     nack-next is at least 1; when its stream entry still exists, the X
+//     value's delay tail holds a due time equal to that delivery time.
 //   - Idempotent production: J, O, U, V values decode; every U key's
 //     record has the V key naming it and back; every V key has its M key
 //     at the deadline J's duration gives; per producer, the O count = its
@@ -71,8 +78,11 @@ import (
 // Not checked: string values (any bytes); hash field and list element
 // values; stream entries-read, last-delivered-id, max-deleted-id against
 // the deletions (the history is gone), node-origin; consumer seen and
-// active times; delivery counts; dead-letter settings; whether a ranked
-// flag matches the thresholds (rzset.RankOn/RankOff, with hysteresis);
+// active times; delivery counts (but a parked entry's); dead-letter
+// settings; whether a delayed entry a group's reads passed is still
+// parked (XACK and claims remove it, XGROUP SETID moves the group back);
+// a parked entry's due time against the clock; whether a ranked flag
+// matches the thresholds (rzset.RankOn/RankOff, with hysteresis);
 // IDMP counters added and duplicates; the deadline of M keys without a J
 // duration; whether the change-log files hold every record after A
 // (Open replays them, and fails on a corrupt one); values' blob files
@@ -187,8 +197,8 @@ func Check(opts Options, maxViolations int) (CheckReport, error) {
 // An error means the scan could not read the store (an I/O error, a
 // value Pebble could not fetch), not a violation.
 //
-// Cost: one pass over every key, plus a point read per pending entry,
-// PEL index key, sorted-set member, IDMP record and E key.
+// Cost: one pass over every key, plus a point read per pending entry (two
+// per parked one: its stream entry), PEL index key, sorted-set member, IDMP record and E key.
 func (s *Store) Check(maxViolations int) (CheckReport, error) {
 	if maxViolations <= 0 {
 		maxViolations = DefaultMaxViolations

@@ -15,13 +15,13 @@ import (
 
 // groupTally is what a stream's check counts for one consumer group.
 type groupTally struct {
-	name      []byte
-	g         codec.Group
-	n, nacked uint64
-	first     codec.ID
-	maxNack   uint64
-	wFirst    codec.PELTimePos
-	wSeen     bool
+	name              []byte
+	g                 codec.Group
+	n, nacked, parked uint64 // parked: of the nacked (unowned) ones
+	first             codec.ID
+	maxNack           uint64
+	wFirst            codec.PELTimePos
+	wSeen             bool
 }
 
 // consumerTally is what it counts for one consumer.
@@ -159,9 +159,10 @@ func (c *checker) checkGroups(curs map[codec.Tag]*cursor, h []byte, db uint8, ke
 		if err == nil && len(rest) != codec.IDLen {
 			err = fmt.Errorf("%d bytes after the group name", len(rest))
 		}
+		owned := false
 		if err == nil {
 			id, _ = codec.DecodeID(rest)
-			pe, err = codec.DecodePELEntry(val)
+			pe, owned, err = decodePEL(val)
 		}
 		if err != nil {
 			c.keyViolation(h, "pending entry", "a decodable P key", err.Error(), k)
@@ -177,6 +178,16 @@ func (c *checker) checkGroups(curs map[codec.Tag]*cursor, h []byte, db uint8, ke
 			t.first = id
 		}
 		t.n++
+		if owned {
+			c.keyViolation(h, "parked entry with an owner", gname(names[0])+" ID "+id.String()+" owned by "+strconv.Quote(string(pe.Consumer)),
+				"a 'D' mark, which only an unowned entry may have", k)
+		}
+		if pe.Parked {
+			t.parked++
+			if err := c.checkParked(h, db, key, names[0], id, pe, k); err != nil {
+				return err
+			}
+		}
 		if pe.Nacked() {
 			t.nacked++
 			t.maxNack = max(t.maxNack, pe.NackSeq)
@@ -193,6 +204,9 @@ func (c *checker) checkGroups(curs map[codec.Tag]*cursor, h []byte, db uint8, ke
 		}
 		if ok, err := c.has(codec.PELTimeKey(db, key, names[0], pe.IndexTime(), id)); err != nil {
 			return err
+		} else if !ok && pe.Parked {
+			// Parking came after the W index: its OpPELSet always writes one.
+			c.keyViolation(h, "parked entry without W key", gname(names[0])+" ID "+id.String()+" due at "+strconv.FormatInt(pe.DeliveryTimeMs, 10), "no W key", k)
 		} else if !ok && t.g.TimeIndexed {
 			c.keyViolation(h, "pending entry without W key", gname(names[0])+" ID "+id.String()+" at "+strconv.FormatInt(pe.IndexTime(), 10), "no W key", k)
 		} else if !ok {
@@ -209,7 +223,7 @@ func (c *checker) checkGroups(curs map[codec.Tag]*cursor, h []byte, db uint8, ke
 		if err != nil || !ok {
 			return codec.PELEntry{}, false, err
 		}
-		pe, err := codec.DecodePELEntry(v)
+		pe, _, err := decodePEL(v)
 		return pe, err == nil, nil // an undecodable one was reported
 	}
 	err = curs[codec.TagConsumerPEL].each(h, func(k, suffix, _ []byte) error {
@@ -237,6 +251,8 @@ func (c *checker) checkGroups(curs map[codec.Tag]*cursor, h []byte, db uint8, ke
 			return err
 		case !ok:
 			c.keyViolation(h, "Q key without pending entry", gname(names[0])+" ID "+id.String(), "no P key", k)
+		case pe.Parked:
+			c.keyViolation(h, "Q key of a parked entry", gname(names[0])+" consumer "+strconv.Quote(string(names[1]))+" ID "+id.String(), "P entry parked (unowned, no Q key)", k)
 		case pe.Nacked() || !bytes.Equal(pe.Consumer, names[1]):
 			c.keyViolation(h, "Q key of another owner", "consumer "+strconv.Quote(string(names[1])), fmt.Sprintf("P entry owned by %q (NACKed %v)", pe.Consumer, pe.Nacked()), k)
 		}
@@ -287,10 +303,18 @@ func (c *checker) checkGroups(curs map[codec.Tag]*cursor, h []byte, db uint8, ke
 			}
 		}
 		if g.Nacked != t.nacked {
-			c.keyViolation(h, "group NACKed count", name+": "+u64(g.Nacked), u64(t.nacked)+" NACKed P entries", raw)
+			counted := u64(t.nacked) + " NACKed P entries"
+			if t.parked > 0 {
+				counted += " (" + u64(t.parked) + " of them parked)"
+			}
+			c.keyViolation(h, "group NACKed count", name+": "+u64(g.Nacked), counted, raw)
 		}
 		if t.nacked > 0 && g.NackNext <= t.maxNack {
-			c.keyViolation(h, "group NACK sequence", name+": next "+u64(g.NackNext), "an entry at "+u64(t.maxNack), raw)
+			counted := "an entry at " + u64(t.maxNack)
+			if t.maxNack == 0 {
+				counted = u64(t.parked) + " parked entries: at least 1"
+			}
+			c.keyViolation(h, "group NACK sequence", name+": next "+u64(g.NackNext), counted, raw)
 		}
 		if g.TimeIndexed && t.n > 0 && g.TimeFirst != (codec.PELTimePos{}) {
 			tf := codec.PELTimePos{Time: max(g.TimeFirst.Time, 0), ID: g.TimeFirst.ID}
@@ -312,6 +336,51 @@ func (c *checker) checkGroups(curs map[codec.Tag]*cursor, h []byte, db uint8, ke
 		if t.c.PEL.First != t.first {
 			c.keyViolation(h, "consumer first pending ID", name+": "+t.c.PEL.First.String(), t.first.String(), raw)
 		}
+	}
+	return nil
+}
+
+// decodePEL decodes a P value as codec.DecodePELEntry does, but also
+// reads one that codec rejects as a parked entry with an owner (a 'D' mark
+// after a non-empty consumer): as parked, with owned set, so that the
+// check reports that one fault and counts the entry as unowned.
+func decodePEL(val []byte) (pe codec.PELEntry, owned bool, err error) {
+	pe, err = codec.DecodePELEntry(val)
+	if err == nil || len(val) == 0 || val[len(val)-1] != 'D' {
+		return pe, false, err
+	}
+	p, err2 := codec.DecodePELEntry(val[:len(val)-1])
+	if err2 != nil || p.NackSeq != 0 || len(p.Consumer) == 0 {
+		return pe, false, err
+	}
+	p.Parked = true
+	return p, true, nil
+}
+
+// checkParked checks a parked pending entry (delayed delivery) id of group
+// whose P key is raw: its delivery count is 0 (no claim took it yet), and
+// its stream entry, unless deleted since, is due at its delivery time (the
+// X value's delay tail, codec.DecodeEntryTail). Its W key and Q keys are
+// checked with every entry's.
+func (c *checker) checkParked(h []byte, db uint8, key, group []byte, id codec.ID, pe codec.PELEntry, raw []byte) error {
+	name := "group " + strconv.Quote(string(group)) + " ID " + id.String()
+	if pe.DeliveryCount != 0 {
+		c.keyViolation(h, "parked entry delivery count", name+": "+u64(pe.DeliveryCount), "0 (parked: not delivered yet)", raw)
+	}
+	xv, ok, err := c.get(codec.StreamEntryKey(db, key, id))
+	if err != nil || !ok {
+		return err // deleted from the stream: claims drop it
+	}
+	_, tail, err := codec.DecodeEntryTail(xv)
+	if err != nil {
+		return nil // reported with the stream's entries
+	}
+	if tail.DueMs != pe.DeliveryTimeMs {
+		counted := "entry due at " + strconv.FormatInt(tail.DueMs, 10)
+		if tail.DueMs == 0 {
+			counted = "entry not delayed (no delay tail)"
+		}
+		c.keyViolation(h, "parked entry due time", name+" at "+strconv.FormatInt(pe.DeliveryTimeMs, 10), counted, raw)
 	}
 	return nil
 }

@@ -523,6 +523,14 @@ func matches(got, want materialize.Violation) bool {
 func TestCheckFindsCorruptions(t *testing.T) {
 	dir := filledDir(t)
 	s := openStore(t, materialize.Options{Dir: dir})
+	runCorruptions(t, s, corruptions)
+}
+
+// runCorruptions checks that s is clean, applies each corruption in turn
+// (undoing it after), checks that it is reported as its specific violation
+// with nothing unrelated, and that s is clean again at the end.
+func runCorruptions(t *testing.T, s *materialize.Store, corruptions []corruption) {
+	t.Helper()
 	mustClean(t, check(t, s, 0))
 	for _, tc := range corruptions {
 		t.Run(tc.name, func(t *testing.T) {
