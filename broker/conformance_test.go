@@ -1777,6 +1777,33 @@ var conformanceCases = []confCase{
 		cc("SET", "str", "x"),
 		cc("XCLAIM", "str", "g", "c", "0", "1-1"),
 	}},
+	// Pending entries past last-delivered-id (XCLAIM FORCE, SETID back):
+	// a '>' read that delivers one moves it, counted once (the lookup
+	// Group.PELBounded spares everywhere else).
+	{name: "xreadgroup-pending-past-last-delivered", steps: []confStep{
+		cc("XADD", "s", "1-1", "a", "1"),
+		cc("XADD", "s", "2-1", "b", "2"),
+		cc("XADD", "s", "3-1", "c", "3"),
+		cc("XGROUP", "CREATE", "s", "g", "0"),
+		cc("XCLAIM", "s", "g", "c1", "0", "3-1", "FORCE", "JUSTID"),
+		cc("XREADGROUP", "GROUP", "g", "c2", "STREAMS", "s", ">"),
+		cc("XPENDING", "s", "g"),
+		cc("XPENDING", "s", "g", "-", "+", "10", "c1"),
+		cc("XREADGROUP", "GROUP", "g", "c1", "STREAMS", "s", "0"),
+		cc("XGROUP", "SETID", "s", "g", "1-1"),
+		cc("XREADGROUP", "GROUP", "g", "c1", "COUNT", "1", "STREAMS", "s", ">"),
+		cc("XPENDING", "s", "g"),
+		cc("XREADGROUP", "GROUP", "g", "c2", "STREAMS", "s", "0"),
+		cc("XACK", "s", "g", "1-1", "2-1", "3-1"),
+		cc("XGROUP", "SETID", "s", "g", "0"),
+		cc("XREADGROUP", "GROUP", "g", "c3", "STREAMS", "s", ">"),
+		cc("XPENDING", "s", "g"),
+		cc("XGROUP", "SETID", "s", "g", "1-1"),
+		cc("XREADGROUP", "GROUP", "g", "c4", "COUNT", "1", "STREAMS", "s", ">"),
+		cc("XPENDING", "s", "g"),
+		cc("XACK", "s", "g", "1-1", "2-1", "3-1"),
+		cc("XPENDING", "s", "g"),
+	}},
 	{name: "xautoclaim", steps: []confStep{
 		cc("XADD", "s", "1-1", "a", "1"),
 		cc("XADD", "s", "2-1", "b", "2"),

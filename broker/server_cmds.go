@@ -461,6 +461,9 @@ func runInfo(x *exec) error {
 		kv("sediment_meta_cache_hits", st.MetaHits)
 		kv("sediment_meta_filter_absent", st.MetaAbsent)
 		kv("sediment_meta_pebble_lookups", st.MetaLookups)
+		// Group, consumer and PEL-entry values the writer's group cache
+		// answered without a Pebble lookup.
+		kv("sediment_group_cache_hits", st.GroupHits)
 		// Group commit: commits and the change-log records they held.
 		groups, records := s.store.GroupStats()
 		kv("sediment_commit_groups", groups)

@@ -575,6 +575,8 @@ func TestGroupRoundTrip(t *testing.T) {
 		{LastDeliveredID: MaxID, EntriesRead: math.MaxInt64, PEL: PELStats{math.MaxUint64, MaxID}, TimeIndexed: true},
 		{LastDeliveredID: ID{0, 1}, EntriesRead: math.MinInt64},
 		{LastDeliveredID: ID{0, 1}, TimeIndexed: true, NackNext: 7, Nacked: 3},
+		{LastDeliveredID: ID{9, 0}, PEL: PELStats{1, ID{3, 0}}, TimeIndexed: true, PELBounded: true},
+		{PELBounded: true, NackNext: 1, Nacked: 1},
 		{TimeIndexed: true, TimeFirst: PELTimePos{1700000000000, ID{5, 6}}},
 		{TimeIndexed: true, MaxDeliveries: 3, DeadLettered: 2, DeadLetterKey: "dlq\x00"},
 	} {
@@ -1038,9 +1040,9 @@ func TestDocExamples(t *testing.T) {
 			"01 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 00 00 01 8b cf e5 68 00 01 27 " +
 				"74 00 01 73 02 10 00 00 00 00 00 00 00 04 00 00 00 00 00 00 00 00 " +
 				"10 00 00 00 00 00 00 00 05 00 00 00 00 00 00 00 00"},
-		{"group", AppendGroup(nil, Group{LastDeliveredID: ID{5, 0}, EntriesRead: 5, PEL: PELStats{2, ID{4, 0}}, TimeIndexed: true}),
+		{"group", AppendGroup(nil, Group{LastDeliveredID: ID{5, 0}, EntriesRead: 5, PEL: PELStats{2, ID{4, 0}}, TimeIndexed: true, PELBounded: true}),
 			"00 00 00 00 00 00 00 05 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 05 " +
-				"00 00 00 00 00 00 00 02 00 00 00 00 00 00 00 04 00 00 00 00 00 00 00 00 01"},
+				"00 00 00 00 00 00 00 02 00 00 00 00 00 00 00 04 00 00 00 00 00 00 00 00 03"},
 	} {
 		if got := hex(tc.got); got != tc.want {
 			t.Errorf("%s: docs/key-format.md example is stale\ngot  %s\nwant %s", tc.name, got, tc.want)

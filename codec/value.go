@@ -296,6 +296,13 @@ type Group struct {
 	// PEL can be read in delivery-time order. Groups created before that
 	// index was kept lack it; it is never set afterwards.
 	TimeIndexed bool
+	// PELBounded: no pending ID is above LastDeliveredID, so an entry a
+	// `>` read delivers past it cannot be pending already and needs no
+	// lookup. Set at creation and whenever the PEL empties; cleared when
+	// an entry past last-delivered-id enters the PEL (XCLAIM or XNACK
+	// FORCE) or XGROUP SETID moves last-delivered-id back over pending
+	// entries. Values written before it was kept decode without it.
+	PELBounded bool
 	// NackNext is the NACK sequence the next XNACK'd entry gets; Nacked
 	// counts the entries in the NACK zone (XINFO's nacked-count).
 	NackNext, Nacked uint64
@@ -332,8 +339,12 @@ func (p PELTimePos) Less(o PELTimePos) bool {
 // TimeFirst's time and ID, written when any is set.
 const groupTailLen = 8 + 8 + 8 + IDLen
 
-// groupFlagTimeIndexed is Group.TimeIndexed in the flags byte.
-const groupFlagTimeIndexed = 1
+// groupFlagTimeIndexed and groupFlagPELBounded are Group.TimeIndexed and
+// Group.PELBounded in the flags byte.
+const (
+	groupFlagTimeIndexed = 1
+	groupFlagPELBounded  = 2
+)
 
 const groupLegacyLen = IDLen + 8
 
@@ -345,6 +356,9 @@ func AppendGroup(b []byte, g Group) []byte {
 	var flags byte
 	if g.TimeIndexed {
 		flags |= groupFlagTimeIndexed
+	}
+	if g.PELBounded {
+		flags |= groupFlagPELBounded
 	}
 	b = append(b, flags)
 	dead := g.MaxDeliveries != 0 || g.DeadLettered != 0
@@ -378,6 +392,7 @@ func DecodeGroup(b []byte) (Group, error) {
 	}
 	if len(b) >= full {
 		g.TimeIndexed = b[full-1]&groupFlagTimeIndexed != 0
+		g.PELBounded = b[full-1]&groupFlagPELBounded != 0
 	}
 	if len(b) > full+groupTailLen {
 		d := b[full+groupTailLen:]

@@ -57,7 +57,7 @@ func Create(v *materialize.View, db uint8, key, group []byte, a CreateArgs) ([]c
 	if a.Dollar {
 		id = m.Stream.LastID
 	}
-	events = append(events, codec.GroupSetEvent(db, key, group, codec.Group{LastDeliveredID: id, EntriesRead: a.EntriesRead, TimeIndexed: true}))
+	events = append(events, codec.GroupSetEvent(db, key, group, codec.Group{LastDeliveredID: id, EntriesRead: a.EntriesRead, TimeIndexed: true, PELBounded: true}))
 	return events, nil
 }
 
@@ -90,6 +90,9 @@ func SetID(v *materialize.View, db uint8, key, group []byte, id codec.ID, dollar
 	}
 	if dollar {
 		id = m.Stream.LastID
+	}
+	if id.Less(g.LastDeliveredID) && g.PEL.Count > 0 {
+		g.PELBounded = false // pending entries may now lie past it
 	}
 	g.LastDeliveredID, g.EntriesRead = id, entriesRead
 	return []codec.Event{codec.GroupSetEvent(db, key, group, g)}, nil

@@ -243,6 +243,9 @@ func (e *pelEdit) set(id codec.ID, pe codec.PELEntry, prev *codec.PELEntry) erro
 	if prev == nil {
 		e.gDirty = true
 		e.gEdit.add(&e.g.PEL, id)
+		if e.g.LastDeliveredID.Less(id) {
+			e.g.PELBounded = false
+		}
 	}
 	if prev != nil && prev.Nacked() {
 		e.g.Nacked--
@@ -419,6 +422,9 @@ func (e *pelEdit) finish() ([]codec.Event, error) {
 		e.dead = nil
 	}
 	if e.gDirty {
+		if e.g.PEL.Count == 0 {
+			e.g.PELBounded = true
+		}
 		if err := e.gEdit.settle(e.v, &e.g.PEL, codec.GroupPrefix(codec.TagPEL, e.db, e.key, e.group)); err != nil {
 			return nil, err
 		}
@@ -430,7 +436,9 @@ func (e *pelEdit) finish() ([]codec.Event, error) {
 // setGroup replaces the group's value but keeps its PEL stats (the caller
 // changes last-delivered-id or entries-read).
 func (e *pelEdit) setGroup(g codec.Group) {
+	bounded := e.g.PELBounded && (!g.LastDeliveredID.Less(e.g.LastDeliveredID) || e.g.PEL.Count == 0)
 	g.PEL, g.PELUnknown, g.NackNext, g.Nacked, g.TimeFirst = e.g.PEL, false, e.g.NackNext, e.g.Nacked, e.g.TimeFirst
+	g.PELBounded = bounded
 	e.g, e.gDirty = g, true
 }
 

@@ -137,23 +137,9 @@ func (s *Session) deliverNew(m codec.Meta, edit *pelEdit, entries []streams.Entr
 	if len(entries) == 0 && len(parked) == 0 {
 		return nil
 	}
-	for _, e := range entries {
-		if a.NoAck {
-			continue
-		}
-		prev, pending, err := edit.entry(e.ID)
-		if err != nil {
-			return err
-		}
-		pe := codec.PELEntry{DeliveryTimeMs: now, DeliveryCount: 1, Consumer: a.Consumer}
-		var was *codec.PELEntry
-		if pending {
-			was = &prev
-		}
-		if err := edit.set(e.ID, pe, was); err != nil {
-			return err
-		}
-	}
+	// An entry past last-delivered-id is pending already only if the PEL
+	// may hold such entries (Group.PELBounded): otherwise no lookup.
+	last, bounded := edit.g.LastDeliveredID, edit.g.PELBounded
 	for i, j := 0, 0; i < len(entries) || j < len(parked); {
 		if j == len(parked) || (i < len(entries) && entries[i].ID.Less(parked[j])) {
 			advance(m.Stream, &edit.g, entries[i].ID)
@@ -164,6 +150,27 @@ func (s *Session) deliverNew(m codec.Meta, edit *pelEdit, entries []streams.Entr
 		}
 	}
 	edit.gDirty = true
+	for _, e := range entries {
+		if a.NoAck {
+			continue
+		}
+		var prev codec.PELEntry
+		pending := false
+		if _, staged := edit.staged[e.ID]; staged || !bounded || !last.Less(e.ID) {
+			var err error
+			if prev, pending, err = edit.entry(e.ID); err != nil {
+				return err
+			}
+		}
+		pe := codec.PELEntry{DeliveryTimeMs: now, DeliveryCount: 1, Consumer: a.Consumer}
+		var was *codec.PELEntry
+		if pending {
+			was = &prev
+		}
+		if err := edit.set(e.ID, pe, was); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

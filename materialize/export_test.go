@@ -51,3 +51,12 @@ func RawScan(s *Store, prefix []byte) ([][2][]byte, error) {
 	}
 	return out, errors.Join(it.Error(), it.Close())
 }
+
+// GetUncached is v.Get without the writer's group cache: what Pebble (the
+// commit group's batch over the committed state) holds at k.
+func GetUncached(v *View, k []byte) ([]byte, bool, error) {
+	c := v.gcache
+	v.gcache = nil
+	defer func() { v.gcache = c }()
+	return v.Get(k)
+}

@@ -31,6 +31,10 @@ type IterStats struct {
 	// metadata (MetaHits), the key filter for absent keys (MetaAbsent), or
 	// a Pebble point lookup (MetaLookups).
 	MetaHits, MetaAbsent, MetaLookups uint64
+	// GroupHits counts the point lookups of consumer-group values (group,
+	// consumer, PEL entry) that the writer's group cache answered: they
+	// are not in Gets.
+	GroupHits uint64
 }
 
 // Sub returns s minus o, field by field.
@@ -46,13 +50,14 @@ func (s IterStats) Sub(o IterStats) IterStats {
 		MetaHits:      s.MetaHits - o.MetaHits,
 		MetaAbsent:    s.MetaAbsent - o.MetaAbsent,
 		MetaLookups:   s.MetaLookups - o.MetaLookups,
+		GroupHits:     s.GroupHits - o.GroupHits,
 	}
 }
 
 // iterCounters accumulates IterStats; safe for concurrent use.
 type iterCounters struct {
 	gets, iterators, seeks, steps, internalSteps, points, covered atomic.Uint64
-	metaHits, metaAbsent, metaLookups                             atomic.Uint64
+	metaHits, metaAbsent, metaLookups, groupHits                  atomic.Uint64
 }
 
 // record adds the stats of it, which is about to be closed. c may be nil.
@@ -92,12 +97,19 @@ func (c *iterCounters) load() IterStats {
 		MetaHits:      c.metaHits.Load(),
 		MetaAbsent:    c.metaAbsent.Load(),
 		MetaLookups:   c.metaLookups.Load(),
+		GroupHits:     c.groupHits.Load(),
 	}
 }
 
 // metaHit, metaAbsentHit and metaLookup count one metadata lookup by where
 // it was answered (IterStats.MetaHits, MetaAbsent, MetaLookups). c may be
 // nil.
+func (c *iterCounters) groupHit() {
+	if c != nil {
+		c.groupHits.Add(1)
+	}
+}
+
 func (c *iterCounters) metaHit() {
 	if c != nil {
 		c.metaHits.Add(1)

@@ -190,6 +190,7 @@ type Store struct {
 
 	reqs         chan *writeReq // to the writer goroutine
 	cache        *metaCache     // committed metadata; filled by the writer goroutine only
+	gcache       *groupCache    // consumer-group values; the writer goroutine's only
 	staged       overlay        // the current group's metadata; writer goroutine only
 	counts       [256]dbCounts  // committed key counts (counts.go)
 	stagedCounts stagedCounts   // the current group's; writer goroutine only
@@ -307,6 +308,7 @@ func Open(opts Options) (*Store, error) {
 		writerDone: make(chan struct{}),
 		commitCh:   make(chan struct{}, 1),
 		cache:      newMetaCache(),
+		gcache:     newGroupCache(),
 		staged:     overlay{m: map[string]cachedMeta{}},
 		logGroup:   ratelog.New(logEvery),
 		logSync:    ratelog.New(logEvery),
@@ -761,7 +763,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 	// One View for the group's decisions (a decision must not keep it),
 	// its time set per write; one hook for the blocked clients served.
 	g.v = View{r: g.b, cache: s.cache, staged: &s.staged, iters: &s.iters,
-		counts: &s.counts, stagedCounts: &s.stagedCounts, dbm: s.staged.dbBase, filters: &s.filters}
+		counts: &s.counts, stagedCounts: &s.stagedCounts, dbm: s.staged.dbBase, filters: &s.filters, gcache: s.gcache}
 	v := &g.v
 	for _, r := range group {
 		g.now = s.opts.Now()
@@ -869,6 +871,7 @@ func (s *Store) beginGroup() {
 	s.staged.dbBase = s.dbm.Load()
 	s.staged.base = s.seq
 	s.stagedCounts.reset()
+	s.gcache.begin()
 }
 
 // stage applies e to b within the current group: the key counts (v reads
@@ -883,6 +886,7 @@ func (s *Store) stage(v *View, b *pebble.Batch, e codec.Event) error {
 		return err
 	}
 	s.staged.observe(e)
+	s.gcache.stage(e)
 	return nil
 }
 
@@ -901,6 +905,7 @@ func (s *Store) seal(b *pebble.Batch, seq uint64) error {
 // counts, metadata cache, TTL index, db map.
 func (s *Store) publish(events []codec.Event, seq uint64) {
 	s.commitCounts()
+	s.gcache.commit()
 	for _, e := range events {
 		s.cache.observe(e, seq)
 		s.ttl.observe(e)

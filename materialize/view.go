@@ -1,6 +1,7 @@
 package materialize
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -28,7 +29,10 @@ type View struct {
 
 	dbm     *dbMap      // committed db map when the view was made (dbmap.go)
 	filters *keyFilters // nil: always look keys up
-	lookups *Lookups    // counts Meta and MetaWith results; nil: none
+	// gcache answers Gets of consumer-group values (groupcache.go); set in
+	// the writer's decision view only.
+	gcache  *groupCache
+	lookups *Lookups // counts Meta and MetaWith results; nil: none
 }
 
 // Lookups counts the key lookups of reads, found or not: Redis's
@@ -58,9 +62,18 @@ func (v *View) NowMs() int64 { return v.nowMs }
 
 // Get returns a copy of the value at k, and false if k is absent.
 func (v *View) Get(k []byte) ([]byte, bool, error) {
+	if v.gcache != nil {
+		if val, exists, ok := v.gcache.get(k); ok {
+			v.iters.groupHit()
+			return append([]byte(nil), val...), exists, nil
+		}
+	}
 	v.iters.get()
 	val, closer, err := v.get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
+		if v.gcache != nil {
+			v.gcache.fill(k, nil, false)
+		}
 		return nil, false, nil
 	}
 	if err != nil {
@@ -68,6 +81,9 @@ func (v *View) Get(k []byte) ([]byte, bool, error) {
 	}
 	out := append([]byte(nil), val...)
 	closer.Close()
+	if v.gcache != nil {
+		v.gcache.fill(k, bytes.Clone(out), true)
+	}
 	return out, true, nil
 }
 
