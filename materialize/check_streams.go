@@ -18,7 +18,7 @@ type groupTally struct {
 	name              []byte
 	g                 codec.Group
 	n, nacked, parked uint64 // parked: of the nacked (unowned) ones
-	first             codec.ID
+	first, last       codec.ID // the smallest and largest pending IDs
 	maxNack           uint64
 	wFirst            codec.PELTimePos
 	wSeen             bool
@@ -177,6 +177,7 @@ func (c *checker) checkGroups(curs map[codec.Tag]*cursor, h []byte, db uint8, ke
 		if t.n == 0 {
 			t.first = id
 		}
+		t.last = id // P keys come in ID order
 		t.n++
 		if owned {
 			c.keyViolation(h, "parked entry with an owner", gname(names[0])+" ID "+id.String()+" owned by "+strconv.Quote(string(pe.Consumer)),
@@ -301,6 +302,10 @@ func (c *checker) checkGroups(curs map[codec.Tag]*cursor, h []byte, db uint8, ke
 			if g.PEL.First != t.first {
 				c.keyViolation(h, "group first pending ID", name+": "+g.PEL.First.String(), t.first.String(), raw)
 			}
+		}
+		if g.PELBounded && t.n > 0 && g.LastDeliveredID.Less(t.last) {
+			c.keyViolation(h, "pending entry past last-delivered-id", name+": bounded, last-delivered-id "+g.LastDeliveredID.String(),
+				"pending "+t.last.String(), raw)
 		}
 		if g.Nacked != t.nacked {
 			counted := u64(t.nacked) + " NACKed P entries"

@@ -335,6 +335,19 @@ var corruptions = []corruption{
 			"group first delivery-time key"},
 	},
 	{
+		name: "bounded group with an entry pending past last-delivered-id",
+		edit: func(t *testing.T, s *materialize.Store) {
+			k := codec.GroupKey(0, b("st"), b("g1"))
+			g, err := codec.DecodeGroup(rawGet(t, s, k))
+			if err != nil || !g.PELBounded {
+				t.Fatalf("group g1: %v, bounded %v", err, g.PELBounded)
+			}
+			g.LastDeliveredID = codec.ID{Ms: 1}
+			rawSet(t, s, k, codec.AppendGroup(nil, g))
+		},
+		want: materialize.Violation{Key: b("st"), Check: "pending entry past last-delivered-id"},
+	},
+	{
 		name: "W key deleted",
 		edit: func(t *testing.T, s *materialize.Store) {
 			ks := rawKeys(t, s, codec.GroupPrefix(codec.TagPELTime, 0, b("st"), b("g2")))
