@@ -17,7 +17,7 @@ import (
 type groupTally struct {
 	name              []byte
 	g                 codec.Group
-	n, nacked, parked uint64 // parked: of the nacked (unowned) ones
+	n, nacked, parked uint64   // parked: of the nacked (unowned) ones
 	first, last       codec.ID // the smallest and largest pending IDs
 	maxNack           uint64
 	wFirst            codec.PELTimePos

@@ -526,9 +526,17 @@ var ErrRecordOrder = errors.New("record out of order")
 // commits in, as a corrupt event of any write does. Safe for concurrent
 // use; records applied concurrently must still come in order.
 func (s *Store) Apply(rec codec.Record) (uint64, error) {
+	return s.ApplyAsync(rec).Wait()
+}
+
+// ApplyAsync is Apply returning at once, as Submit is Write: records
+// applied back to back share commit groups (a rebuild keeps many in
+// flight). Records are applied in the order of the calls; one that fails
+// makes every later one fail with ErrRecordOrder.
+func (s *Store) ApplyAsync(rec codec.Record) *Pending {
 	req := s.newReq()
 	req.rec = &rec
-	return s.enqueue(req).Wait()
+	return s.enqueue(req)
 }
 
 // Pending is a write submitted with Submit and not yet waited for.
