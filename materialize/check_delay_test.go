@@ -1,14 +1,10 @@
 package materialize_test
 
 import (
-	"context"
-	"net"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/sediment-dev/sediment/broker"
 	"github.com/sediment-dev/sediment/codec"
@@ -40,26 +36,8 @@ func fillDelayed(t *testing.T, dir string) delayedStore {
 	t.Helper()
 	var now atomic.Int64
 	now.Store(delayT0)
-	srv, err := broker.New(broker.Options{Dir: dir, Now: func() time.Time { return time.UnixMilli(now.Load()) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 1})
-	ctx := context.Background()
-	do := func(args ...any) any {
-		t.Helper()
-		v, err := c.Do(ctx, args...).Result()
-		if err != nil && err != redis.Nil {
-			t.Fatalf("%v: %v", args, err)
-		}
-		return v
-	}
+	f := startFill(t, broker.Options{Dir: dir, Now: func() time.Time { return time.UnixMilli(now.Load()) }})
+	do := f.do
 	id := func(v any) codec.ID {
 		t.Helper()
 		id, _, _, err := codec.ParseID([]byte(v.(string)), 0, false)
@@ -93,13 +71,7 @@ func fillDelayed(t *testing.T, dir string) delayedStore {
 	do("XREADGROUP", "GROUP", "g2", "c3", "CLAIM", 0, "COUNT", 3, "STREAMS", "ds", ">")
 	do("XDEL", "ds", st.deleted.String())
 	do("COPY", "ds", "dscopy")
-	c.Close()
-	if err := srv.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-served; err != nil {
-		t.Fatal(err)
-	}
+	f.stop()
 	return st
 }
 

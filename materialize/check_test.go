@@ -25,9 +25,20 @@ import (
 // fillEveryType starts a server on dir, writes every type through real
 // commands (go-redis), and stops it: a store written by the real write
 // path, to check.
-func fillEveryType(t *testing.T, dir string) {
+// fillServer is a server on a data directory that a test fills through
+// real commands (go-redis) before checking the directory.
+type fillServer struct {
+	t      *testing.T
+	srv    *broker.Server
+	addr   string
+	served chan error
+	c      *redis.Client
+}
+
+// startFill serves opts.Dir; fill.c is a client of it.
+func startFill(t *testing.T, opts broker.Options) *fillServer {
 	t.Helper()
-	srv, err := broker.New(broker.Options{Dir: dir})
+	srv, err := broker.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,18 +46,43 @@ func fillEveryType(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 1})
-	ctx := context.Background()
-	do := func(args ...any) any {
-		t.Helper()
-		v, err := c.Do(ctx, args...).Result()
-		if err != nil && err != redis.Nil {
-			t.Fatalf("%v: %v", args, err)
-		}
-		return v
+	f := &fillServer{t: t, srv: srv, addr: ln.Addr().String(), served: make(chan error, 1)}
+	go func() { f.served <- srv.Serve(ln) }()
+	f.c = f.client()
+	return f
+}
+
+// client opens another connection.
+func (f *fillServer) client() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: f.addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 1, ReadTimeout: 10 * time.Second})
+}
+
+// do runs a command, failing the test on any error but a nil reply.
+func (f *fillServer) do(args ...any) any {
+	f.t.Helper()
+	v, err := f.c.Do(context.Background(), args...).Result()
+	if err != nil && err != redis.Nil {
+		f.t.Fatalf("%v: %v", args, err)
 	}
+	return v
+}
+
+// stop closes the client and the server, leaving the directory to check.
+func (f *fillServer) stop() {
+	f.t.Helper()
+	f.c.Close()
+	if err := f.srv.Close(); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := <-f.served; err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func fillEveryType(t *testing.T, dir string) {
+	t.Helper()
+	f := startFill(t, broker.Options{Dir: dir})
+	do := f.do
 	// Strings: plain, with a TTL, expired (kept until deleted), large (a
 	// blob value), binary key.
 	do("SET", "s1", "v")
@@ -142,13 +178,7 @@ func fillEveryType(t *testing.T, dir string) {
 	do("SELECT", 1)
 	do("SET", "in1", "v")
 	do("SWAPDB", 1, 2)
-	c.Close()
-	if err := srv.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-served; err != nil {
-		t.Fatal(err)
-	}
+	f.stop()
 }
 
 // filledDir returns a directory holding a store of every type
@@ -741,21 +771,9 @@ func TestCheckLive(t *testing.T) {
 // meanwhile) has no violation.
 func TestCheckAfterRandomCommands(t *testing.T) {
 	dir := t.TempDir()
-	srv, err := broker.New(broker.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	f := startFill(t, broker.Options{Dir: dir})
 	ctx := context.Background()
-	newClient := func() *redis.Client {
-		return redis.NewClient(&redis.Options{Addr: ln.Addr().String(), Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 1, ReadTimeout: 10 * time.Second})
-	}
-	c := newClient()
+	c := f.c
 	n := 3000
 	if testing.Short() {
 		n = 500
@@ -773,7 +791,7 @@ func TestCheckAfterRandomCommands(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			bc := newClient()
+			bc := f.client()
 			defer bc.Close()
 			r := rand.New(rand.NewPCG(uint64(seed), 1))
 			bw := &randomWorkload{rnd: r}
@@ -817,13 +835,7 @@ func TestCheckAfterRandomCommands(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	c.Close()
-	if err := srv.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-served; err != nil {
-		t.Fatal(err)
-	}
+	f.stop()
 	rep, err := materialize.Check(materialize.Options{Dir: dir}, 0)
 	if err != nil {
 		t.Fatal(err)
