@@ -66,12 +66,7 @@ func newGroupCache() *groupCache {
 // k, a Pebble key tag|slot|db|keylen|key|suffix; ok is false for a tag the
 // cache does not hold or a malformed key.
 func splitGroupKey(k []byte) (stream, suffix []byte, ok bool) {
-	switch codec.Tag(k[0]) {
-	case codec.TagGroup, codec.TagConsumer, codec.TagPEL:
-	default:
-		return nil, nil, false
-	}
-	if len(k) < 8 {
+	if !groupCached(k) || len(k) < 8 {
 		return nil, nil, false
 	}
 	end := 8 + uint64(binary.BigEndian.Uint32(k[4:8]))
@@ -79,6 +74,20 @@ func splitGroupKey(k []byte) (stream, suffix []byte, ok bool) {
 		return nil, nil, false
 	}
 	return k[3:end], k[end:], true
+}
+
+// groupCached reports whether k is a key the group cache holds: a group,
+// consumer or PEL-entry key (other keys, large values among them, are
+// neither looked up in it nor copied into it).
+func groupCached(k []byte) bool {
+	if len(k) == 0 {
+		return false
+	}
+	switch codec.Tag(k[0]) {
+	case codec.TagGroup, codec.TagConsumer, codec.TagPEL:
+		return true
+	}
+	return false
 }
 
 func (sv *streamVals) tagMap(tag byte, create bool) map[string]cachedVal {
@@ -98,9 +107,6 @@ func (sv *streamVals) tagMap(tag byte, create bool) map[string]cachedVal {
 // get answers a lookup of k from the cache: ok is false when the cache
 // does not know k (Pebble must be read).
 func (c *groupCache) get(k []byte) (val []byte, exists, ok bool) {
-	if len(k) == 0 {
-		return nil, false, false
-	}
 	stream, suffix, ok := splitGroupKey(k)
 	if !ok {
 		return nil, false, false
@@ -128,7 +134,7 @@ func (c *groupCache) get(k []byte) (val []byte, exists, ok bool) {
 // kept), when it is the committed state: nothing of the current group
 // covers k's stream.
 func (c *groupCache) fill(k, val []byte, exists bool) {
-	if len(k) == 0 || c.flushed {
+	if c.flushed {
 		return
 	}
 	stream, suffix, ok := splitGroupKey(k)

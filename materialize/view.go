@@ -62,8 +62,12 @@ func (v *View) NowMs() int64 { return v.nowMs }
 
 // Get returns a copy of the value at k, and false if k is absent.
 func (v *View) Get(k []byte) ([]byte, bool, error) {
-	if v.gcache != nil {
-		if val, exists, ok := v.gcache.get(k); ok {
+	gc := v.gcache
+	if gc != nil && !groupCached(k) {
+		gc = nil
+	}
+	if gc != nil {
+		if val, exists, ok := gc.get(k); ok {
 			v.iters.groupHit()
 			return append([]byte(nil), val...), exists, nil
 		}
@@ -71,8 +75,8 @@ func (v *View) Get(k []byte) ([]byte, bool, error) {
 	v.iters.get()
 	val, closer, err := v.get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
-		if v.gcache != nil {
-			v.gcache.fill(k, nil, false)
+		if gc != nil {
+			gc.fill(k, nil, false)
 		}
 		return nil, false, nil
 	}
@@ -81,8 +85,8 @@ func (v *View) Get(k []byte) ([]byte, bool, error) {
 	}
 	out := append([]byte(nil), val...)
 	closer.Close()
-	if v.gcache != nil {
-		v.gcache.fill(k, bytes.Clone(out), true)
+	if gc != nil {
+		gc.fill(k, bytes.Clone(out), true)
 	}
 	return out, true, nil
 }
