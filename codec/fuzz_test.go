@@ -207,6 +207,10 @@ func FuzzDecodeMeta(f *testing.F) {
 	f.Add(AppendMeta(nil, Meta{}))
 	f.Add(AppendMeta(nil, Meta{Type: TypeHash, Count: 3}))
 	f.Add(AppendMeta(nil, Meta{Type: TypeSet, ExpireAtMs: 7, Count: 1}))
+	f.Add(AppendMeta(nil, Meta{Type: TypeList, Count: 2, Head: -3}))
+	f.Add(AppendMeta(nil, Meta{Type: TypeZSet, Count: 4, Ranked: true, Floor: []byte{1, 2}}))
+	f.Add(AppendGroup(nil, Group{LastDeliveredID: ID{7, 8}, EntriesRead: 5, PEL: PELStats{1, ID{7, 8}}})[:48])
+	f.Add(AppendGroup(nil, Group{TimeIndexed: true, PELBounded: true}))
 	f.Add(AppendGroup(nil, Group{LastDeliveredID: ID{1, 2}, EntriesRead: -1}))
 	f.Add(AppendConsumer(nil, Consumer{SeenTimeMs: 1, ActiveTimeMs: -1}))
 	f.Add(AppendPELEntry(nil, PELEntry{DeliveryTimeMs: 1, DeliveryCount: 2, Consumer: []byte("alice\x00")}))
@@ -225,10 +229,15 @@ func FuzzDecodeMeta(f *testing.F) {
 			}
 		}
 		if m, err := DecodeMeta(b); err == nil {
-			if m.Type != TypeString && m.Type != TypeStream && m.Type != TypeHash && m.Type != TypeSet {
+			switch m.Type {
+			case TypeString, TypeStream, TypeHash, TypeSet, TypeList, TypeZSet:
+			default:
 				t.Fatalf("DecodeMeta accepted type %q", byte(m.Type))
 			}
 			re := AppendMeta(nil, m)
+			if m.Type == TypeZSet && len(re) > 18 && len(b) > 18 && re[18] == b[18]&1 {
+				re[18] = b[18] // flag bits it does not know are read as clear
+			}
 			if m.Type == TypeStream && len(b) == 10+streamMetaLegacyLen {
 				if m.Stream.NodeOrigin != 0 {
 					t.Fatalf("legacy stream meta %x decoded node-origin %d", b, m.Stream.NodeOrigin)
@@ -241,8 +250,16 @@ func FuzzDecodeMeta(f *testing.F) {
 		}
 		if g, err := DecodeGroup(b); err == nil {
 			re := AppendGroup(nil, g)
-			if g.PELUnknown {
+			full := groupLegacyLen + pelStatsLen + 1
+			switch {
+			case g.PELUnknown:
 				re = re[:groupLegacyLen] // the legacy layout has no PEL stats
+			case len(b) == full-1:
+				re = re[:len(b)] // the layout before the flags byte (a zero one is added)
+			case re[full-1] != b[full-1]&(groupFlagTimeIndexed|groupFlagPELBounded):
+				t.Fatalf("DecodeGroup(%x): flags %#x re-encoded as %#x", in, b[full-1], re[full-1])
+			default:
+				re[full-1] = b[full-1] // flags it does not know are read as clear
 			}
 			canonical("DecodeGroup", re)
 		} else {
