@@ -1,6 +1,7 @@
 package materialize
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	"github.com/sediment-dev/sediment/codec"
@@ -53,6 +54,10 @@ type cachedVal struct {
 	val    []byte // shared: never modified (an event argument or a copy)
 	exists bool
 }
+
+// groupTags are the tags of the keys the cache holds, as in a tag list
+// (codec.TagsArg).
+var groupTags = string([]byte{byte(codec.TagGroup), byte(codec.TagConsumer), byte(codec.TagPEL)})
 
 // groupCacheMax bounds the committed level (a PEL entry is about 150
 // bytes with its key and the maps' overhead: some 10 MiB in all).
@@ -172,7 +177,12 @@ func (c *groupCache) stage(e codec.Event) {
 		c.flushed = true
 	case codec.OpDelKey, codec.OpCopyKey, codec.OpGroupDel:
 		// Every group key of the stream (DEL; COPY and RENAME replace the
-		// destination's), or of one group: void the stream's values.
+		// destination's), or of one group: void the stream's values. A
+		// deletion or copy of a key without group keys (another type, or
+		// metadata alone) voids nothing.
+		if e.Op != codec.OpGroupDel && !bytes.ContainsAny(codec.EventTags(e, 3), groupTags) {
+			return
+		}
 		stream := codec.AppendKeyPrefix(nil, codec.TagGroup, e.DB, e.Key)[3:]
 		c.staged[string(stream)] = &streamVals{void: true}
 	case codec.OpGroupSet:
@@ -229,6 +239,9 @@ func (c *groupCache) commit() {
 			c.entries -= len(cur.g) + len(cur.c) + len(cur.p)
 			delete(c.committed, stream)
 			cur = nil
+		}
+		if len(sv.g)+len(sv.c)+len(sv.p) == 0 {
+			continue // nothing to keep: no empty entry
 		}
 		if cur == nil {
 			cur = &streamVals{}
