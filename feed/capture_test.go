@@ -35,6 +35,30 @@ func startJetStream(t testing.TB, dir string, port int) *natsserver.Server {
 	return ns
 }
 
+// memStore opens an in-memory store, closed when the test ends.
+func memStore(t testing.TB) *materialize.Store {
+	t.Helper()
+	st, err := materialize.Open(materialize.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// jetStreamConn starts a JetStream server in a temporary directory and
+// connects to it; the connection closes when the test ends.
+func jetStreamConn(t testing.TB) (*natsserver.Server, *nats.Conn) {
+	t.Helper()
+	ns := startJetStream(t, t.TempDir(), -1)
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return ns, nc
+}
+
 // capturedMsg is one message of the capture's stream.
 type capturedMsg struct {
 	subject, id string
@@ -162,18 +186,9 @@ func setEvent(db uint8, key, v string) codec.Event {
 // through a window of in-flight messages smaller than the records; a
 // SWAPDB's later events name the swapped db; Captured reaches the newest.
 func TestCaptureExactlyOnceInOrder(t *testing.T) {
-	st, err := materialize.Open(materialize.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := memStore(t)
 	write(t, st, setEvent(0, "before", "v")) // before the capture: not captured
-	ns := startJetStream(t, t.TempDir(), -1)
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	_, nc := jetStreamConn(t)
 	ctx := context.Background()
 	c, err := feed.NewCapture(ctx, nc, st, "p", feed.CaptureConfig{Stream: "FEED", MaxPending: 4}, nil)
 	if err != nil {
@@ -298,12 +313,7 @@ func TestCaptureResumesWhereTheStreamEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := startJetStream(t, t.TempDir(), -1)
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	_, nc := jetStreamConn(t)
 	ctx := context.Background()
 	c, err := feed.NewCapture(ctx, nc, st, "p", feed.CaptureConfig{Stream: "FEED"}, nil)
 	if err != nil {
@@ -364,17 +374,8 @@ func TestCaptureResumesWhereTheStreamEnds(t *testing.T) {
 // prefix's subjects and the configured limits, and updated by the next
 // set-up with other ones.
 func TestCaptureStreamConfig(t *testing.T) {
-	st, err := materialize.Open(materialize.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ns := startJetStream(t, t.TempDir(), -1)
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	st := memStore(t)
+	_, nc := jetStreamConn(t)
 	ctx := context.Background()
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -418,17 +419,8 @@ func TestCaptureStreamConfig(t *testing.T) {
 // TestCaptureStreamDeleted: a stream deleted while the capture runs is
 // made again, and the records after that go into it.
 func TestCaptureStreamDeleted(t *testing.T) {
-	st, err := materialize.Open(materialize.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ns := startJetStream(t, t.TempDir(), -1)
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	st := memStore(t)
+	_, nc := jetStreamConn(t)
 	ctx := context.Background()
 	c, err := feed.NewCapture(ctx, nc, st, "p", feed.CaptureConfig{Stream: "FEED", AckTimeout: time.Second}, nil)
 	if err != nil {

@@ -80,16 +80,12 @@ func TestCheckCommand(t *testing.T) {
 	if code != 0 || errOut != "" {
 		t.Fatalf("clean store: exit %d\n%s%s", code, out, errOut)
 	}
-	for _, want := range []string{
+	outputHas(t, out,
 		"keys: 6 (1 string, 1 hash, 1 set, 1 zset, 1 list, 1 stream), 1 with a TTL\n",
 		"elements: 2 hash fields, 2 set members, 2 zset members, 4 list elements, 2 stream entries\n",
 		"consumer groups: 1 groups, 1 consumers, 1 pending entries\n",
 		"\nviolations: 0\n",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
+	)
 
 	// Corrupt it through the public write path: fields written without
 	// their metadata's count, and a set member without metadata.
@@ -112,15 +108,11 @@ func TestCheckCommand(t *testing.T) {
 	if code != 1 || errOut != "" {
 		t.Fatalf("corrupted store: exit %d\n%s%s", code, out, errOut)
 	}
-	for _, want := range []string{
+	outputHas(t, out,
 		"violation: db 0 key \"h\": hash field count: stored 2, counted 3\n",
 		"violation: db 0 key \"no\\x00meta\": sub-keys without metadata: stored no metadata, counted 1 S keys",
 		"\nviolations: 2\n",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
+	)
 	code, out, _ = checkRun("--dir", dir, "--max-errors", "1")
 	if code != 1 || strings.Count(out, "violation: ") != 1 || !strings.Contains(out, "violations: 2 (1 listed: --max-errors)\n") {
 		t.Fatalf("--max-errors 1: exit %d\n%s", code, out)
@@ -221,4 +213,14 @@ func TestCheckAfterCrash(t *testing.T) {
 		t.Fatalf("check after SIGKILL: %v\n%s", err, out)
 	}
 	t.Logf("%s", out)
+}
+
+// outputHas fails the test for each of wants that out lacks.
+func outputHas(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
 }
