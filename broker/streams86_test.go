@@ -253,6 +253,17 @@ func TestXNack(t *testing.T) {
 	if err != nil || full.Groups[0].NackedCount != 3 {
 		t.Fatalf("XINFO STREAM FULL nacked-count: %+v, %v", full.Groups, err)
 	}
+	// Its place in the group's map, as Redis 8.8's t_stream.c writes it:
+	// after pel-count, before pending.
+	raw := mustDo(t, c, "XINFO", "STREAM", "s", "FULL").([]any)
+	g0 := raw[len(raw)-1].([]any)[0].([]any)
+	var names []string
+	for i := 0; i < len(g0); i += 2 {
+		names = append(names, g0[i].(string))
+	}
+	if got := strings.Join(names, " "); got != "name last-delivered-id entries-read lag pel-count nacked-count pending consumers" {
+		t.Fatalf("XINFO STREAM FULL group fields: %s", got)
+	}
 	// CLAIM serves the NACK zone first, in release order, then idle and new
 	// entries.
 	got := fmt.Sprint(mustDo(t, c, "XREADGROUP", "GROUP", "g", "c2", "COUNT", "3", "CLAIM", "60000", "STREAMS", "s", ">"))

@@ -135,3 +135,36 @@ func TestTimeFirstModel(t *testing.T) {
 		}
 	}
 }
+
+// TestLegacyGroupIndexedOnceDrained: a group created before the W index
+// (no TimeIndexed flag) stays unindexed while entries are pending, since
+// some may lack their W key, and becomes indexed when its PEL empties.
+func TestLegacyGroupIndexedOnceDrained(t *testing.T) {
+	s, c := open(t)
+	addN(t, s, key, 1, 4)
+	err := commit(t, s, func(v *materialize.View) ([]codec.Event, error) {
+		return []codec.Event{codec.GroupSetEvent(0, key, grp, codec.Group{EntriesRead: groups.InvalidEntriesRead})}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readNew(t, s, key, groups.ReadArgs{Group: grp, Consumer: alice, Count: 2})
+	ack(t, s, key, grp, id(1))
+	if g := lookup(t, s, key, grp); g.TimeIndexed || g.PEL.Count != 1 {
+		t.Fatalf("one entry pending: %+v, want an unindexed group", g)
+	}
+	ack(t, s, key, grp, id(2))
+	if g := lookup(t, s, key, grp); !g.TimeIndexed || g.PEL.Count != 0 {
+		t.Fatalf("drained: %+v, want an indexed group", g)
+	}
+	// Indexed from now on: a claim finds idle entries through the W keys.
+	readNew(t, s, key, groups.ReadArgs{Group: grp, Consumer: alice, Count: 2})
+	c.Advance(10)
+	got := readClaim(t, s, groups.ReadArgs{Group: grp, Consumer: bob, MinIdleMs: 5, Count: 10})
+	if !slices.Equal(deliveredIDs(got), ids(3, 4)) || got[0].IdleMs != 10 {
+		t.Fatalf("claim after indexing = %+v", got)
+	}
+	if n := countPrefix(t, s, codec.GroupPrefix(codec.TagPELTime, 0, key, grp)); n != 2 {
+		t.Errorf("W keys: %d, want 2", n)
+	}
+}

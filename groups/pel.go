@@ -423,7 +423,10 @@ func (e *pelEdit) finish() ([]codec.Event, error) {
 	}
 	if e.gDirty {
 		if e.g.PEL.Count == 0 {
-			e.g.PELBounded = true
+			// Nothing pending: nothing lies past last-delivered-id, and
+			// every pending entry has its W key, so a group created
+			// before the W index becomes indexed here.
+			e.g.PELBounded, e.g.TimeIndexed = true, true
 		}
 		if err := e.gEdit.settle(e.v, &e.g.PEL, codec.GroupPrefix(codec.TagPEL, e.db, e.key, e.group)); err != nil {
 			return nil, err

@@ -255,6 +255,8 @@ func xinfoStreamFull(x *command.Ctx, v *materialize.View, key []byte, s codec.St
 		writeReadLag(w, g)
 		w.BulkString("pel-count")
 		w.Int(g.Pending)
+		w.BulkString("nacked-count") // Redis 8.8, between pel-count and pending (t_stream.c xinfoReplyWithStreamInfo)
+		w.Int(g.Nacked)
 		w.BulkString("pending")
 		w.Array(len(pel))
 		for _, p := range pel {
@@ -289,8 +291,6 @@ func xinfoStreamFull(x *command.Ctx, v *materialize.View, key []byte, s codec.St
 				w.Uint(p.DeliveryCount)
 			}
 		}
-		w.BulkString("nacked-count") // Redis 8.8
-		w.Int(g.Nacked)
 	}
 	return nil
 }
