@@ -511,6 +511,14 @@ var handDocs = map[string]*cmdDoc{
 			{Name: "idmp-duration", Type: "integer", Token: "IDMP-DURATION", Flags: docOptional},
 			{Name: "idmp-maxsize", Type: "integer", Token: "IDMP-MAXSIZE", Flags: docOptional}},
 	},
+	// https://redis.io/docs/latest/commands/xidmprecord/
+	"xidmprecord": {
+		Summary:    "An internal command for setting IDMP metadata on an existing stream message.",
+		Since:      "8.6.2",
+		Group:      "stream",
+		Complexity: "O(1)",
+		Arguments:  []cmdArg{docKey("key"), docString("pid"), docString("iid"), docString("stream-id")},
+	},
 	// https://redis.io/docs/latest/commands/xnack/
 	"xnack": {
 		Summary:    "Releases pending messages back to the group's PEL without acknowledging them, making them available for re-delivery.",

@@ -335,7 +335,7 @@ func TestCommandDocsComplete(t *testing.T) {
 		}
 	}
 	// The hand-documented commands' key specs follow their ACL key flags.
-	for _, name := range []string{"xackdel", "xdelex", "xcfgset", "xnack"} {
+	for _, name := range []string{"xackdel", "xdelex", "xcfgset", "xnack", "xidmprecord"} {
 		ks := docs[name].KeySpecs
 		if len(ks) != 1 || strings.Join(ks[0].Flags, " ") != "RW update" || ks[0].BeginSearch != (keySearch{Type: "index", Index: 1}) ||
 			ks[0].FindKeys != (keySearch{Type: "range", KeyStep: 1}) {

@@ -427,3 +427,72 @@ func TestDeadLetters(t *testing.T) {
 		t.Fatalf("XPENDING after the failed claim: %s", got)
 	}
 }
+
+// TestXIDMPRecord: XIDMPRECORD (Redis 8.6.2) records a pair an IDMP XADD
+// would then find; the errors in the order and words of Redis's
+// xidmprecordCommand (the page lists the cases only).
+// https://redis.io/docs/latest/commands/xidmprecord/
+func TestXIDMPRecord(t *testing.T) {
+	c := newTestServer(t).client(t)
+	// Records expire idmp-duration after their entry's ID time: IDs of now.
+	var ids []string
+	for _, v := range []string{"a", "b", "c"} {
+		ids = append(ids, mustDo(t, c, "XADD", "s", "*", "f", v).(string))
+	}
+	mustDo(t, c, "SET", "str", "x")
+	ms, _, _ := strings.Cut(ids[0], "-")
+	for _, tc := range []struct {
+		want string
+		args []any
+	}{
+		{"ERR wrong number of arguments for 'xidmprecord' command", []any{"s", "p", "i"}},
+		{"ERR Invalid stream ID specified as stream command argument", []any{"s", "", "", "*"}},
+		{"ERR Invalid stream ID specified as stream command argument", []any{"nokey", "p", "i", "+"}},
+		{"ERR producer ID must be non-empty", []any{"nokey", "", "", ids[0]}},
+		{"ERR idempotent ID must be non-empty", []any{"nokey", "p", "", ids[0]}},
+		{"ERR no such key", []any{"nokey", "p", "i", ids[0]}},
+		{"WRONGTYPE Operation against a key holding the wrong kind of value", []any{"str", "p", "i", ids[0]}},
+		{"ERR No such message in stream", []any{"s", "p", "i", "9999999999999-0"}},
+		{"OK", []any{"s", "p", "i1", ids[0]}},
+		{"OK", []any{"s", "p", "i1", ids[0]}}, // the same pair again
+		{"ERR IID already exists for this producer with a different stream ID", []any{"s", "p", "i1", ids[1]}},
+		{"OK", []any{"s", "q", "i1", ids[1]}},
+	} {
+		got, err := c.Do(context.Background(), append([]any{"XIDMPRECORD"}, tc.args...)...).Result()
+		s := fmt.Sprint(got)
+		if err != nil {
+			s = err.Error()
+		}
+		if s != tc.want {
+			t.Fatalf("XIDMPRECORD %v = %s, want %s", tc.args, s, tc.want)
+		}
+	}
+	// A strict ID without its sequence is ms-0 (the stream's first entry).
+	if got := mustDo(t, c, "XIDMPRECORD", "s", "p", "i1", ms); got != "OK" || ids[0] != ms+"-0" {
+		t.Fatalf("XIDMPRECORD with %s = %v (first entry %s)", ms, got, ids[0])
+	}
+	// An IDMP XADD finds the pairs: the entries recorded, nothing added.
+	if got := mustDo(t, c, "XADD", "s", "IDMP", "p", "i1", "*", "f", "z"); got != ids[0] {
+		t.Fatalf("XADD IDMP p i1 = %v, want %s", got, ids[0])
+	}
+	if got := mustDo(t, c, "XADD", "s", "IDMP", "q", "i1", "*", "f", "z"); got != ids[1] {
+		t.Fatalf("XADD IDMP q i1 = %v, want %s", got, ids[1])
+	}
+	if got := xinfoIDMP(t, c, "s"); got != "idmp-duration=100 idmp-maxsize=100 pids-tracked=2 iids-tracked=2 iids-added=2 iids-duplicates=2" {
+		t.Fatalf("XINFO STREAM: %s", got)
+	}
+	mustDo(t, c, "XDEL", "s", ids[2])
+	if _, err := c.Do(context.Background(), "XIDMPRECORD", "s", "p", "i3", ids[2]).Result(); err == nil || err.Error() != "ERR No such message in stream" {
+		t.Fatalf("XIDMPRECORD of a deleted entry: %v", err)
+	}
+	// The producer keeps idmp-maxsize records: a new one evicts its oldest.
+	mustDo(t, c, "XCFGSET", "s", "IDMP-MAXSIZE", "1")
+	mustDo(t, c, "XIDMPRECORD", "s", "p", "i1", ids[0])
+	mustDo(t, c, "XIDMPRECORD", "s", "p", "i2", ids[1])
+	if got := xinfoIDMP(t, c, "s"); got != "idmp-duration=100 idmp-maxsize=1 pids-tracked=1 iids-tracked=1 iids-added=4 iids-duplicates=2" {
+		t.Fatalf("XINFO STREAM after the eviction: %s", got)
+	}
+	if got := mustDo(t, c, "XADD", "s", "IDMP", "p", "i1", "*", "f", "new"); got == ids[0] {
+		t.Fatalf("i1 was evicted, but XADD IDMP p i1 found %v", got)
+	}
+}

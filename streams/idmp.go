@@ -3,6 +3,7 @@ package streams
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"math"
 
 	"github.com/sediment-dev/sediment/codec"
@@ -348,6 +349,58 @@ func SetIDMPConfig(v *materialize.View, db uint8, key []byte, durationS, maxSize
 	}
 	return true, append(events, codec.IDMPStateEvent(db, key, e.st)), nil
 }
+
+// RecordIDMP records that producer pid's idempotent ID iid names the
+// entry id of the stream key (XIDMPRECORD, Redis 8.6.2: what an AOF
+// rewrite emits for each record), as an IDMP XADD that added id would
+// have: the producer's oldest records are evicted past idmp-maxsize,
+// iids-added counts it, and it expires idmp-duration seconds after id's
+// time. A pair that already names id changes nothing. It returns false
+// when key does not exist. Errors: ErrNoSuchEntry (id is not an entry of
+// the stream, or was deleted), ErrIIDConflict (the pair names another
+// entry), materialize.ErrWrongType.
+// https://redis.io/docs/latest/commands/xidmprecord/
+func RecordIDMP(v *materialize.View, db uint8, key, pid, iid []byte, id codec.ID, cfg Config) (bool, []codec.Event, error) {
+	_, ok, events, err := metaForWrite(v, db, key)
+	if err != nil || !ok {
+		return false, events, err
+	}
+	if _, found, err := Get(v, db, key, id); err != nil || !found {
+		if err == nil {
+			err = ErrNoSuchEntry
+		}
+		return true, nil, err
+	}
+	e := newIDMPEdit(v, db, key, cfg)
+	if err := e.load(); err != nil {
+		return true, nil, err
+	}
+	// Records past their time are gone whether or not the sweep reached
+	// them, as for XADD.
+	if err := e.expireHead(pid, v.NowMs()); err != nil {
+		return true, nil, err
+	}
+	prev, dup, err := e.lookup(pid, iid)
+	switch {
+	case err != nil:
+		return true, nil, err
+	case dup && prev != id:
+		return true, nil, ErrIIDConflict
+	case !dup:
+		if err := e.add(pid, iid, id); err != nil {
+			return true, nil, err
+		}
+	}
+	return true, append(events, e.finish()...), nil
+}
+
+// XIDMPRECORD's errors.
+var (
+	// ErrNoSuchEntry: the ID names no entry of the stream.
+	ErrNoSuchEntry = errors.New("streams: no such entry")
+	// ErrIIDConflict: the producer's idempotent ID names another entry.
+	ErrIIDConflict = errors.New("streams: idempotent ID names another entry")
+)
 
 // ExpireIDMP is one round of the idempotent-ID sweep: it walks the M index
 // from the deadline *from up to the decision time and removes, through

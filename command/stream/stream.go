@@ -32,6 +32,7 @@ func Specs() []command.Spec {
 		{Name: "xdelex", Arity: -5, Flags: wf, First: 1, Last: 1, Step: 1, Group: group, Since: "8.2.0", Summary: "Deletes one or multiple entries from the stream.", Run: runXDelEx},
 		{Name: "xackdel", Arity: -6, Flags: wf, First: 1, Last: 1, Step: 1, Group: group, Since: "8.2.0", Summary: "Acknowledges and conditionally deletes one or multiple entries for a stream consumer group.", Run: runXAckDel},
 		{Name: "xcfgset", Arity: -2, Flags: wf, First: 1, Last: 1, Step: 1, Group: group, Since: "8.6.0", Summary: "Sets the idempotent-production settings of a stream.", Run: runXCfgSet},
+		{Name: "xidmprecord", Arity: 5, Flags: wdf, First: 1, Last: 1, Step: 1, Group: group, Since: "8.6.2", Summary: "An internal command for setting IDMP metadata on an existing stream message.", Run: runXIDMPRecord},
 		{Name: "xnack", Arity: -7, Flags: wf, First: 1, Last: 1, Step: 1, Group: group, Since: "8.8.0", Summary: "Releases pending messages back to the group's PEL without acknowledging them, making them available for re-delivery.", Run: runXNack},
 		{Name: "xsetid", Arity: -3, Flags: wdf, First: 1, Last: 1, Step: 1, Group: group, Since: "5.0.0", Summary: "An internal command for replicating stream values.", Run: runXSetID},
 		{Name: "xack", Arity: -4, Flags: wf, First: 1, Last: 1, Step: 1, Group: group, Since: "5.0.0", Summary: "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream.", Run: runXAck},
