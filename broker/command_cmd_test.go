@@ -127,7 +127,7 @@ var commandCases = []confCase{
 		// Filters that match only commands both servers have.
 		ccSorted("COMMAND", "LIST", "FILTERBY", "PATTERN", "xgroup*"),
 		ccSorted("COMMAND", "LIST", "FILTERBY", "PATTERN", "XINFO*"),
-		ccSorted("COMMAND", "LIST", "FILTERBY", "PATTERN", "x[ai][dn]*"),
+		ccSorted("COMMAND", "LIST", "FILTERBY", "PATTERN", "x[ai][dn][dfs]*"), // not xidmprecord (8.6.2)
 		ccSorted("COMMAND", "LIST", "FILTERBY", "PATTERN", "command*"),
 		ccSorted("command", "list", "filterby", "pattern", "h*"),
 		ccSorted("COMMAND", "LIST", "FILTERBY", "ACLCAT", "hash"),
