@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/materialize"
 )
 
@@ -97,11 +98,13 @@ func esWorkload(ctx context.Context, c *redis.Client, seed int64, n int) {
 				c.XDel(ctx, stream(), ids[r.Intn(len(ids))].ID)
 			}
 		case 30:
-			switch r.Intn(3) {
+			switch r.Intn(4) {
 			case 0:
 				c.Rename(ctx, key("h"), key("h"))
 			case 1:
 				c.Copy(ctx, key("z"), key("z"), 0, true)
+			case 2:
+				c.Copy(ctx, stream(), stream(), 0, true) // with its node keys
 			default:
 				c.Move(ctx, key("t"), 1)
 			}
@@ -206,6 +209,8 @@ func TestRebuildEqualsLiveStore(t *testing.T) {
 	ts := newTestServer(t, func(o *Options) { o.Retention = 200 })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// Small nodes: streams get node keys, written, trimmed and dropped.
+	mustDo(t, ts.client(t), "CONFIG", "SET", "stream-node-max-entries", 3)
 	var wg sync.WaitGroup
 	run := func(round int) {
 		for w := range 4 {
@@ -252,8 +257,21 @@ func TestRebuildEqualsLiveStore(t *testing.T) {
 	if err := rs.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if keys := len(dumpStore(t, ts.store)); keys < 100 {
-		t.Fatalf("only %d Pebble keys compared", keys)
+	dump := dumpStore(t, ts.store)
+	if len(dump) < 100 {
+		t.Fatalf("only %d Pebble keys compared", len(dump))
+	}
+	nodeKeys := 0
+	for k := range dump {
+		if k[0] == byte(codec.TagStreamNode) {
+			nodeKeys++
+		}
+	}
+	if nodeKeys == 0 {
+		t.Fatalf("no stream node keys compared")
+	}
+	if rep, err := ts.store.Check(0); err != nil || rep.NumViolations > 0 {
+		t.Fatalf("sediment check of the live store: %v, %v", err, rep.Violations)
 	}
 
 	// The same through RESP: every key's value, and each stream's groups,

@@ -254,7 +254,7 @@ func (m *feedModel) applyMsg(t testing.TB, msg feed.Message) {
 			break
 		}
 		m.keys[k] = src.clone()
-	case "ttl-del", "zranks", "idmp-set", "idmp-del", "idmp-state", "idmp-clear":
+	case "ttl-del", "zranks", "idmp-set", "idmp-del", "idmp-state", "idmp-clear", "xnode-set", "xnode-del":
 		// Index entries, derived data, idempotent production: not modelled.
 	default:
 		t.Fatalf("op %s not modelled", msg.Op)

@@ -521,12 +521,13 @@ func sortedStable(lines []string) []string {
 // sequence: metadata and TTL index, hash fields, set members, list
 // positions, sorted-set members and score index (and rank blocks), stream
 // entries, groups, consumers, the PEL with its two indexes (NACKed entries
-// included), idempotent-production records. So the snapshot holds
+// included), idempotent-production records, node keys. So the snapshot holds
 // everything a stored key is, not only what the model reads.
 func TestSnapshotRebuildsTheStore(t *testing.T) {
 	ts := newTestServer(t)
 	ctx := context.Background()
 	c := ts.client(t)
+	mustDo(t, c, "CONFIG", "SET", "stream-node-max-entries", 8) // x gets node keys
 	p := c.Pipeline()
 	for i := range 2100 {
 		p.ZAdd(ctx, "zbig", redis.Z{Score: float64(i % 13), Member: fmt.Sprintf("m%04d", i)})

@@ -435,17 +435,25 @@ func TestMetaStringRoundTrip(t *testing.T) {
 }
 
 func TestMetaStreamRoundTrip(t *testing.T) {
+	head := StreamMeta{
+		Length:       0x0102030405060708,
+		LastID:       ID{0x1112131415161718, 0x191a1b1c1d1e1f20},
+		FirstID:      ID{0x2122232425262728, 0x292a2b2c2d2e2f30},
+		MaxDeletedID: ID{0x3132333435363738, 0x393a3b3c3d3e3f40},
+		EntriesAdded: 0x4142434445464748,
+	}
+	full := head
+	full.Nodes, full.HeadMigrated = 0x5152535455565758, true
+	full.HeadLast, full.HeadLive = ID{0x6162636465666768, 0x696a6b6c6d6e6f70}, 0x7172737475767778
+	full.Tail = StreamNode{First: ID{0x8182838485868788, 1}, Last: ID{0x8182838485868788, 2}, Count: 3, Live: 4, Deleted: 5, Body: 6,
+		MasterKnown: true, MasterDigest: 0x9192939495969798}
 	metas := []Meta{
 		{Type: TypeStream},
-		{Type: TypeStream, ExpireAtMs: 1700000060000, Stream: StreamMeta{
-			Length:       0x0102030405060708,
-			LastID:       ID{0x1112131415161718, 0x191a1b1c1d1e1f20},
-			FirstID:      ID{0x2122232425262728, 0x292a2b2c2d2e2f30},
-			MaxDeletedID: ID{0x3132333435363738, 0x393a3b3c3d3e3f40},
-			EntriesAdded: 0x4142434445464748,
-			NodeOrigin:   0x494a4b4c4d4e4f50,
-		}},
-		{Type: TypeStream, ExpireAtMs: -1, Stream: StreamMeta{math.MaxUint64, MaxID, MaxID, MaxID, math.MaxUint64, math.MaxUint64}},
+		{Type: TypeStream, ExpireAtMs: 1700000060000, Stream: head},
+		{Type: TypeStream, ExpireAtMs: 1700000060000, Stream: full},
+		{Type: TypeStream, ExpireAtMs: -1, Stream: StreamMeta{Length: math.MaxUint64, LastID: MaxID, FirstID: MaxID, MaxDeletedID: MaxID,
+			EntriesAdded: math.MaxUint64, Nodes: math.MaxUint64, HeadLast: MaxID, HeadLive: math.MaxUint64,
+			Tail: StreamNode{First: MaxID, Last: MaxID, Count: math.MaxUint64, Live: math.MaxUint64, Deleted: math.MaxUint64, Body: math.MaxUint64, MasterDigest: math.MaxUint64}}},
 	}
 	for _, m := range metas {
 		enc := AppendMeta([]byte("prefix"), m)
@@ -453,9 +461,10 @@ func TestMetaStreamRoundTrip(t *testing.T) {
 			t.Fatalf("AppendMeta dropped the prefix")
 		}
 		enc = enc[len("prefix"):]
-		// ver(1) type(1) expire(8) length(8) last(16) first(16) maxdel(16) added(8) origin(8)
-		if len(enc) != 82 || streamMetaLen != 72 {
-			t.Fatalf("stream meta is %d bytes (streamMetaLen %d), want 82 (72)", len(enc), streamMetaLen)
+		// ver(1) type(1) expire(8) length(8) last(16) first(16) maxdel(16) added(8)
+		// nodes(8) flags(1) head-last(16) head-live(8) tail-first(16) tail(57)
+		if len(enc) != 180 || streamMetaLen != 170 || MetaLen(m) != 180 {
+			t.Fatalf("stream meta is %d bytes (streamMetaLen %d, MetaLen %d), want 180 (170)", len(enc), streamMetaLen, MetaLen(m))
 		}
 		s := m.Stream
 		want := []byte{metaVersion, 'x'}
@@ -465,7 +474,16 @@ func TestMetaStreamRoundTrip(t *testing.T) {
 		want = AppendID(want, s.FirstID)
 		want = AppendID(want, s.MaxDeletedID)
 		want = binary.BigEndian.AppendUint64(want, s.EntriesAdded)
-		want = binary.BigEndian.AppendUint64(want, s.NodeOrigin)
+		want = binary.BigEndian.AppendUint64(want, s.Nodes)
+		flags := byte(0)
+		if s.HeadMigrated {
+			flags = 1
+		}
+		want = append(want, flags)
+		want = AppendID(want, s.HeadLast)
+		want = binary.BigEndian.AppendUint64(want, s.HeadLive)
+		want = AppendID(want, s.Tail.First)
+		want = AppendStreamNode(want, s.Tail)
 		if !bytes.Equal(enc, want) {
 			t.Fatalf("AppendMeta = %x, want %x", enc, want)
 		}
@@ -473,20 +491,49 @@ func TestMetaStreamRoundTrip(t *testing.T) {
 		if err != nil || got.Type != TypeStream || got.ExpireAtMs != m.ExpireAtMs || got.Stream != m.Stream || got.Value != nil {
 			t.Fatalf("DecodeMeta(AppendMeta(%+v)) = %+v, %v", m, got, err)
 		}
-		// The legacy layout, without node-origin, decodes with origin 0.
-		legacy := enc[:len(enc)-8]
-		got, err = DecodeMeta(legacy)
-		ls := m.Stream
-		ls.NodeOrigin = 0
-		if err != nil || got.Stream != ls {
-			t.Fatalf("DecodeMeta(legacy %x) = %+v, %v", legacy, got, err)
-		}
-		for _, n := range []int{len(enc) - 9, len(enc) - 1, len(enc) + 1} {
+		for _, n := range []int{len(enc) - 1, len(enc) + 1, 10 + 73, 10 + 81} {
 			b := append(append([]byte(nil), enc...), 0)[:n]
 			if _, err := DecodeMeta(b); err == nil {
 				t.Fatalf("DecodeMeta accepted a stream meta of %d bytes", n)
 			}
 		}
+	}
+	// The legacy forms: 82 bytes with node-origin, 74 without (origin 0).
+	legacy := head
+	legacy.Legacy, legacy.NodeOrigin = true, 0x494a4b4c4d4e4f50
+	enc := AppendMeta(nil, Meta{Type: TypeStream, Stream: legacy})
+	if len(enc) != 82 || MetaLen(Meta{Type: TypeStream, Stream: legacy}) != 82 ||
+		binary.BigEndian.Uint64(enc[74:]) != legacy.NodeOrigin {
+		t.Fatalf("legacy AppendMeta = %x", enc)
+	}
+	if got, err := DecodeMeta(enc); err != nil || got.Stream != legacy {
+		t.Fatalf("DecodeMeta(legacy %x) = %+v, %v", enc, got, err)
+	}
+	legacy.NodeOrigin = 0
+	if got, err := DecodeMeta(enc[:74]); err != nil || got.Stream != legacy {
+		t.Fatalf("DecodeMeta(legacy %x) = %+v, %v", enc[:74], got, err)
+	}
+	// Corrupt node state: unknown flags (the Meta's, byte 82; the tail's,
+	// the last byte), tail fields without a tail, a tail whose last ID is
+	// below its first, fewer nodes than the tail stands for.
+	for _, at := range []int{82, 179} {
+		b := AppendMeta(nil, Meta{Type: TypeStream, Stream: full})
+		b[at] = 2
+		if _, err := DecodeMeta(b); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("DecodeMeta(flags %#x at %d) = %v, want ErrCorrupt", b[at], at, err)
+		}
+	}
+	b := AppendMeta(nil, Meta{Type: TypeStream, Stream: StreamMeta{Nodes: 1, Tail: StreamNode{First: ID{0, 9}, Count: 1}}})
+	if _, err := DecodeMeta(b); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("DecodeMeta(tail 0-9..0-0) = %v, want ErrCorrupt", err)
+	}
+	b = AppendMeta(nil, Meta{Type: TypeStream, Stream: StreamMeta{Nodes: 1, Tail: StreamNode{Count: 2}}})
+	if _, err := DecodeMeta(b); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("DecodeMeta(1 node, tail of 2) = %v, want ErrCorrupt", err)
+	}
+	b = AppendMeta(nil, Meta{Type: TypeStream, Stream: StreamMeta{Tail: StreamNode{Live: 1}}})
+	if _, err := DecodeMeta(b); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("DecodeMeta(tail count 0, live 1) = %v, want ErrCorrupt", err)
 	}
 }
 
@@ -824,6 +871,8 @@ func opEvents() []Event {
 		{OpXDel, 0, key, [][]byte{IDArg(id), IDArg(ID{1700000000000, 1})}},
 		{OpXTrim, 0, key, [][]byte{IDArg(id), IDArg(id)}},
 		{OpXTrim, 0, key, [][]byte{IDArg(ID{1, 0}), IDArg(id), IDArg(ID{1, 0}), IDArg(id)}},
+		{OpXNodeSet, 0, key, [][]byte{IDArg(id), AppendStreamNode(nil, StreamNode{Last: id, Count: 1, Live: 1, Body: 18})}},
+		{OpXNodeDel, 0, key, [][]byte{IDArg(ID{1, 0}), IDArg(id)}},
 		{OpGroupSet, 0, key, [][]byte{group, AppendGroup(nil, Group{LastDeliveredID: id, EntriesRead: -1})}},
 		{OpGroupDel, 0, key, [][]byte{group}},
 		{OpConsumerSet, 0, key, [][]byte{group, consumer, AppendConsumer(nil, Consumer{SeenTimeMs: 1, ActiveTimeMs: -1})}},
@@ -844,12 +893,13 @@ func TestEventConstructors(t *testing.T) {
 	g := Group{LastDeliveredID: id, EntriesRead: -1}
 	c := Consumer{SeenTimeMs: 5, ActiveTimeMs: -1}
 	pe := PELEntry{DeliveryTimeMs: 7, DeliveryCount: 2, Consumer: consumer}
+	node := StreamNode{First: ID{1, 0}, Last: id, Count: 1, Live: 2, Deleted: 1, Body: 40, MasterKnown: true, MasterDigest: 5}
 	b := func(s ...[]byte) [][]byte { return s }
 	for _, tc := range []struct {
 		got, want Event
 	}{
 		{SetMetaEvent(1, key, m, 4), Event{OpSetMeta, 1, key, b(AppendMeta(nil, m), Int64Arg(4))}},
-		{DelKeyEvent(1, key, TypeStream, 0), Event{OpDelKey, 1, key, b([]byte{'x'}, Int64Arg(0), []byte{}, []byte("XGCPQWJOUV"))}},
+		{DelKeyEvent(1, key, TypeStream, 0), Event{OpDelKey, 1, key, b([]byte{'x'}, Int64Arg(0), []byte{}, []byte("XGCPQWJOUVN"))}},
 		{DelKeyEvent(1, key, TypeString, 0), Event{OpDelKey, 1, key, b([]byte{'s'}, Int64Arg(0), []byte{}, []byte{})}},
 		{ExpiredKeyEvent(1, key, TypeHash, 5), Event{OpDelKey, 1, key, b([]byte{'h'}, Int64Arg(5), []byte{ReasonExpired}, []byte{'H'})}},
 		{CopyKeyEvent(1, key, TypeSet, 2, group), Event{OpCopyKey, 1, key, b([]byte{'S'}, []byte{2}, group, []byte{'S'})}},
@@ -858,6 +908,8 @@ func TestEventConstructors(t *testing.T) {
 		{XDelEvent(1, key, []ID{id, MaxID}), Event{OpXDel, 1, key, b(IDArg(id), IDArg(MaxID))}},
 		{XTrimEvent(1, key, ID{1, 0}, id, nil), Event{OpXTrim, 1, key, b(IDArg(ID{1, 0}), IDArg(id))}},
 		{XTrimEvent(1, key, ID{1, 0}, id, []ID{{1, 0}, id}), Event{OpXTrim, 1, key, b(IDArg(ID{1, 0}), IDArg(id), IDArg(ID{1, 0}), IDArg(id))}},
+		{XNodeSetEvent(1, key, node), Event{OpXNodeSet, 1, key, b(IDArg(node.First), AppendStreamNode(nil, node))}},
+		{XNodeDelEvent(1, key, ID{1, 0}, id), Event{OpXNodeDel, 1, key, b(IDArg(ID{1, 0}), IDArg(id))}},
 		{GroupSetEvent(1, key, group, g), Event{OpGroupSet, 1, key, b(group, AppendGroup(nil, g))}},
 		{GroupDelEvent(1, key, group), Event{OpGroupDel, 1, key, b(group)}},
 		{ConsumerSetEvent(1, key, group, consumer, c), Event{OpConsumerSet, 1, key, b(group, consumer, AppendConsumer(nil, c))}},
@@ -938,6 +990,15 @@ func TestOpArgsDecode(t *testing.T) {
 			}
 		case OpXAdd, OpXDel, OpXTrim:
 			_, err = DecodeIDArg(a[0])
+		case OpXNodeSet:
+			var first ID
+			if first, err = DecodeIDArg(a[0]); err == nil {
+				_, err = DecodeStreamNode(first, a[1])
+			}
+		case OpXNodeDel:
+			if _, err = DecodeIDArg(a[0]); err == nil {
+				_, err = DecodeIDArg(a[1])
+			}
 		case OpGroupSet:
 			_, err = DecodeGroup(a[1])
 		case OpConsumerSet:
@@ -1011,14 +1072,38 @@ func TestDocExamples(t *testing.T) {
 			"45 00 69 00 00 01 8b cf e6 52 60 00 00 00 00 06 6f 72 64 65 72 73"},
 		{"string meta", AppendMeta(nil, Meta{Type: TypeString, ExpireAtMs: 1700000060000, Value: []byte("hi")}),
 			"01 73 00 00 01 8b cf e6 52 60 68 69"},
-		{"stream meta", AppendMeta(nil, Meta{Type: TypeStream, Stream: StreamMeta{Length: 1, LastID: id, FirstID: id, EntriesAdded: 1}}),
+		{"stream node key", StreamNodeKey(0, orders, id),
+			"4e 00 69 00 00 00 00 06 6f 72 64 65 72 73 00 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00"},
+		{"stream node value", AppendStreamNode(nil, StreamNode{First: id, Last: ID{1700000000099, 0}, Count: 1, Live: 98, Deleted: 2, Body: 1745,
+			MasterKnown: true, MasterDigest: MasterDigest([][]byte{[]byte("f"), []byte("v")})}),
+			"00 00 01 8b cf e5 68 63 00 00 00 00 00 00 00 00 " +
+				"00 00 00 00 00 00 00 01 " +
+				"00 00 00 00 00 00 00 62 " +
+				"00 00 00 00 00 00 00 02 " +
+				"00 00 00 00 00 00 06 d1 " +
+				"09 71 e2 07 36 a1 e6 69 " +
+				"01"},
+		{"stream meta", AppendMeta(nil, Meta{Type: TypeStream, Stream: StreamMeta{Length: 1, LastID: id, FirstID: id, EntriesAdded: 1,
+			Nodes: 1, Tail: StreamNode{First: id, Last: id, Count: 1, Live: 1, Body: 18,
+				MasterKnown: true, MasterDigest: MasterDigest([][]byte{[]byte("f"), []byte("v")})}}}),
 			"01 78 00 00 00 00 00 00 00 00 " +
 				"00 00 00 00 00 00 00 01 " +
 				"00 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00 " +
 				"00 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00 " +
 				"00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 " +
 				"00 00 00 00 00 00 00 01 " +
-				"00 00 00 00 00 00 00 00"},
+				"00 00 00 00 00 00 00 01 " +
+				"00 " +
+				"00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 " +
+				"00 00 00 00 00 00 00 00 " +
+				"00 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00 " +
+				"00 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00 " +
+				"00 00 00 00 00 00 00 01 " +
+				"00 00 00 00 00 00 00 01 " +
+				"00 00 00 00 00 00 00 00 " +
+				"00 00 00 00 00 00 00 12 " +
+				"09 71 e2 07 36 a1 e6 69 " +
+				"01"},
 		{"hash meta", AppendMeta(nil, Meta{Type: TypeHash, Count: 2}),
 			"01 68 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 02"},
 		{"hash field key", ElementKey(TagHash, 0, orders, []byte("f1")),
@@ -1396,7 +1481,10 @@ func decoders() []decoder {
 		{"DecodeMeta(string)", func(b []byte) error { _, err := DecodeMeta(b); return err },
 			[][]byte{AppendMeta(nil, Meta{Type: TypeString, Value: []byte("v\x00")})}, false, false},
 		{"DecodeMeta(stream)", func(b []byte) error { _, err := DecodeMeta(b); return err },
-			[][]byte{AppendMeta(nil, Meta{Type: TypeStream, ExpireAtMs: 9, Stream: StreamMeta{1, ID{2, 3}, ID{4, 5}, ID{6, 7}, 8, 9}})}, false, true}, // the 74-byte legacy prefix is valid
+			[][]byte{AppendMeta(nil, Meta{Type: TypeStream, ExpireAtMs: 9, Stream: StreamMeta{Length: 1, LastID: ID{2, 3}, FirstID: ID{4, 5}, MaxDeletedID: ID{6, 7}, EntriesAdded: 8,
+				Nodes: 2, HeadLast: ID{2, 1}, HeadLive: 1, Tail: StreamNode{First: ID{2, 2}, Last: ID{2, 3}, Count: 1, Live: 1, Body: 9}}})}, false, true}, // the 74- and 82-byte legacy prefixes are valid
+		{"DecodeStreamNode", func(b []byte) error { _, err := DecodeStreamNode(ID{1, 2}, b); return err },
+			[][]byte{AppendStreamNode(nil, StreamNode{Last: ID{3, 4}, Count: 1, Live: 5, Deleted: 6, Body: 7, MasterKnown: true, MasterDigest: 8})}, true, true},
 		{"DecodeFields", func(b []byte) error { _, err := DecodeFields(b); return err }, fieldsIn, true, true},
 		{"DecodeGroup", func(b []byte) error { _, err := DecodeGroup(b); return err }, [][]byte{AppendGroup(nil, Group{LastDeliveredID: ID{1, 2}, EntriesRead: -1})}, false, true},  // the 24-byte legacy prefix is valid
 		{"DecodeConsumer", func(b []byte) error { _, err := DecodeConsumer(b); return err }, [][]byte{AppendConsumer(nil, Consumer{SeenTimeMs: 1, ActiveTimeMs: -1})}, false, true}, // the 16-byte legacy prefix is valid

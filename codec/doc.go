@@ -8,8 +8,9 @@
 //	| tag | slot (2) | db | keylen (4) | key ... | suffix |
 //	+-----+----------+----+------------+---------+--------+
 //
-// where tag is one readable byte ('T' metadata, 'X' stream entry, 'G' group,
-// 'C' consumer, 'P' PEL by group, 'Q' PEL by consumer), slot is the Redis
+// where tag is one readable byte ('T' metadata, 'X' stream entry, 'N'
+// stream node, 'G' group, 'C' consumer, 'P' PEL by group, 'Q' PEL by
+// consumer, and the others of docs/key-format.md), slot is the Redis
 // Cluster hash slot of the user key (CRC16-XMODEM mod 16384, honouring
 // {hash tags}) in big-endian, db is the SELECT index and keylen is the
 // big-endian uint32 length of the user key. The length prefix makes keys

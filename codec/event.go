@@ -36,6 +36,14 @@ const (
 	// by one range deletion. (Records written before first was recorded
 	// hold the last ID alone and remove every entry up to it.)
 	OpXTrim Op = 't'
+	// OpXNodeSet writes a stream's node key (StreamNodeKey): a node closed
+	// by XADD (the tail it closed) or changed by a trim or a deletion.
+	// Args: the node's first ID, its StreamNode value.
+	OpXNodeSet Op = 'o'
+	// OpXNodeDel removes a stream's node keys whose first IDs lie in
+	// [from, to]. Args: from, to (IDs). One point deletion when from ==
+	// to, else one range deletion (a trim's run of nodes from the head).
+	OpXNodeDel Op = 'O'
 	// OpGroupSet creates or updates a consumer group. Args: group, Group value.
 	OpGroupSet Op = 'g'
 	// OpGroupDel removes a group with its consumers and PEL. Args: group.

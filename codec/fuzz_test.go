@@ -202,8 +202,11 @@ func FuzzDecodeRecord(f *testing.F) {
 func FuzzDecodeMeta(f *testing.F) {
 	f.Add(AppendMeta(nil, Meta{Type: TypeString, Value: []byte("v\x00")}))
 	f.Add(AppendMeta(nil, Meta{Type: TypeString, ExpireAtMs: -1}))
-	f.Add(AppendMeta(nil, Meta{Type: TypeStream, ExpireAtMs: 5, Stream: StreamMeta{1, ID{2, 3}, ID{4, 5}, ID{6, 7}, 8, 9}}))
-	f.Add(AppendMeta(nil, Meta{Type: TypeStream, ExpireAtMs: 5, Stream: StreamMeta{1, ID{2, 3}, ID{4, 5}, ID{6, 7}, 8, 0}})[:74])
+	f.Add(AppendMeta(nil, Meta{Type: TypeStream, ExpireAtMs: 5, Stream: StreamMeta{Length: 1, LastID: ID{2, 3}, FirstID: ID{4, 5}, MaxDeletedID: ID{6, 7}, EntriesAdded: 8,
+		Nodes: 2, HeadLast: ID{2, 1}, HeadLive: 1, HeadMigrated: true, Tail: StreamNode{First: ID{2, 2}, Last: ID{2, 3}, Count: 1, Live: 1, Body: 9, MasterKnown: true}}}))
+	f.Add(AppendMeta(nil, Meta{Type: TypeStream, ExpireAtMs: 5, Stream: StreamMeta{Length: 1, LastID: ID{2, 3}, FirstID: ID{4, 5}, MaxDeletedID: ID{6, 7}, EntriesAdded: 8, Legacy: true, NodeOrigin: 9}}))
+	f.Add(AppendMeta(nil, Meta{Type: TypeStream, ExpireAtMs: 5, Stream: StreamMeta{Length: 1, LastID: ID{2, 3}, FirstID: ID{4, 5}, MaxDeletedID: ID{6, 7}, EntriesAdded: 8, Legacy: true}})[:74])
+	f.Add(AppendStreamNode(nil, StreamNode{Last: ID{3, 4}, Count: 1, Live: 5, Deleted: 6, Body: 7, MasterKnown: true, MasterDigest: 8}))
 	f.Add(AppendMeta(nil, Meta{}))
 	f.Add(AppendMeta(nil, Meta{Type: TypeHash, Count: 3}))
 	f.Add(AppendMeta(nil, Meta{Type: TypeSet, ExpireAtMs: 7, Count: 1}))
@@ -273,6 +276,11 @@ func FuzzDecodeMeta(f *testing.F) {
 			canonical("DecodeConsumer", re)
 		} else {
 			mustCorrupt(t, "DecodeConsumer", err)
+		}
+		if n, err := DecodeStreamNode(ID{}, b); err == nil {
+			canonical("DecodeStreamNode", AppendStreamNode(nil, n))
+		} else {
+			mustCorrupt(t, "DecodeStreamNode", err)
 		}
 		if e, err := DecodePELEntry(b); err == nil {
 			canonical("DecodePELEntry", AppendPELEntry(nil, e))

@@ -40,12 +40,12 @@ const (
 )
 
 // StreamTags lists the tags of a stream's sub-keys other than its metadata.
-var StreamTags = []Tag{TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsumerPEL, TagPELTime, TagIDMPState, TagIDMPProducer, TagIDMPByIID, TagIDMPByID}
+var StreamTags = []Tag{TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsumerPEL, TagPELTime, TagIDMPState, TagIDMPProducer, TagIDMPByIID, TagIDMPByID, TagStreamNode}
 
 // DataTags lists every tag that holds user data (everything but the change
 // log). Note that TTL keys (TagTTL) put the db after the deadline, so a
 // per-db prefix of TagTTL does not select one db's entries.
-var DataTags = []Tag{TagMeta, TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsumerPEL, TagPELTime, TagIDMPState, TagIDMPProducer, TagIDMPByIID, TagIDMPByID, TagIDMPExpiry, TagHash, TagSet, TagList, TagZMember, TagZScore, TagZBlock, TagTTL}
+var DataTags = []Tag{TagMeta, TagStreamEntry, TagGroup, TagConsumer, TagPEL, TagConsumerPEL, TagPELTime, TagIDMPState, TagIDMPProducer, TagIDMPByIID, TagIDMPByID, TagIDMPExpiry, TagStreamNode, TagHash, TagSet, TagList, TagZMember, TagZScore, TagZBlock, TagTTL}
 
 // keyHeaderLen is tag(1) + slot(2) + db(1) + keylen(4).
 const keyHeaderLen = 8

@@ -116,6 +116,19 @@ func XTrimEvent(db uint8, key []byte, first, last ID, ids []ID) Event {
 	return Event{Op: OpXTrim, DB: db, Key: key, Args: args}
 }
 
+// XNodeSetEvent builds an OpXNodeSet event writing the node key of n.
+func XNodeSetEvent(db uint8, key []byte, n StreamNode) Event {
+	b := AppendID(make([]byte, 0, IDLen+StreamNodeLen), n.First)
+	b = AppendStreamNode(b, n)
+	return Event{Op: OpXNodeSet, DB: db, Key: key, Args: [][]byte{b[:IDLen:IDLen], b[IDLen:]}}
+}
+
+// XNodeDelEvent builds an OpXNodeDel event removing the node keys of key
+// whose first IDs are in [from, to].
+func XNodeDelEvent(db uint8, key []byte, from, to ID) Event {
+	return Event{Op: OpXNodeDel, DB: db, Key: key, Args: [][]byte{IDArg(from), IDArg(to)}}
+}
+
 // GroupSetEvent builds an OpGroupSet event.
 func GroupSetEvent(db uint8, key, group []byte, g Group) Event {
 	return Event{Op: OpGroupSet, DB: db, Key: key, Args: [][]byte{group, AppendGroup(make([]byte, 0, groupLegacyLen+pelStatsLen+1+groupTailLen), g)}}

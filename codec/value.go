@@ -74,8 +74,8 @@ const metaVersion = 1
 //	+---------+------+-----------------+------------------+
 //
 // expire-at is Unix milliseconds, big-endian, 0 for no TTL. For a string the
-// rest is the value. For a stream it is StreamMeta (72 bytes). For a hash
-// or a set it is the element count (8 bytes, big-endian): HLEN, SCARD. For
+// rest is the value. For a stream it is StreamMeta (170 bytes; 64 or 72
+// in the legacy forms). For a hash or a set it is the element count (8 bytes, big-endian): HLEN, SCARD. For
 // a list it is the element count (8 bytes: LLEN) and the head, the position
 // of the first element (i64): element i is at ListKey position head + i.
 // For a sorted set it is the member count (8 bytes: ZCARD), a flags byte
@@ -98,27 +98,85 @@ type Meta struct {
 
 // StreamMeta is a stream's metadata.
 //
-//	+------------+--------------+---------------+--------------------+-------------------+
+//	+------------+--------------+---------------+---------------------+-------------------+
 //	| length (8) | last-id (16) | first-id (16) | max-deleted-id (16) | entries-added (8) |
-//	+------------+--------------+---------------+--------------------+-------------------+
+//	+------------+--------------+---------------+---------------------+-------------------+
+//	+-----------+-----------+----------------+---------------+-----------------+-------------------------+
+//	| nodes (8) | flags (1) | head-last (16) | head-live (8) | tail-first (16) | tail (StreamNode, 57)   |
+//	+-----------+-----------+----------------+---------------+-----------------+-------------------------+
+//
+// 170 bytes, fixed. The second row is the node state (package streams,
+// streams/nodes.go): the node count, the head summary and the tail node;
+// the other nodes are node keys (TagStreamNode). flags bit 0 is
+// HeadMigrated, the other bits are zero. Two older forms still decode,
+// with Legacy set: 72 bytes (the first row and node-origin, u64) and 64
+// (the first row alone).
 type StreamMeta struct {
 	Length       uint64 // XLEN
 	LastID       ID     // top item ever added (0-0 for a new stream)
 	FirstID      ID     // first live entry (0-0 when empty)
 	MaxDeletedID ID     // largest ID removed by XDEL (trimming leaves it, as in Redis)
 	EntriesAdded uint64 // entries ever added
-	// NodeOrigin is entries-added when the stream last went from empty to
-	// one entry: Redis's radix-tree nodes are numbered from there, every
-	// stream-node-max-entries entries (streams.planTrim's model of '~').
+
+	// Legacy: the metadata was written before node state was kept (the
+	// 64- and 72-byte forms), which AppendMeta writes back (in the 72-byte
+	// form) until package streams migrates the stream. The fields below it
+	// are then zero.
+	Legacy bool
+	// NodeOrigin (Legacy only) is entries-added when the stream last went
+	// from empty to one entry: such streams placed Redis's radix-tree node
+	// boundaries every stream-node-max-entries entries from there; the
+	// migration uses it.
 	NodeOrigin uint64
+
+	// Nodes is the number of Redis nodes (XINFO's radix-tree-keys): the
+	// counts of the node keys and of the tail.
+	Nodes uint64
+	// HeadLast, HeadLive and HeadMigrated describe the first node key (the
+	// head: its Last, Live and Count > 1) when the stream has node keys
+	// (Nodes > Tail.Count), and are zero otherwise. With them an XADD
+	// decides whether a '~' trim removes the head without reading it, and
+	// a reverse seek from HeadLast finds its key.
+	HeadLast     ID
+	HeadLive     uint64
+	HeadMigrated bool
+	// Tail is the last node, where XADD appends (Count 0: none).
+	Tail StreamNode
 }
 
-// streamMetaLen is StreamMeta's encoded size; streamMetaLegacyLen the size
-// before NodeOrigin was kept (decoded with NodeOrigin 0).
+// The lengths of StreamMeta's forms: streamMetaLen now;
+// streamMetaOriginLen with node-origin, before node state was kept;
+// streamMetaLegacyLen before node-origin was kept.
 const (
-	streamMetaLen       = 8 + 3*IDLen + 8 + 8
 	streamMetaLegacyLen = 8 + 3*IDLen + 8
+	streamMetaOriginLen = streamMetaLegacyLen + 8
+	streamMetaLen       = streamMetaLegacyLen + 8 + 1 + IDLen + 8 + IDLen + StreamNodeLen
 )
+
+// decodeStreamNodes decodes the node state of a stream's Meta (b, its
+// last 106 bytes) into s. A Meta without a tail has an all-zero tail.
+func decodeStreamNodes(s *StreamMeta, b []byte) error {
+	s.Nodes = binary.BigEndian.Uint64(b)
+	if b[8]&^1 != 0 {
+		return corruptf("stream meta flags %#x", b[8])
+	}
+	s.HeadMigrated = b[8]&1 != 0
+	s.HeadLast, _ = DecodeID(b[9:])
+	s.HeadLive = binary.BigEndian.Uint64(b[25:])
+	first, _ := DecodeID(b[33:])
+	t, err := decodeStreamNode(first, b[49:])
+	if err != nil {
+		return err
+	}
+	if t.Count == 0 && t != (StreamNode{}) {
+		return corruptf("stream meta without a tail node but tail fields")
+	}
+	if s.Nodes < t.Count {
+		return corruptf("stream meta of %d nodes with a tail of %d", s.Nodes, t.Count)
+	}
+	s.Tail = t
+	return nil
+}
 
 // MetaLen returns the length of m's encoding.
 func MetaLen(m Meta) int {
@@ -126,6 +184,9 @@ func MetaLen(m Meta) int {
 	case TypeString:
 		return 10 + len(m.Value)
 	case TypeStream:
+		if m.Stream.Legacy {
+			return 10 + streamMetaOriginLen
+		}
 		return 10 + streamMetaLen
 	case TypeHash, TypeSet:
 		return 18
@@ -151,7 +212,20 @@ func AppendMeta(b []byte, m Meta) []byte {
 		b = AppendID(b, s.FirstID)
 		b = AppendID(b, s.MaxDeletedID)
 		b = binary.BigEndian.AppendUint64(b, s.EntriesAdded)
-		b = binary.BigEndian.AppendUint64(b, s.NodeOrigin)
+		if s.Legacy {
+			b = binary.BigEndian.AppendUint64(b, s.NodeOrigin)
+			break
+		}
+		b = binary.BigEndian.AppendUint64(b, s.Nodes)
+		var flags byte
+		if s.HeadMigrated {
+			flags |= 1
+		}
+		b = append(b, flags)
+		b = AppendID(b, s.HeadLast)
+		b = binary.BigEndian.AppendUint64(b, s.HeadLive)
+		b = AppendID(b, s.Tail.First)
+		b = AppendStreamNode(b, s.Tail)
 	case TypeHash, TypeSet:
 		b = binary.BigEndian.AppendUint64(b, m.Count)
 	case TypeList:
@@ -181,16 +255,24 @@ func DecodeMeta(b []byte) (Meta, error) {
 	case TypeString:
 		m.Value = rest[:len(rest):len(rest)] // an append copies: b stays intact
 	case TypeStream:
-		if len(rest) != streamMetaLen && len(rest) != streamMetaLegacyLen {
+		if len(rest) != streamMetaLen && len(rest) != streamMetaOriginLen && len(rest) != streamMetaLegacyLen {
 			return Meta{}, corruptf("stream meta of %d bytes", len(rest))
 		}
-		m.Stream.Length = binary.BigEndian.Uint64(rest)
-		m.Stream.LastID, _ = DecodeID(rest[8:])
-		m.Stream.FirstID, _ = DecodeID(rest[24:])
-		m.Stream.MaxDeletedID, _ = DecodeID(rest[40:])
-		m.Stream.EntriesAdded = binary.BigEndian.Uint64(rest[56:])
-		if len(rest) == streamMetaLen {
-			m.Stream.NodeOrigin = binary.BigEndian.Uint64(rest[64:])
+		s := &m.Stream
+		s.Length = binary.BigEndian.Uint64(rest)
+		s.LastID, _ = DecodeID(rest[8:])
+		s.FirstID, _ = DecodeID(rest[24:])
+		s.MaxDeletedID, _ = DecodeID(rest[40:])
+		s.EntriesAdded = binary.BigEndian.Uint64(rest[56:])
+		if len(rest) != streamMetaLen {
+			s.Legacy = true
+			if len(rest) == streamMetaOriginLen {
+				s.NodeOrigin = binary.BigEndian.Uint64(rest[64:])
+			}
+			break
+		}
+		if err := decodeStreamNodes(s, rest[64:]); err != nil {
+			return Meta{}, err
 		}
 	case TypeHash, TypeSet:
 		if len(rest) != 8 {

@@ -68,6 +68,7 @@ var opNames = map[codec.Op]string{
 	codec.OpSRem: "srem", codec.OpCopyKey: "copy-key", codec.OpSwapDB: "swapdb", codec.OpLSet: "lset",
 	codec.OpLDel: "ldel", codec.OpZAdd: "zadd", codec.OpZRem: "zrem", codec.OpZRanks: "zranks",
 	codec.OpIDMPSet: "idmp-set", codec.OpIDMPDel: "idmp-del", codec.OpIDMPState: "idmp-state", codec.OpIDMPClear: "idmp-clear",
+	codec.OpXNodeSet: "xnode-set", codec.OpXNodeDel: "xnode-del",
 }
 
 // OpName returns the payload's name of an operation ("op-XX" for one this
@@ -93,7 +94,8 @@ func typeOf(e codec.Event) string {
 		}
 	case codec.OpXAdd, codec.OpXDel, codec.OpXTrim, codec.OpGroupSet, codec.OpGroupDel,
 		codec.OpConsumerSet, codec.OpConsumerDel, codec.OpPELSet, codec.OpPELDel,
-		codec.OpIDMPSet, codec.OpIDMPDel, codec.OpIDMPState, codec.OpIDMPClear:
+		codec.OpIDMPSet, codec.OpIDMPDel, codec.OpIDMPState, codec.OpIDMPClear,
+		codec.OpXNodeSet, codec.OpXNodeDel:
 		return "stream"
 	case codec.OpHSet, codec.OpHDel:
 		return "hash"

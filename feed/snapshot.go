@@ -63,6 +63,7 @@ const (
 	stPEL                    // their pending entries
 	stIDMP                   // a stream's idempotent-production records
 	stIDMPState              // and their settings and counters
+	stNodes                  // a stream's node keys
 	stRanks                  // a sorted set's rank blocks
 	stMeta                   // the key's metadata: always last, as in a write's record
 	stDone
@@ -239,6 +240,18 @@ func (p *pager) key(k, val []byte, stage uint8, sub []byte) (bool, error) {
 			if b, ok, err = p.v.Get(codec.IDMPStateKey(db, key)); err == nil && ok {
 				more = p.emit(codec.Event{Op: codec.OpIDMPState, DB: db, Key: key, Args: [][]byte{b}}, k, stage+1, nil)
 			}
+		case stage == stNodes:
+			s := m.Stream
+			if s.Legacy || s.Nodes <= s.Tail.Count {
+				break // no node keys
+			}
+			var start []byte
+			if start, err = headNodeKey(p.v, db, key, s.HeadLast); err == nil {
+				more, err = p.each(stNodes, from(sub, start), db, key, codec.TagStreamNode, false,
+					func(suffix, val []byte) (codec.Event, error) {
+						return codec.Event{Op: codec.OpXNodeSet, DB: db, Key: key, Args: [][]byte{suffix, val}}, nil
+					})
+			}
 		case stage == stRanks:
 			if m.Type == codec.TypeZSet && m.Ranked {
 				more = p.emit(codec.ZRanksEvent(db, key, true, m.Floor), k, stage+1, nil)
@@ -252,6 +265,23 @@ func (p *pager) key(k, val []byte, stage uint8, sub []byte) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// headNodeKey returns the key of a stream's first node key, whose last ID
+// is headLast (StreamMeta.HeadLast): a reverse seek from there, so the
+// walk of the node keys never steps over the deleted ones below it.
+func headNodeKey(v *materialize.View, db uint8, key []byte, headLast codec.ID) ([]byte, error) {
+	p := codec.KeyPrefix(codec.TagStreamNode, db, key)
+	upper := codec.PrefixEnd(p)
+	if next, ok := headLast.Next(); ok {
+		upper = codec.StreamNodeKey(db, key, next)
+	}
+	start := p
+	err := v.Iterate(p, upper, true, func(k, _ []byte) (bool, error) {
+		start = bytes.Clone(k)
+		return false, nil
+	})
+	return start, err
 }
 
 // from returns the lower bound of a stage: sub, where the stage goes on

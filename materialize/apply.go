@@ -201,6 +201,25 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		}
 		return applyXTrim(b, e)
 
+	case codec.OpXNodeSet:
+		if err := need(2); err != nil {
+			return err
+		}
+		first, err := codec.DecodeIDArg(a[0])
+		if err != nil {
+			return err
+		}
+		if _, err := codec.DecodeStreamNode(first, a[1]); err != nil {
+			return err
+		}
+		return b.Set(codec.StreamNodeKey(e.DB, e.Key, first), a[1], nil)
+
+	case codec.OpXNodeDel:
+		if err := need(2); err != nil {
+			return err
+		}
+		return applyXNodeDel(b, e)
+
 	case codec.OpGroupSet:
 		if err := need(2); err != nil {
 			return err
@@ -387,6 +406,31 @@ func applyXTrim(b *pebble.Batch, e codec.Event) error {
 		end = codec.AppendID(p[:len(p):len(p)], next)
 	}
 	return b.DeleteRange(start, end, nil)
+}
+
+// applyXNodeDel removes the node keys of an OpXNodeDel event: one point
+// deletion, or one range deletion starting at a trim's first node (never
+// at the prefix start, as applyXTrim).
+func applyXNodeDel(b *pebble.Batch, e codec.Event) error {
+	from, err := codec.DecodeIDArg(e.Args[0])
+	if err != nil {
+		return err
+	}
+	to, err := codec.DecodeIDArg(e.Args[1])
+	if err != nil {
+		return err
+	}
+	if to.Less(from) {
+		return fmt.Errorf("materialize: node deletion %s..%s: %w", from, to, codec.ErrCorrupt)
+	}
+	if from == to {
+		return b.Delete(codec.StreamNodeKey(e.DB, e.Key, from), nil)
+	}
+	end := codec.PrefixEnd(codec.KeyPrefix(codec.TagStreamNode, e.DB, e.Key))
+	if next, ok := to.Next(); ok {
+		end = codec.StreamNodeKey(e.DB, e.Key, next)
+	}
+	return b.DeleteRange(codec.StreamNodeKey(e.DB, e.Key, from), end, nil)
 }
 
 // applyIDMP writes (OpIDMPSet) or deletes (OpIDMPDel) one idempotent ID's

@@ -24,7 +24,7 @@ import (
 //   - T: the key decodes (slot matches the key), the value decodes, no
 //     suffix; expire-at is not negative, and when set its E key exists;
 //     a hash, set, list or sorted set has a count above 0.
-//   - Sub-keys: every sub-key (B C G H I J O P Q S U V W X Y Z) has the
+//   - Sub-keys: every sub-key (B C G H I J N O P Q S U V W X Y Z) has the
 //     metadata of its user key, of a type that owns its tag
 //     (Type.SubTags; a string owns none); keys decode (length prefix,
 //     slot).
@@ -40,6 +40,16 @@ import (
 //   - Stream: entries (X) = length, each value decodes; first-id = the
 //     first entry (0-0 when empty); last-id >= the last entry;
 //     entries-added >= length; max-deleted-id <= last-id.
+//   - Stream nodes: node keys (N) decode, are in ID order and do not
+//     overlap (each first ID above the previous last), and lie below the
+//     tail's first ID; every entry lies in exactly one node (a node key's
+//     [first, last], or the tail from its first ID on), and each node's
+//     live count is its entries, so the live counts of the node keys and
+//     the tail sum to the length; the node keys' counts plus the tail's
+//     are the metadata's node count; the head summary is the first node
+//     key's (last ID, live count, migrated) or zero without node keys; no
+//     node's last ID is above last-id. A legacy stream (not migrated)
+//     has no node keys.
 //   - Consumer groups: G and C values decode; every C, P, Q and W key
 //     belongs to a group with a G key, every Q key to a consumer with a C
 //     key. Each pending entry (P) decodes; an owned one names an existing
@@ -268,7 +278,7 @@ func (c *checker) has(k []byte) (bool, error) {
 
 // keyedTags are the sub-key tags under a user key's header (all but T).
 var keyedTags = []codec.Tag{codec.TagZBlock, codec.TagConsumer, codec.TagGroup, codec.TagHash, codec.TagList,
-	codec.TagIDMPState, codec.TagIDMPProducer, codec.TagPEL, codec.TagConsumerPEL, codec.TagSet,
+	codec.TagIDMPState, codec.TagStreamNode, codec.TagIDMPProducer, codec.TagPEL, codec.TagConsumerPEL, codec.TagSet,
 	codec.TagIDMPByIID, codec.TagIDMPByID, codec.TagPELTime, codec.TagStreamEntry, codec.TagZScore, codec.TagZMember}
 
 // knownTags are every tag of docs/key-format.md.

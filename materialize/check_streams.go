@@ -35,9 +35,18 @@ type consumerTally struct {
 // checkStream checks a stream's entries, consumer groups and idempotent
 // production records.
 func (c *checker) checkStream(curs map[codec.Tag]*cursor, h []byte, db uint8, key []byte, m codec.Meta) error {
-	var n uint64
-	var first, last codec.ID
-	err := curs[codec.TagStreamEntry].each(h, func(k, suffix, val []byte) error {
+	nodes, err := c.streamNodes(curs[codec.TagStreamNode], h)
+	if err != nil {
+		return err
+	}
+	s := m.Stream
+	var (
+		n, tailN, outside uint64
+		first, last       codec.ID
+		outsideID         codec.ID
+		j                 int // the node key an entry may be in
+	)
+	err = curs[codec.TagStreamEntry].each(h, func(k, suffix, val []byte) error {
 		id, err := codec.DecodeID(suffix)
 		if err == nil && len(suffix) != codec.IDLen {
 			err = fmt.Errorf("%d bytes after the key", len(suffix))
@@ -54,13 +63,33 @@ func (c *checker) checkStream(curs map[codec.Tag]*cursor, h []byte, db uint8, ke
 		}
 		last = id
 		n++
+		for j < len(nodes) && nodes[j].n.Last.Less(id) {
+			j++
+		}
+		switch {
+		case j < len(nodes) && !id.Less(nodes[j].n.First):
+			nodes[j].entries++
+		case s.Tail.Count > 0 && !id.Less(s.Tail.First):
+			tailN++
+		default:
+			if outside == 0 {
+				outsideID = id
+			}
+			outside++
+		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	c.rep.Elements[codec.TypeStream] += int64(n)
-	s := m.Stream
+	if s.Legacy {
+		if len(nodes) > 0 {
+			c.keyViolation(h, "stream node keys", "legacy metadata (no node state)", fmt.Sprintf("%d N keys", len(nodes)), nodes[0].raw)
+		}
+	} else {
+		c.checkStreamNodes(h, s, nodes, tailN, outside, outsideID)
+	}
 	if s.Length != n {
 		c.keyViolation(h, "stream length", u64(s.Length), u64(n)+" X keys", nil)
 	}
@@ -83,6 +112,86 @@ func (c *checker) checkStream(curs map[codec.Tag]*cursor, h []byte, db uint8, ke
 		return err
 	}
 	return c.checkIDMP(curs, h, db, key)
+}
+
+// nodeTally is a stream node key as the check reads it, with the entries
+// counted in it.
+type nodeTally struct {
+	n       codec.StreamNode
+	raw     []byte
+	entries uint64
+}
+
+// streamNodes reads the node keys of the stream of header h, in ID order,
+// reporting those that do not decode or overlap the one before.
+func (c *checker) streamNodes(cu *cursor, h []byte) ([]*nodeTally, error) {
+	var nodes []*nodeTally
+	err := cu.each(h, func(k, suffix, val []byte) error {
+		first, err := codec.DecodeID(suffix)
+		if err == nil && len(suffix) != codec.IDLen {
+			err = fmt.Errorf("%d bytes after the key", len(suffix))
+		}
+		var nd codec.StreamNode
+		if err == nil {
+			nd, err = codec.DecodeStreamNode(first, val)
+		}
+		if err != nil {
+			c.keyViolation(h, "stream node", "a first ID and a node value", err.Error(), k)
+			return nil
+		}
+		if len(nodes) > 0 && !nodes[len(nodes)-1].n.Last.Less(first) {
+			prev := nodes[len(nodes)-1].n
+			c.keyViolation(h, "stream node order", "node "+first.String()+".."+nd.Last.String(),
+				"overlapping the node "+prev.First.String()+".."+prev.Last.String(), k)
+			return nil
+		}
+		nodes = append(nodes, &nodeTally{n: nd, raw: bytes.Clone(k)})
+		return nil
+	})
+	return nodes, err
+}
+
+// checkStreamNodes checks a stream's node keys and node state (s) against
+// the entries counted in each node key, in the tail (tailN) and in none
+// (outside, the first of them outsideID).
+func (c *checker) checkStreamNodes(h []byte, s codec.StreamMeta, nodes []*nodeTally, tailN, outside uint64, outsideID codec.ID) {
+	count := s.Tail.Count
+	for _, nd := range nodes {
+		count += nd.n.Count
+		name := "node " + nd.n.First.String()
+		if nd.entries != nd.n.Live {
+			c.keyViolation(h, "stream node live count", name+": "+u64(nd.n.Live), u64(nd.entries)+" X keys", nd.raw)
+		}
+		if s.LastID.Less(nd.n.Last) {
+			c.keyViolation(h, "stream node last ID", name+": "+nd.n.Last.String(), "above the last ID "+s.LastID.String(), nd.raw)
+		}
+		if s.Tail.Count > 0 && !nd.n.Last.Less(s.Tail.First) {
+			c.keyViolation(h, "stream node order", name+".."+nd.n.Last.String(), "reaching the tail from "+s.Tail.First.String(), nd.raw)
+		}
+	}
+	if s.Tail.Count > 0 {
+		if tailN != s.Tail.Live {
+			c.keyViolation(h, "stream tail live count", "tail "+s.Tail.First.String()+": "+u64(s.Tail.Live), u64(tailN)+" X keys", nil)
+		}
+		if s.LastID.Less(s.Tail.Last) {
+			c.keyViolation(h, "stream node last ID", "tail: "+s.Tail.Last.String(), "above the last ID "+s.LastID.String(), nil)
+		}
+	}
+	if outside > 0 {
+		c.keyViolation(h, "stream entries in no node", u64(uint64(len(nodes)))+" node keys and a tail of "+u64(s.Tail.Count),
+			u64(outside)+" X keys outside them, the first "+outsideID.String(), nil)
+	}
+	if count != s.Nodes {
+		c.keyViolation(h, "stream node count", u64(s.Nodes), u64(count)+" in "+u64(uint64(len(nodes)))+" N keys and the tail", nil)
+	}
+	var want codec.StreamMeta
+	if len(nodes) > 0 {
+		want.HeadLast, want.HeadLive, want.HeadMigrated = nodes[0].n.Last, nodes[0].n.Live, nodes[0].n.Count > 1
+	}
+	if s.HeadLast != want.HeadLast || s.HeadLive != want.HeadLive || s.HeadMigrated != want.HeadMigrated {
+		c.keyViolation(h, "stream head summary", fmt.Sprintf("last %s, live %d, migrated %v", s.HeadLast, s.HeadLive, s.HeadMigrated),
+			fmt.Sprintf("last %s, live %d, migrated %v (the first N key's)", want.HeadLast, want.HeadLive, want.HeadMigrated), nil)
+	}
 }
 
 // splitNames splits n length-prefixed names off suffix and returns them

@@ -158,6 +158,19 @@ func fillEveryType(t *testing.T, dir string) {
 	do("XGROUP", "DELCONSUMER", "st", "g2", "doomed")
 	do("XAUTOCLAIM", "st", "g2", "c3", 0, "0", "COUNT", 1)
 	do("XADD", "st", "MAXLEN", 20, "*", "f", "last")
+	// A stream of several nodes (node keys): a middle node emptied by
+	// XDEL, '~' and exact trims, the tail dropped and the node before it
+	// made the tail again.
+	do("CONFIG", "SET", "stream-node-max-entries", 4)
+	for i := range 40 {
+		do("XADD", "sn", fmt.Sprintf("%d-1", 1000+i), "f", i)
+	}
+	do("XDEL", "sn", "1012-1", "1013-1", "1014-1", "1015-1")
+	do("XTRIM", "sn", "MAXLEN", "~", 30)
+	do("XTRIM", "sn", "MINID", "1009-1")
+	do("XDEL", "sn", "1036-1", "1037-1", "1038-1", "1039-1")
+	do("XADD", "sn", "1040-1", "f", "again")
+	do("CONFIG", "SET", "stream-node-max-entries", 100)
 	do("XADD", "q", "IDMP", "p1", "i1", "*", "f", "v")
 	do("XADD", "q", "IDMP", "p1", "i2", "*", "f", "v")
 	do("XADD", "q", "IDMPAUTO", "p2", "*", "f", "v")
@@ -167,6 +180,7 @@ func fillEveryType(t *testing.T, dir string) {
 	// SWAPDB, a FLUSHDB that leaves stale TTL entries.
 	do("COPY", "h", "hcopy")
 	do("COPY", "st", "stcopy")
+	do("COPY", "sn", "sncopy")
 	do("COPY", "q", "qcopy")
 	do("RENAME", "l", "lrenamed")
 	do("RENAME", "zbig", "zbig2")
@@ -228,7 +242,7 @@ func TestCheckCleanStore(t *testing.T) {
 		}
 	}
 	// zbig2 (renamed) and zbig's 3000 members less the removed ones.
-	if rep.Keys[codec.TypeStream] != 5 || rep.Groups != 5 || rep.Pending == 0 || rep.Consumers == 0 {
+	if rep.Keys[codec.TypeStream] != 7 || rep.Groups != 5 || rep.Pending == 0 || rep.Consumers == 0 {
 		t.Errorf("streams: %d keys, %d groups, %d consumers, %d pending", rep.Keys[codec.TypeStream], rep.Groups, rep.Consumers, rep.Pending)
 	}
 	if rep.Expiring < 4 || rep.StaleTTL != 1 {
@@ -438,7 +452,56 @@ var corruptions = []corruption{
 			rawDel(t, s, rawKeys(t, s, codec.KeyPrefix(codec.TagStreamEntry, 0, b("st")))[0])
 		},
 		want:   materialize.Violation{Key: b("st"), Check: "stream first ID"},
-		others: []string{"stream length"},
+		others: []string{"stream length", "stream tail live count"},
+	},
+	{
+		name: "stream node key dropped",
+		edit: func(t *testing.T, s *materialize.Store) {
+			rawDel(t, s, rawKeys(t, s, codec.KeyPrefix(codec.TagStreamNode, 0, b("sn")))[1])
+		},
+		want:   materialize.Violation{Key: b("sn"), Check: "stream entries in no node"},
+		others: []string{"stream node count"},
+	},
+	{
+		name: "stream head node key dropped",
+		edit: func(t *testing.T, s *materialize.Store) {
+			rawDel(t, s, rawKeys(t, s, codec.KeyPrefix(codec.TagStreamNode, 0, b("sn")))[0])
+		},
+		want:   materialize.Violation{Key: b("sn"), Check: "stream head summary"},
+		others: []string{"stream node count", "stream entries in no node"},
+	},
+	{
+		name: "stream node live count",
+		edit: func(t *testing.T, s *materialize.Store) {
+			k := rawKeys(t, s, codec.KeyPrefix(codec.TagStreamNode, 0, b("sncopy")))[1]
+			v := rawGet(t, s, k)
+			binary.BigEndian.PutUint64(v[24:], binary.BigEndian.Uint64(v[24:])+1)
+			rawSet(t, s, k, v)
+		},
+		want: materialize.Violation{Key: b("sncopy"), Check: "stream node live count"},
+	},
+	{
+		name: "stream node overlapping",
+		edit: func(t *testing.T, s *materialize.Store) {
+			k := rawKeys(t, s, codec.KeyPrefix(codec.TagStreamNode, 0, b("sn")))[1]
+			v := rawGet(t, s, k)
+			rawDel(t, s, k)
+			rawSet(t, s, append(codec.KeyPrefix(codec.TagStreamNode, 0, b("sn")), codec.AppendID(nil, codec.ID{Ms: 1010, Seq: 1})...), v)
+		},
+		want:   materialize.Violation{Key: b("sn"), Check: "stream node order"},
+		others: []string{"stream node count", "stream entries in no node"},
+	},
+	{
+		name: "stream node count",
+		edit: func(t *testing.T, s *materialize.Store) {
+			m, err := codec.DecodeMeta(rawGet(t, s, codec.MetaKey(0, b("sn"))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Stream.Nodes++
+			rawSet(t, s, codec.MetaKey(0, b("sn")), codec.AppendMeta(nil, m))
+		},
+		want: materialize.Violation{Key: b("sn"), Check: "stream node count"},
 	},
 	{
 		name: "TTL key dropped",

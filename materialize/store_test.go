@@ -196,12 +196,17 @@ func eventsEqual(a, b codec.Event) bool {
 func streamEvents(db uint8, key string, expireAt int64) []codec.Event {
 	k := []byte(key)
 	g, c := []byte("g"), []byte("c")
+	// Two nodes (stream-node-max-entries 1): 1-0 a node key, 2-0 the tail.
+	node := codec.StreamNode{First: codec.ID{Ms: 1}, Last: codec.ID{Ms: 1}, Count: 1, Live: 1, Body: 18}
 	m := codec.Meta{Type: codec.TypeStream, ExpireAtMs: expireAt, Stream: codec.StreamMeta{
 		Length: 2, LastID: codec.ID{Ms: 2}, FirstID: codec.ID{Ms: 1}, EntriesAdded: 2,
+		Nodes: 2, HeadLast: codec.ID{Ms: 1}, HeadLive: 1,
+		Tail: codec.StreamNode{First: codec.ID{Ms: 2}, Last: codec.ID{Ms: 2}, Count: 1, Live: 1, Body: 18},
 	}}
 	return []codec.Event{
 		codec.XAddEvent(db, k, codec.ID{Ms: 1}, [][]byte{[]byte("f"), []byte("v1")}),
 		codec.XAddEvent(db, k, codec.ID{Ms: 2}, [][]byte{[]byte("f"), []byte("v2")}),
+		codec.XNodeSetEvent(db, k, node),
 		codec.SetMetaEvent(db, k, m, 0),
 		codec.GroupSetEvent(db, k, g, codec.Group{LastDeliveredID: codec.ID{Ms: 1}, EntriesRead: 1}),
 		codec.ConsumerSetEvent(db, k, g, c, codec.Consumer{SeenTimeMs: 1, ActiveTimeMs: 1}),

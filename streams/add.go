@@ -156,6 +156,12 @@ func Add(v *materialize.View, db uint8, key []byte, fv [][]byte, a AddArgs) (cod
 	}
 	prevExpire := m.ExpireAtMs
 	s := &m.Stream
+	nodeSize := a.Config.NodeSize()
+	if a.Trim != nil {
+		nodeSize = a.Trim.NodeSize
+	}
+	ed := newNodeEditor(v, db, key, s, nodeSize)
+	ed.append(id, fv, a.Config)
 	add := codec.XAddEvent(db, key, id, fv)
 	if due := a.Delay.DueMs(v.NowMs()); due > 0 {
 		add = codec.XAddWithDelay(add, due)
@@ -163,14 +169,13 @@ func Add(v *materialize.View, db uint8, key []byte, fv [][]byte, a AddArgs) (cod
 	events = append(events, add)
 	if s.Length == 0 {
 		s.FirstID = id
-		s.NodeOrigin = s.EntriesAdded // Redis starts a new first node
 	}
 	s.Length++
 	s.LastID = id
 	s.EntriesAdded++
 	if a.Trim != nil {
 		// planTrim counts the new entry among m's length but finds it in pending.
-		pl, err := planTrim(v, db, key, m, []codec.ID{id}, *a.Trim)
+		pl, err := planTrim(ed, []codec.ID{id}, *a.Trim)
 		if err != nil {
 			return codec.ID{}, false, nil, err
 		}
@@ -178,6 +183,7 @@ func Add(v *materialize.View, db uint8, key []byte, fv [][]byte, a AddArgs) (cod
 			events = append(events, applyTrim(db, key, &m, pl))
 		}
 	}
+	events = append(events, ed.events()...)
 	if ie != nil {
 		if err := ie.add(a.IDMP.PID, iid, id); err != nil {
 			return codec.ID{}, false, nil, err
@@ -191,7 +197,8 @@ func Add(v *materialize.View, db uint8, key []byte, fv [][]byte, a AddArgs) (cod
 // AddAll appends entries with fields fvs[i] to key, in order, with IDs
 // from the clock ("*"), creating the stream if needed: several XADDs to one
 // key within one decision (a claim moving entries to a dead-letter
-// stream). Errors: ErrExhausted, materialize.ErrWrongType.
+// stream). Its nodes follow the default stream-node-max-* (DefaultConfig),
+// not the server's. Errors: ErrExhausted, materialize.ErrWrongType.
 func AddAll(v *materialize.View, db uint8, key []byte, fvs [][][]byte) ([]codec.ID, []codec.Event, error) {
 	m, ok, events, err := metaForWrite(v, db, key)
 	if err != nil {
@@ -202,6 +209,7 @@ func AddAll(v *materialize.View, db uint8, key []byte, fvs [][][]byte) ([]codec.
 	}
 	prevExpire := m.ExpireAtMs
 	s := &m.Stream
+	ed := newNodeEditor(v, db, key, s, DefaultNodeMaxEntries)
 	ids := make([]codec.ID, 0, len(fvs))
 	for _, fv := range fvs {
 		if s.LastID == codec.MaxID {
@@ -214,12 +222,13 @@ func AddAll(v *materialize.View, db uint8, key []byte, fvs [][][]byte) ([]codec.
 		events = append(events, codec.XAddEvent(db, key, id, fv))
 		if s.Length == 0 {
 			s.FirstID = id
-			s.NodeOrigin = s.EntriesAdded
 		}
 		s.Length++
 		s.LastID = id
 		s.EntriesAdded++
+		ed.append(id, fv, DefaultConfig)
 		ids = append(ids, id)
 	}
+	events = append(events, ed.events()...)
 	return ids, append(events, codec.SetMetaEvent(db, key, m, prevExpire)), nil
 }

@@ -17,20 +17,21 @@ type Config struct {
 	// 1..86400) and stream-idmp-maxsize (1..10000): a stream's idempotent
 	// IDs expire after the duration and a producer keeps at most maxsize.
 	IDMPDurationS, IDMPMaxSize int64
-	// NodeMaxEntries is stream-node-max-entries, the node size of
-	// approximate trimming. NodeMaxBytes is stream-node-max-bytes, kept and
-	// reported only: Sediment's nodes are counted in entries.
+	// NodeMaxEntries and NodeMaxBytes are stream-node-max-entries and
+	// stream-node-max-bytes: XADD opens a new node as Redis does when the
+	// tail node holds NodeMaxEntries entries (0: no limit) or its listpack
+	// would reach NodeMaxBytes (0: 1 GiB) (streams/nodes.go). The zero
+	// Config means DefaultConfig's.
 	NodeMaxEntries, NodeMaxBytes int64
 }
 
 // DefaultConfig is Redis's defaults (8.6's for IDMP).
 var DefaultConfig = Config{IDMPDurationS: 100, IDMPMaxSize: 100, NodeMaxEntries: DefaultNodeMaxEntries, NodeMaxBytes: 4096}
 
-// NodeSize returns the node size of approximate trimming:
-// stream-node-max-entries, or the default (100) for 0. Redis bounds its
-// nodes by stream-node-max-bytes alone then; Sediment, which counts nodes
-// in entries, keeps the default rather than make one node of the whole
-// stream (with which '~' would never trim and MINID '~' would walk it all).
+// NodeSize returns stream-node-max-entries, or the default (100) for 0:
+// 100 times it is the default LIMIT of '~' trims, and it is the node size
+// of the entry-count model that migrates streams written before node keys
+// (migrate).
 func (c Config) NodeSize() uint64 {
 	if c.NodeMaxEntries <= 0 {
 		return DefaultNodeMaxEntries

@@ -22,10 +22,9 @@ var (
 	ErrSeqOverflow = errors.New("streams: sequence overflow")
 )
 
-// DefaultNodeMaxEntries is Redis's stream-node-max-entries default.
-// Sediment has no radix-tree nodes; approximate (~) trimming removes
-// entries in multiples of the node size, which is what Redis does for
-// streams whose nodes are full.
+// DefaultNodeMaxEntries is Redis's stream-node-max-entries default: the
+// most entries a stream node holds (streams/nodes.go), and the node size
+// of the entry-count model of streams written before node keys.
 const DefaultNodeMaxEntries = 100
 
 // nodeSize returns the node size n stands for: 0 is the default.
@@ -45,12 +44,23 @@ func ceilDiv(a, b uint64) uint64 {
 	return q
 }
 
-// RadixTreeKeys returns XINFO STREAM's radix-tree-keys for a stream: the
-// Redis nodes its live entries span in the node model of approximate
-// trimming (n entries each, 0 for the default, numbered from the node
-// origin; planTrim). After an XDEL inside the live range the live entries
-// are taken to be the last Length added, so the figure is an estimate.
+// RadixTreeKeys returns XINFO STREAM's radix-tree-keys for a stream: its
+// node count (streams/nodes.go). For a stream whose metadata predates node
+// state (not yet migrated) it is the entry-count model's figure
+// (legacyRadixTreeKeys, n entries a node, 0 for the default).
 func RadixTreeKeys(s codec.StreamMeta, n uint64) uint64 {
+	if !s.Legacy {
+		return s.Nodes
+	}
+	return legacyRadixTreeKeys(s, n)
+}
+
+// legacyRadixTreeKeys is radix-tree-keys in the entry-count model of
+// streams written before node keys: the nodes of n entries each,
+// numbered from the node origin, that the live entries span. After an XDEL
+// inside the live range the live entries are taken to be the last Length
+// added, so the figure is an estimate.
+func legacyRadixTreeKeys(s codec.StreamMeta, n uint64) uint64 {
 	if s.Length == 0 || s.EntriesAdded < s.NodeOrigin {
 		return 0
 	}
@@ -317,6 +327,12 @@ func (d *Deleter) Finish() ([]codec.Event, error) {
 		return nil, nil
 	}
 	s := &d.m.Stream
+	ed := newNodeEditor(d.v, d.db, d.key, s, DefaultNodeMaxEntries)
+	for _, id := range d.del {
+		if err := ed.deleteID(id); err != nil {
+			return nil, err
+		}
+	}
 	if d.gone[s.FirstID] {
 		first, ok, err := firstAfter(d.v, d.db, d.key, *s, s.FirstID, d.gone)
 		if err != nil {
@@ -333,7 +349,8 @@ func (d *Deleter) Finish() ([]codec.Event, error) {
 			s.MaxDeletedID = id
 		}
 	}
-	return []codec.Event{codec.XDelEvent(d.db, d.key, d.del), codec.SetMetaEvent(d.db, d.key, d.m, d.m.ExpireAtMs)}, nil
+	evs := append([]codec.Event{codec.XDelEvent(d.db, d.key, d.del)}, ed.events()...)
+	return append(evs, codec.SetMetaEvent(d.db, d.key, d.m, d.m.ExpireAtMs)), nil
 }
 
 // RefPolicy is what a deletion does about the consumer groups' references
@@ -382,8 +399,10 @@ type Trim struct {
 	Policy   RefPolicy
 	// Refs answers Policy's questions; required unless Policy is KeepRef.
 	Refs Refs
-	// NodeSize is stream-node-max-entries (0: the default, 100), the node
-	// size of '~' trims.
+	// NodeSize is stream-node-max-entries (0: the default, 100): the
+	// default LIMIT of '~' trims is 100 times it (ApproxLimit), and a
+	// stream written before node keys migrates with nodes of that many
+	// entries. The nodes themselves are the stream's (streams/nodes.go).
 	NodeSize uint64
 }
 
@@ -416,32 +435,29 @@ type trimPlan struct {
 	oldFirst, last codec.ID
 	first          codec.ID
 	ids            []codec.ID
+	// nodes: the trim changed the stream's nodes (also when n is 0:
+	// nodes without live entries removed).
+	nodes bool
 }
 
-// planTrim decides which oldest entries t removes from a stream with
-// metadata m, whose entries are in Pebble except pending (IDs being added
-// in this same decision, after every stored entry; m already counts them).
-// It walks the live entries from m's first ID: the cost is the number of
-// entries removed (plus at most one node for '~'), whatever the stream's
-// history.
+// planTrim decides which oldest entries t removes from a stream whose
+// nodes ed edits (the stream's metadata is ed.s), whose entries are in
+// Pebble except pending (IDs being added in this same decision, after
+// every stored entry; the metadata already counts them), and makes the
+// matching node edits in ed.
 //
 // Exact trims remove entries one by one, as Redis's streamTrim does inside
 // a node. Approximate ('~') trims remove whole nodes only, as Redis does:
 // a node is removed while the stream keeps at least MaxLen entries without
 // it (MAXLEN) or its last entry is below MinID (MINID), and while the
-// removed count stays within Limit. Sediment has no radix-tree nodes; it
-// places Redis's node boundaries at every node-size-th entry ever
-// added since the stream was last empty (the node origin), which is where
-// Redis's nodes start when entries are only appended and trimmed (a node
-// counts its entries deleted from inside it too; an empty stream has no
-// nodes). When an XDEL has removed an entry inside the live range, that
-// position is unknown and nodes are counted from the first live entry
-// instead.
+// removed count stays within Limit. The nodes are Redis's as
+// streams/nodes.go models them, stream-node-max-bytes included
+// (planTrimNodes).
 //
 // A DelRef trim removes what a KeepRef trim removes, and then the removed
 // range from every PEL. An Acked trim is planTrimAcked.
-func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending []codec.ID, t Trim) (trimPlan, error) {
-	s := m.Stream
+func planTrim(ed *nodeEditor, pending []codec.ID, t Trim) (trimPlan, error) {
+	s := ed.s
 	if t.Strategy != TrimMaxLen && t.Strategy != TrimMinID {
 		return trimPlan{}, fmt.Errorf("streams: bad trim strategy %d", t.Strategy)
 	}
@@ -449,24 +465,13 @@ func planTrim(v *materialize.View, db uint8, key []byte, m codec.Meta, pending [
 		return trimPlan{}, nil
 	}
 	if t.Policy == Acked {
-		return planTrimAcked(v, db, key, m, pending, t)
+		return planTrimAcked(ed, pending, t)
 	}
-	pl, err := planTrimKeep(v, db, key, m, pending, t)
+	pl, err := planTrimNodes(ed, pending, t)
 	if err == nil && t.Policy == DelRef && pl.n > 0 {
 		err = t.Refs.ReleaseRange(pl.oldFirst, pl.last)
 	}
 	return pl, err
-}
-
-// firstNodeSize returns how many live entries the stream's first node holds
-// in the node model (planTrimKeep), and whether that is known: it is not
-// after an XDEL inside the live range, and nodes are then counted from the
-// first live entry.
-func firstNodeSize(s codec.StreamMeta, n uint64) (uint64, bool) {
-	if s.MaxDeletedID.IsZero() || s.MaxDeletedID.Less(s.FirstID) {
-		return n - nodePos(s, n), true
-	}
-	return n, false
 }
 
 // walkLive calls visit for every live entry of the stream in ID order: the
@@ -505,7 +510,7 @@ func walkLive(v *materialize.View, db uint8, key []byte, s codec.StreamMeta, pen
 
 // planTrimAcked plans an ACKED trim as Redis 8.2's streamTrim does (with
 // the fix of redis/redis#14623 for '~'): entries are walked node by node
-// in the node model of planTrimKeep, and an entry some group may still
+// in the stream's nodes (nodeEditor.sizes), and an entry some group may still
 // need (Refs.Referenced) is skipped, not a reason to stop. A node is
 // eligible when it lies wholly within the trim (MAXLEN: the stream keeps
 // at least MaxLen entries without it; MINID: its last entry is below
@@ -515,8 +520,11 @@ func walkLive(v *materialize.View, db uint8, key []byte, s codec.StreamMeta, pen
 // unreferenced entries below MinID; MAXLEN removes the oldest unreferenced
 // entries until the length is MaxLen, looking no further than the first
 // node that is not wholly trimmed.
-func planTrimAcked(v *materialize.View, db uint8, key []byte, m codec.Meta, pending []codec.ID, t Trim) (trimPlan, error) {
-	s := m.Stream
+//
+// The nodes are updated as XDEL would for the entries removed: Redis
+// 8.2's node-level bookkeeping for ACKED is not modelled further.
+func planTrimAcked(ed *nodeEditor, pending []codec.ID, t Trim) (trimPlan, error) {
+	s := *ed.s
 	var (
 		pl       trimPlan
 		kept     bool // an entry was skipped: the removed IDs are sparse
@@ -525,8 +533,11 @@ func planTrimAcked(v *materialize.View, db uint8, key []byte, m codec.Meta, pend
 		nodeIDs  []codec.ID
 		rerr     error
 	)
-	n := nodeSize(t.NodeSize)
-	size, _ := firstNodeSize(s, n)
+	next := ed.sizes()
+	size, rerr := next()
+	if rerr != nil {
+		return trimPlan{}, rerr
+	}
 	keep := func(id codec.ID) {
 		if !firstSet {
 			pl.first, firstSet = id, true
@@ -569,7 +580,7 @@ func planTrimAcked(v *materialize.View, db uint8, key []byte, m codec.Meta, pend
 		}
 		return eligible
 	}
-	err := walkLive(v, db, key, s, pending, func(id codec.ID) bool {
+	err := walkLive(ed.v, ed.db, ed.key, s, pending, func(id codec.ID) bool {
 		if stopped {
 			return false
 		}
@@ -578,9 +589,11 @@ func planTrimAcked(v *materialize.View, db uint8, key []byte, m codec.Meta, pend
 			return true
 		}
 		ok := node(nodeIDs)
-		nodeIDs, size = nodeIDs[:0], n
-		stopped = !ok
-		return ok
+		nodeIDs, stopped = nodeIDs[:0], !ok
+		if ok && rerr == nil {
+			size, rerr = next()
+		}
+		return ok && rerr == nil
 	})
 	if err == nil {
 		err = rerr
@@ -601,105 +614,28 @@ func planTrimAcked(v *materialize.View, db uint8, key []byte, m codec.Meta, pend
 		// The walk stops only where it keeps an entry.
 		return trimPlan{}, fmt.Errorf("streams: ACKED trim kept no first entry of %d: %w", s.Length-pl.n, codec.ErrCorrupt)
 	}
+	for _, id := range pl.ids {
+		if err := ed.deleteID(id); err != nil {
+			return trimPlan{}, err
+		}
+	}
+	pl.nodes = true
 	if !kept && pl.n > PointTrimMax {
 		pl.ids = nil // contiguous: one range deletion
 	}
 	return pl, nil
 }
 
-// planTrimKeep plans a KEEPREF (or DELREF) trim.
-func planTrimKeep(v *materialize.View, db uint8, key []byte, m codec.Meta, pending []codec.ID, t Trim) (trimPlan, error) {
-	s := m.Stream
-	// node is the number of live entries left in the node being walked
-	// ('~' only); the first node is cut short by earlier exact trims.
-	var node uint64
-	if t.Approx {
-		var known bool
-		if node, known = firstNodeSize(s, nodeSize(t.NodeSize)); known {
-			// With no XDEL gap the first node's size is known: when it cannot go, nothing
-			// goes (closeNode's first decision, from counts alone). This
-			// spares the common capped XADD a walk of up to a node.
-			first := min(node, s.Length)
-			if t.Strategy == TrimMaxLen && (s.Length-first < t.MaxLen || (t.Limit > 0 && first > uint64(t.Limit))) {
-				return trimPlan{}, nil
-			}
-		}
-	}
-	var (
-		pl        trimPlan
-		stopped   bool
-		nodeIDs   []codec.ID // '~': the IDs of the node being walked
-		nodeCount uint64
-		closeNode func() bool
-	)
-	take := func(id codec.ID) {
-		if pl.n == 0 {
-			pl.oldFirst = id
-		}
-		pl.n, pl.last = pl.n+1, id
-		if pl.n <= PointTrimMax {
-			pl.ids = append(pl.ids, id)
-		}
-	}
-	// visit walks one entry; it returns false once the trim ends before id.
-	visit := func(id codec.ID) bool {
-		if !t.Approx {
-			if (t.Strategy == TrimMaxLen && s.Length-pl.n <= t.MaxLen) || (t.Strategy == TrimMinID && !id.Less(t.MinID)) {
-				pl.first, stopped = id, true
-				return false
-			}
-			take(id)
-			return true
-		}
-		nodeIDs = append(nodeIDs, id)
-		nodeCount++
-		if nodeCount < node {
-			return true
-		}
-		return closeNode()
-	}
-	// closeNode decides on the node just walked ('~').
-	closeNode = func() bool {
-		remove := false
-		switch t.Strategy {
-		case TrimMaxLen:
-			remove = s.Length-pl.n-nodeCount >= t.MaxLen
-		case TrimMinID:
-			remove = nodeIDs[len(nodeIDs)-1].Less(t.MinID)
-		}
-		if t.Limit > 0 && pl.n+nodeCount > uint64(t.Limit) {
-			remove = false
-		}
-		if !remove {
-			pl.first, stopped = nodeIDs[0], true
-			return false
-		}
-		for _, id := range nodeIDs {
-			take(id)
-		}
-		nodeIDs, nodeCount, node = nodeIDs[:0], 0, nodeSize(t.NodeSize)
-		return true
-	}
-	if err := walkLive(v, db, key, s, pending, visit); err != nil {
-		return trimPlan{}, err
-	}
-	if !stopped && t.Approx && nodeCount > 0 {
-		closeNode() // the tail node, partly filled
-	}
-	if !stopped {
-		pl.first = codec.ID{}
-	}
-	if pl.n > PointTrimMax {
-		pl.ids = nil // one range deletion instead
-	}
-	return pl, nil
-}
-
-// setEntriesAdded sets s's entries-added to n (XSETID ENTRIESADDED) and
-// moves its node origin with it, so that the first live entry keeps its
-// place in its node (Redis's nodes do not change), as far as the new count
-// allows.
+// setEntriesAdded sets s's entries-added to n (XSETID ENTRIESADDED). For
+// a stream not yet migrated (Legacy) it moves the node origin with it, so
+// that the first live entry keeps its place in its node of the
+// entry-count model (Redis's nodes do not change), as far as the new count
+// allows; a migrated stream's nodes do not depend on entries-added.
 func setEntriesAdded(s *codec.StreamMeta, n, size uint64) {
+	if !s.Legacy {
+		s.EntriesAdded = n
+		return
+	}
 	pos := nodePos(*s, size)
 	s.EntriesAdded = n
 	if n < s.Length+pos {
@@ -733,12 +669,17 @@ func TrimStream(v *materialize.View, db uint8, key []byte, t Trim) (uint64, []co
 	if err != nil || !ok {
 		return 0, evs, err
 	}
-	pl, err := planTrim(v, db, key, m, nil, t)
-	if err != nil || pl.n == 0 {
+	ed := newNodeEditor(v, db, key, &m.Stream, t.NodeSize)
+	pl, err := planTrim(ed, nil, t)
+	if err != nil || (pl.n == 0 && !pl.nodes) {
 		return 0, nil, err
 	}
-	e := applyTrim(db, key, &m, pl)
-	return pl.n, []codec.Event{e, codec.SetMetaEvent(db, key, m, m.ExpireAtMs)}, nil
+	evs = nil
+	if pl.n > 0 {
+		evs = append(evs, applyTrim(db, key, &m, pl))
+	}
+	evs = append(evs, ed.events()...)
+	return pl.n, append(evs, codec.SetMetaEvent(db, key, m, m.ExpireAtMs)), nil
 }
 
 // SetIDArgs are XSETID's options.

@@ -1,0 +1,79 @@
+package codec
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"testing"
+)
+
+func TestStreamNodeRoundTrip(t *testing.T) {
+	for _, n := range []StreamNode{
+		{First: ID{1700000000000, 0}, Last: ID{1700000000005, 3}, Count: 1, Live: 7, Deleted: 1, Body: 317, MasterKnown: true, MasterDigest: 0x0102030405060708},
+		{First: ID{1700000000005, 4}, Last: ID{1700000000100, 0}, Count: 3, Live: 250},
+		{First: ID{1, 1}, Last: ID{1, 1}, Count: 1, Deleted: 2, Body: 40},
+		{First: MaxID, Last: MaxID, Count: math.MaxUint64, Live: math.MaxUint64, Deleted: math.MaxUint64, Body: math.MaxUint64, MasterDigest: math.MaxUint64},
+	} {
+		enc := AppendStreamNode([]byte("pre"), n)
+		if !bytes.HasPrefix(enc, []byte("pre")) || len(enc) != 3+StreamNodeLen || StreamNodeLen != 57 {
+			t.Fatalf("AppendStreamNode(%+v) = %x", n, enc)
+		}
+		got, err := DecodeStreamNode(n.First, enc[3:])
+		if err != nil || got != n {
+			t.Fatalf("DecodeStreamNode(AppendStreamNode(%+v)) = %+v, %v", n, got, err)
+		}
+	}
+	good := StreamNode{First: ID{1, 5}, Last: ID{1, 6}, Count: 1}
+	for name, bad := range map[string][]byte{
+		"short":         AppendStreamNode(nil, good)[:StreamNodeLen-1],
+		"long":          append(AppendStreamNode(nil, good), 0),
+		"count 0":       AppendStreamNode(nil, StreamNode{First: good.First, Last: good.Last}),
+		"last below":    AppendStreamNode(nil, StreamNode{Last: ID{1, 4}, Count: 1}),
+		"unknown flags": append(AppendStreamNode(nil, good)[:StreamNodeLen-1], 2),
+		"empty":         nil,
+	} {
+		if _, err := DecodeStreamNode(good.First, bad); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: DecodeStreamNode(%x) = %v, want ErrCorrupt", name, bad, err)
+		}
+	}
+}
+
+// TestStreamNodeKeyOrder: node keys of one stream sort by first ID, under
+// the stream's own prefix.
+func TestStreamNodeKeyOrder(t *testing.T) {
+	key := []byte("s\x00")
+	ids := []ID{{0, 1}, {1, 0}, {1, 1}, {1 << 32, 0}, MaxID}
+	p := KeyPrefix(TagStreamNode, 3, key)
+	for i, id := range ids {
+		k := StreamNodeKey(3, key, id)
+		d, err := DecodeKey(k)
+		if err != nil || d.Tag != TagStreamNode || d.DB != 3 || !bytes.Equal(d.Key, key) || !bytes.Equal(d.Suffix, AppendID(nil, id)) {
+			t.Fatalf("DecodeKey(StreamNodeKey(%v)) = %+v, %v", id, d, err)
+		}
+		if !bytes.HasPrefix(k, p) || bytes.Compare(k, PrefixEnd(p)) >= 0 {
+			t.Fatalf("node key %x outside its prefix", k)
+		}
+		if i > 0 && bytes.Compare(StreamNodeKey(3, key, ids[i-1]), k) >= 0 {
+			t.Fatalf("node keys of %v and %v out of order", ids[i-1], id)
+		}
+	}
+}
+
+func TestMasterDigest(t *testing.T) {
+	f := func(s ...string) [][]byte {
+		var out [][]byte
+		for _, x := range s {
+			out = append(out, []byte(x))
+		}
+		return out
+	}
+	// Only the fields count, in order, with their lengths.
+	if MasterDigest(f("a", "1", "b", "2")) != MasterDigest(f("a", "x", "b", "y")) {
+		t.Errorf("digest depends on values")
+	}
+	for _, other := range [][][]byte{f("b", "1", "a", "2"), f("ab", "1"), f("a", "1"), f("a", "1", "b", "2", "c", "3")} {
+		if MasterDigest(f("a", "1", "b", "2")) == MasterDigest(other) {
+			t.Errorf("digest of %q equals [a b]'s", other)
+		}
+	}
+}

@@ -1,0 +1,302 @@
+package streams_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
+)
+
+// fakeRefs is a consumer-group stand-in for ACKED and DELREF trims: the
+// IDs in ref are referenced.
+type fakeRefs struct{ ref map[codec.ID]bool }
+
+func (f fakeRefs) Referenced(id codec.ID) (bool, error) { return f.ref[id], nil }
+func (f fakeRefs) ReleaseRange(first, last codec.ID) error {
+	for id := range f.ref {
+		if !id.Less(first) && !last.Less(id) {
+			delete(f.ref, id)
+		}
+	}
+	return nil
+}
+
+// mustCheck fails t unless the store passes sediment check: for streams,
+// node keys in ID order, every entry in one node, live counts, the node
+// count and the head summary (materialize/check_streams.go).
+func mustCheck(t *testing.T, s *materialize.Store, what string) {
+	t.Helper()
+	rep, err := s.Check(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range rep.Violations {
+		t.Errorf("after %s: %v", what, v)
+	}
+	if rep.NumViolations > 0 {
+		t.FailNow()
+	}
+}
+
+// writeLegacyStream writes a stream of n entries 1-0..n-0 whose metadata
+// is in the 82-byte form of before node state (codec.StreamMeta.Legacy).
+func writeLegacyStream(t *testing.T, s *materialize.Store, key string, n int) {
+	t.Helper()
+	_, err := s.Write(func(*materialize.View) ([]codec.Event, error) {
+		var evs []codec.Event
+		for i := 1; i <= n; i++ {
+			evs = append(evs, codec.XAddEvent(0, []byte(key), id(uint64(i), 0), [][]byte{[]byte("f"), []byte(fmt.Sprint(i))}))
+		}
+		m := codec.Meta{Type: codec.TypeStream, Stream: codec.StreamMeta{Legacy: true,
+			Length: uint64(n), FirstID: id(1, 0), LastID: id(uint64(n), 0), EntriesAdded: uint64(n)}}
+		return append(evs, codec.SetMetaEvent(0, []byte(key), m, 0)), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ok, err := s.View().Get(codec.MetaKey(0, []byte(key))); err != nil || !ok || len(b) != 82 {
+		t.Fatalf("legacy meta of %d bytes, %v", len(b), err)
+	}
+}
+
+// TestNodesRandomCheck runs random XADDs (with MAXLEN and MINID trims,
+// '~' and exact, LIMIT, KEEPREF, DELREF and ACKED), XTRIMs, XDELs and
+// multi-entry adds under changing stream-node-max-bytes and -entries, on
+// new streams and on streams written before node state (migrated on
+// their first write), and checks the store after every command: node
+// keys, node count and head summary agree with the entries.
+func TestNodesRandomCheck(t *testing.T) {
+	configs := []streams.Config{
+		{NodeMaxEntries: 100, NodeMaxBytes: 4096, IDMPDurationS: 1},
+		{NodeMaxEntries: 5, NodeMaxBytes: 4096, IDMPDurationS: 1},
+		{NodeMaxEntries: 3, NodeMaxBytes: 100, IDMPDurationS: 1},
+		{NodeMaxEntries: 0, NodeMaxBytes: 300, IDMPDurationS: 1},
+		{NodeMaxEntries: 1, NodeMaxBytes: 4096, IDMPDurationS: 1},
+	}
+	rounds := 24
+	if testing.Short() {
+		rounds = 6
+	}
+	for round := range rounds {
+		r := rand.New(rand.NewPCG(uint64(round), 7))
+		s, c := open(t)
+		key := "s"
+		var added []codec.ID
+		if round%3 == 2 {
+			n := 50 + r.IntN(300)
+			writeLegacyStream(t, s, key, n)
+			for i := 1; i <= n; i++ {
+				added = append(added, id(uint64(i), 0))
+			}
+			c.Advance(int64(n) + 10)
+		}
+		cfg := configs[r.IntN(len(configs))]
+		refs := fakeRefs{ref: map[codec.ID]bool{}}
+		fields := func() [][]byte {
+			fv := [][]byte{[]byte("f"), []byte(strings.Repeat("v", r.IntN(80)))}
+			if r.IntN(4) == 0 {
+				fv = append(fv, []byte("g"), []byte(fmt.Sprint(r.IntN(1000))))
+			}
+			return fv
+		}
+		randTrim := func() streams.Trim {
+			tr := streams.Trim{Strategy: streams.TrimMaxLen, MaxLen: uint64(r.IntN(60)), Approx: r.IntN(2) == 0, NodeSize: uint64(cfg.NodeMaxEntries)}
+			if r.IntN(3) == 0 && len(added) > 0 {
+				tr.Strategy, tr.MinID = streams.TrimMinID, added[r.IntN(len(added))]
+			}
+			if tr.Approx && r.IntN(3) == 0 {
+				tr.Limit = int64(1 + r.IntN(30))
+			}
+			switch r.IntN(6) {
+			case 0:
+				tr.Policy, tr.Refs = streams.DelRef, refs
+			case 1:
+				tr.Policy, tr.Refs = streams.Acked, refs
+			}
+			return tr
+		}
+		for step := range 250 {
+			c.Advance(int64(r.IntN(3)))
+			var what string
+			_, err := s.Write(func(v *materialize.View) ([]codec.Event, error) {
+				switch op := r.IntN(20); {
+				case op == 0:
+					cfg = configs[r.IntN(len(configs))]
+					what = fmt.Sprintf("config %+v", cfg)
+					return nil, nil
+				case op < 3 && len(added) > 0:
+					var ids []codec.ID
+					for range 1 + r.IntN(6) {
+						ids = append(ids, added[r.IntN(len(added))])
+					}
+					what = fmt.Sprintf("XDEL %v", ids)
+					_, evs, err := streams.Del(v, 0, []byte(key), ids)
+					return evs, err
+				case op < 5:
+					tr := randTrim()
+					what = fmt.Sprintf("XTRIM %+v", tr)
+					_, evs, err := streams.TrimStream(v, 0, []byte(key), tr)
+					return evs, err
+				case op == 5:
+					fvs := [][][]byte{fields(), fields(), fields()}
+					ids, evs, err := streams.AddAll(v, 0, []byte(key), fvs)
+					added = append(added, ids...)
+					what = fmt.Sprintf("AddAll %v", ids)
+					return evs, err
+				default:
+					a := streams.AddArgs{ID: streams.IDSpec{Auto: true}, Config: cfg}
+					if op < 14 {
+						tr := randTrim()
+						a.Trim = &tr
+					}
+					got, _, evs, err := streams.Add(v, 0, []byte(key), fields(), a)
+					if err == nil {
+						added = append(added, got)
+						if r.IntN(3) == 0 {
+							refs.ref[got] = true
+						}
+					}
+					what = fmt.Sprintf("XADD %v trim %+v", got, a.Trim)
+					return evs, err
+				}
+			})
+			if err != nil {
+				t.Fatalf("round %d step %d %s: %v", round, step, what, err)
+			}
+			mustCheck(t, s, fmt.Sprintf("round %d step %d: %s", round, step, what))
+		}
+		m, _, _ := streams.Meta(s.View(), 0, []byte(key))
+		if m.Stream.Legacy {
+			t.Errorf("round %d: still legacy", round)
+		}
+	}
+}
+
+// TestNodesMigration: a stream written before node state reports the
+// entry-count model's radix-tree-keys until its first write, which makes
+// its entries one record of that many nodes; the next XADD opens a node,
+// and '~' trims take the record in pieces of ⌈live/count⌉ entries.
+func TestNodesMigration(t *testing.T) {
+	s, c := open(t)
+	writeLegacyStream(t, s, "old", 250)
+	if m := meta(t, s, "old"); !m.Legacy || streams.RadixTreeKeys(m, 0) != 3 {
+		t.Fatalf("legacy meta %+v: %d keys", m, streams.RadixTreeKeys(m, 0))
+	}
+	mustCheck(t, s, "legacy stream")
+	c.Advance(1000)
+	tr := streams.Trim{Strategy: streams.TrimMaxLen, MaxLen: 100, Approx: true}
+	if _, ok, err := tryAdd(t, s, "old", fv1, streams.AddArgs{ID: streams.IDSpec{Auto: true}, Trim: &tr}); err != nil || !ok {
+		t.Fatal(err)
+	}
+	// 251 entries: the record (3 nodes, 250 live) and the new tail. A
+	// piece of 84 goes (167 left >= 100); the next, 83, would leave 84.
+	m := meta(t, s, "old")
+	if m.Legacy || m.Length != 167 || m.Nodes != 3 || m.Tail.Live != 1 || !m.HeadMigrated || m.HeadLive != 166 {
+		t.Fatalf("after the first XADD: %+v", m)
+	}
+	if m.FirstID != id(85, 0) {
+		t.Errorf("first ID %v, want 85-0", m.FirstID)
+	}
+	mustCheck(t, s, "the first XADD")
+	// An exact MINID trim: the record's next piece (85..167) goes whole,
+	// and in the last one (168..250, a node of its own now) the entries
+	// below 200 are marked deleted. XDEL of the rest of it drops it.
+	trim(t, s, "old", streams.Trim{Strategy: streams.TrimMinID, MinID: id(200, 0)})
+	m = meta(t, s, "old")
+	if m.Length != 52 || m.HeadLive != 51 || m.Nodes != 2 || m.HeadMigrated || m.HeadLast != id(250, 0) {
+		t.Fatalf("after MINID 200: %+v", m)
+	}
+	mustCheck(t, s, "MINID 200")
+	if n := del(t, s, "old", seqRange(200, 250)...); n != 51 {
+		t.Fatalf("deleted %d", n)
+	}
+	m = meta(t, s, "old")
+	if m.Length != 1 || m.Nodes != 1 || !m.HeadLast.IsZero() || m.HeadLive != 0 {
+		t.Fatalf("after XDEL of the record's entries: %+v", m)
+	}
+	mustCheck(t, s, "XDEL")
+
+	// A '~' XTRIM before any XADD takes pieces of the record in the tail.
+	writeLegacyStream(t, s, "old2", 250)
+	if n := trim(t, s, "old2", streams.Trim{Strategy: streams.TrimMaxLen, MaxLen: 100, Approx: true}); n != 84 {
+		t.Fatalf("trimmed %d, want 84", n)
+	}
+	if m := meta(t, s, "old2"); m.Nodes != 2 || m.Tail.Count != 2 || m.Tail.First != id(85, 0) || m.Tail.Live != 166 || !m.HeadLast.IsZero() {
+		t.Fatalf("after XTRIM ~: %+v", m)
+	}
+	mustCheck(t, s, "XTRIM ~ of a migrated tail")
+	// The tail after a migrated record goes: the record does not become
+	// the tail (its size is unknown), and the next XADD opens one.
+	writeLegacyStream(t, s, "old3", 250)
+	last, ok, err := tryAdd(t, s, "old3", fv1, streams.AddArgs{ID: streams.IDSpec{Auto: true}})
+	if err != nil || !ok {
+		t.Fatal(err)
+	}
+	del(t, s, "old3", last)
+	if m := meta(t, s, "old3"); m.Nodes != 3 || m.Tail.Count != 0 || m.HeadLive != 250 || !m.HeadMigrated {
+		t.Fatalf("after XDEL of the tail: %+v", m)
+	}
+	mustCheck(t, s, "XDEL of the tail after a migrated record")
+	c.Advance(1)
+	add(t, s, "old3", streams.IDSpec{Auto: true})
+	if m := meta(t, s, "old3"); m.Nodes != 4 || m.Tail.Live != 1 {
+		t.Fatalf("after XADD: %+v", m)
+	}
+	mustCheck(t, s, "XADD without a tail")
+}
+
+// TestXAddNodeCost: a capped XADD (MAXLEN ~) that removes nothing reads
+// nothing but the (cached) metadata, whatever the stream's node keys; one
+// that opens a node writes one node key; the metadata stays 180 bytes.
+func TestXAddNodeCost(t *testing.T) {
+	s, c := open(t)
+	fv := [][]byte{[]byte("data"), []byte(strings.Repeat("v", 60))}
+	tr := &streams.Trim{Strategy: streams.TrimMaxLen, MaxLen: 1000, Approx: true}
+	var quiet, opened int
+	for i := range 5000 {
+		c.Advance(1)
+		before := s.IterStats()
+		var evs []codec.Event
+		_, err := s.Write(func(v *materialize.View) ([]codec.Event, error) {
+			var err error
+			_, _, evs, err = streams.Add(v, 0, []byte("s"), fv, streams.AddArgs{ID: streams.IDSpec{Auto: true}, Trim: tr})
+			return evs, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := s.IterStats().Sub(before)
+		trimmed, sets := false, 0
+		for _, e := range evs {
+			switch e.Op {
+			case codec.OpXTrim, codec.OpXNodeDel:
+				trimmed = true
+			case codec.OpXNodeSet:
+				sets++
+			case codec.OpSetMeta:
+				if len(e.Args[0]) != 180 {
+					t.Fatalf("XADD %d: metadata of %d bytes", i, len(e.Args[0]))
+				}
+			}
+		}
+		if sets > 1 {
+			t.Fatalf("XADD %d wrote %d node keys", i, sets)
+		}
+		opened += sets
+		if !trimmed && i > 10 {
+			quiet++
+			if d.Gets != 0 || d.Iterators != 0 || d.MetaLookups != 0 {
+				t.Fatalf("XADD %d (no trim) read: %+v", i, d)
+			}
+		}
+	}
+	m := meta(t, s, "s")
+	if m.Nodes < 10 || opened < 50 || quiet < 4000 {
+		t.Fatalf("%d nodes, %d opened, %d quiet XADDs", m.Nodes, opened, quiet)
+	}
+	mustCheck(t, s, "5000 capped XADDs")
+}
