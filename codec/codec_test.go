@@ -461,28 +461,28 @@ func TestMetaStreamRoundTrip(t *testing.T) {
 			t.Fatalf("AppendMeta dropped the prefix")
 		}
 		enc = enc[len("prefix"):]
-		// ver(1) type(1) expire(8) length(8) last(16) first(16) maxdel(16) added(8)
-		// nodes(8) flags(1) head-last(16) head-live(8) tail-first(16) tail(57)
-		if len(enc) != 180 || streamMetaLen != 170 || MetaLen(m) != 180 {
-			t.Fatalf("stream meta is %d bytes (streamMetaLen %d, MetaLen %d), want 180 (170)", len(enc), streamMetaLen, MetaLen(m))
+		if len(enc) != MetaLen(m) || len(enc) > 10+streamMetaMaxLen {
+			t.Fatalf("stream meta is %d bytes (MetaLen %d, max %d)", len(enc), MetaLen(m), 10+streamMetaMaxLen)
 		}
 		s := m.Stream
-		want := []byte{metaVersion, 'x'}
+		want := []byte{metaVersionStream, 'x'}
 		want = binary.BigEndian.AppendUint64(want, uint64(m.ExpireAtMs))
-		want = binary.BigEndian.AppendUint64(want, s.Length)
-		want = AppendID(want, s.LastID)
-		want = AppendID(want, s.FirstID)
-		want = AppendID(want, s.MaxDeletedID)
-		want = binary.BigEndian.AppendUint64(want, s.EntriesAdded)
-		want = binary.BigEndian.AppendUint64(want, s.Nodes)
+		u := func(v uint64) { want = binary.AppendUvarint(want, v) }
+		id := func(v ID) { u(v.Ms); u(v.Seq) }
+		u(s.Length)
+		id(s.LastID)
+		id(s.FirstID)
+		id(s.MaxDeletedID)
+		u(s.EntriesAdded)
+		u(s.Nodes)
 		flags := byte(0)
 		if s.HeadMigrated {
 			flags = 1
 		}
 		want = append(want, flags)
-		want = AppendID(want, s.HeadLast)
-		want = binary.BigEndian.AppendUint64(want, s.HeadLive)
-		want = AppendID(want, s.Tail.First)
+		id(s.HeadLast)
+		u(s.HeadLive)
+		id(s.Tail.First)
 		want = AppendStreamNode(want, s.Tail)
 		if !bytes.Equal(enc, want) {
 			t.Fatalf("AppendMeta = %x, want %x", enc, want)
@@ -491,12 +491,25 @@ func TestMetaStreamRoundTrip(t *testing.T) {
 		if err != nil || got.Type != TypeStream || got.ExpireAtMs != m.ExpireAtMs || got.Stream != m.Stream || got.Value != nil {
 			t.Fatalf("DecodeMeta(AppendMeta(%+v)) = %+v, %v", m, got, err)
 		}
-		for _, n := range []int{len(enc) - 1, len(enc) + 1, 10 + 73, 10 + 81} {
+		// Every truncation, and a byte left over.
+		for n := 10; n <= len(enc)+1; n++ {
+			if n == len(enc) {
+				continue
+			}
 			b := append(append([]byte(nil), enc...), 0)[:n]
 			if _, err := DecodeMeta(b); err == nil {
 				t.Fatalf("DecodeMeta accepted a stream meta of %d bytes", n)
 			}
 		}
+	}
+	// A typical stream: 64-byte entries under today's IDs, 5 nodes, the
+	// tail's fields known. The varint form is what keeps XADD's record
+	// small (docs/rfcs/20261127_stream_node_keys.md, "Costs").
+	typical := StreamMeta{Length: 1000, LastID: ID{1764250000123, 7}, FirstID: ID{1764249990000, 0}, EntriesAdded: 250000, Nodes: 10,
+		HeadLast: ID{1764249991000, 3}, HeadLive: 100,
+		Tail: StreamNode{First: ID{1764250000000, 0}, Last: ID{1764250000123, 7}, Count: 1, Live: 57, Body: 3900, MasterKnown: true, MasterDigest: 0x9192939495969798}}
+	if n := MetaLen(Meta{Type: TypeStream, Stream: typical}); n > 80 {
+		t.Errorf("a typical stream's Meta is %d bytes, want at most 80", n)
 	}
 	// The legacy forms: 82 bytes with node-origin, 74 without (origin 0).
 	legacy := head
@@ -513,14 +526,26 @@ func TestMetaStreamRoundTrip(t *testing.T) {
 	if got, err := DecodeMeta(enc[:74]); err != nil || got.Stream != legacy {
 		t.Fatalf("DecodeMeta(legacy %x) = %+v, %v", enc[:74], got, err)
 	}
-	// Corrupt node state: unknown flags (the Meta's, byte 82; the tail's,
-	// the last byte), tail fields without a tail, a tail whose last ID is
-	// below its first, fewer nodes than the tail stands for.
-	for _, at := range []int{82, 179} {
+	// Corrupt node state: unknown flags (the Meta's, the byte after
+	// nodes; the tail's, the last byte), tail fields without a tail, a
+	// tail whose last ID is below its first, fewer nodes than the tail
+	// stands for, a version 2 Meta of another type.
+	flagsAt := 10 + uvarintLen(full.Length) + uvarintIDLen(full.LastID) + uvarintIDLen(full.FirstID) +
+		uvarintIDLen(full.MaxDeletedID) + uvarintLen(full.EntriesAdded) + uvarintLen(full.Nodes)
+	for _, at := range []int{flagsAt, MetaLen(Meta{Type: TypeStream, Stream: full}) - 1} {
 		b := AppendMeta(nil, Meta{Type: TypeStream, Stream: full})
-		b[at] = 2
+		if b[at] != 1 {
+			t.Fatalf("byte %d of %x is %#x, not a flags byte of 1", at, b, b[at])
+		}
+		b[at] = 3
 		if _, err := DecodeMeta(b); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("DecodeMeta(flags %#x at %d) = %v, want ErrCorrupt", b[at], at, err)
+		}
+	}
+	if b := AppendMeta(nil, Meta{Type: TypeHash, Count: 1}); true {
+		b[0] = metaVersionStream
+		if _, err := DecodeMeta(b); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("DecodeMeta(hash meta of version 2) = %v, want ErrCorrupt", err)
 		}
 	}
 	b := AppendMeta(nil, Meta{Type: TypeStream, Stream: StreamMeta{Nodes: 1, Tail: StreamNode{First: ID{0, 9}, Count: 1}}})
@@ -1076,34 +1101,12 @@ func TestDocExamples(t *testing.T) {
 			"4e 00 69 00 00 00 00 06 6f 72 64 65 72 73 00 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00"},
 		{"stream node value", AppendStreamNode(nil, StreamNode{First: id, Last: ID{1700000000099, 0}, Count: 1, Live: 98, Deleted: 2, Body: 1745,
 			MasterKnown: true, MasterDigest: MasterDigest([][]byte{[]byte("f"), []byte("v")})}),
-			"00 00 01 8b cf e5 68 63 00 00 00 00 00 00 00 00 " +
-				"00 00 00 00 00 00 00 01 " +
-				"00 00 00 00 00 00 00 62 " +
-				"00 00 00 00 00 00 00 02 " +
-				"00 00 00 00 00 00 06 d1 " +
-				"09 71 e2 07 36 a1 e6 69 " +
-				"01"},
+			"e3 d0 95 ff bc 31 00 01 62 02 d1 0d 09 71 e2 07 36 a1 e6 69 01"},
 		{"stream meta", AppendMeta(nil, Meta{Type: TypeStream, Stream: StreamMeta{Length: 1, LastID: id, FirstID: id, EntriesAdded: 1,
 			Nodes: 1, Tail: StreamNode{First: id, Last: id, Count: 1, Live: 1, Body: 18,
 				MasterKnown: true, MasterDigest: MasterDigest([][]byte{[]byte("f"), []byte("v")})}}}),
-			"01 78 00 00 00 00 00 00 00 00 " +
-				"00 00 00 00 00 00 00 01 " +
-				"00 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00 " +
-				"00 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00 " +
-				"00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 " +
-				"00 00 00 00 00 00 00 01 " +
-				"00 00 00 00 00 00 00 01 " +
-				"00 " +
-				"00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 " +
-				"00 00 00 00 00 00 00 00 " +
-				"00 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00 " +
-				"00 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00 " +
-				"00 00 00 00 00 00 00 01 " +
-				"00 00 00 00 00 00 00 01 " +
-				"00 00 00 00 00 00 00 00 " +
-				"00 00 00 00 00 00 00 12 " +
-				"09 71 e2 07 36 a1 e6 69 " +
-				"01"},
+			"02 78 00 00 00 00 00 00 00 00 01 80 d0 95 ff bc 31 00 80 d0 95 ff bc 31 00 00 00 01 01 00 00 00 00 " +
+				"80 d0 95 ff bc 31 00 80 d0 95 ff bc 31 00 01 01 00 12 09 71 e2 07 36 a1 e6 69 01"},
 		{"hash meta", AppendMeta(nil, Meta{Type: TypeHash, Count: 2}),
 			"01 68 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 02"},
 		{"hash field key", ElementKey(TagHash, 0, orders, []byte("f1")),

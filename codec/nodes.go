@@ -5,7 +5,7 @@ import "encoding/binary"
 // TagStreamNode is the tag of a stream's node keys: one per closed
 // (non-tail) node of the stream, keyed by the node's first ID.
 //
-//	N|slot|db|keylen|key|first ID (16) → StreamNode value (57 bytes)
+//	N|slot|db|keylen|key|first ID (16) → StreamNode value (varints, ~20 bytes)
 //
 // The tail node, where XADD appends, has no key: its state is in the
 // stream's Meta (StreamMeta.Tail), so an XADD writes no node key unless it
@@ -48,23 +48,24 @@ type StreamNode struct {
 	MasterDigest uint64
 }
 
-// StreamNodeLen is the length of a StreamNode value:
+// A StreamNode value is, integers as uvarints:
 //
-//	+--------------+-----------+----------+-------------+----------+------------+-----------+
-//	| last ID (16) | count (8) | live (8) | deleted (8) | body (8) | digest (8) | flags (1) |
-//	+--------------+-----------+----------+-------------+----------+------------+-----------+
+//	+-------------------------+-------+------+---------+------+------------+-----------+
+//	| last ID (ms, seq)       | count | live | deleted | body | digest (8) | flags (1) |
+//	+-------------------------+-------+------+---------+------+------------+-----------+
 //
-// Integers are big-endian; flags bit 0 is MasterKnown, the other bits are
-// zero.
-const StreamNodeLen = IDLen + 5*8 + 1
+// digest is MasterDigest, big-endian; flags bit 0 is MasterKnown, the other
+// bits are zero. A node of 100 entries of today's IDs takes about 20 bytes
+// (StreamNodeMaxLen at most).
+const StreamNodeMaxLen = 6*binary.MaxVarintLen64 + 8 + 1
 
 // AppendStreamNode appends the value encoding of n (without n.First) to b.
 func AppendStreamNode(b []byte, n StreamNode) []byte {
-	b = AppendID(b, n.Last)
-	b = binary.BigEndian.AppendUint64(b, n.Count)
-	b = binary.BigEndian.AppendUint64(b, n.Live)
-	b = binary.BigEndian.AppendUint64(b, n.Deleted)
-	b = binary.BigEndian.AppendUint64(b, n.Body)
+	b = appendUvarintID(b, n.Last)
+	b = binary.AppendUvarint(b, n.Count)
+	b = binary.AppendUvarint(b, n.Live)
+	b = binary.AppendUvarint(b, n.Deleted)
+	b = binary.AppendUvarint(b, n.Body)
 	b = binary.BigEndian.AppendUint64(b, n.MasterDigest)
 	var flags byte
 	if n.MasterKnown {
@@ -73,33 +74,109 @@ func AppendStreamNode(b []byte, n StreamNode) []byte {
 	return append(b, flags)
 }
 
-// DecodeStreamNode decodes the value b of the node key whose first ID is
-// first. It rejects a count of 0, a last ID below first, and unknown flags.
-func DecodeStreamNode(first ID, b []byte) (StreamNode, error) {
-	n, err := decodeStreamNode(first, b)
-	if err == nil && n.Count == 0 {
-		err = corruptf("stream node %s of count 0", first)
-	}
-	return n, err
+// streamNodeLen returns the length of AppendStreamNode's encoding of n.
+func streamNodeLen(n StreamNode) int {
+	return uvarintIDLen(n.Last) + uvarintLen(n.Count) + uvarintLen(n.Live) +
+		uvarintLen(n.Deleted) + uvarintLen(n.Body) + 8 + 1
 }
 
-func decodeStreamNode(first ID, b []byte) (StreamNode, error) {
-	if len(b) != StreamNodeLen || b[StreamNodeLen-1]&^1 != 0 {
-		return StreamNode{}, corruptf("stream node value of %d bytes", len(b))
+// DecodeStreamNode decodes the value b of the node key whose first ID is
+// first. It rejects a count of 0, a last ID below first, unknown flags and
+// bytes left over.
+func DecodeStreamNode(first ID, b []byte) (StreamNode, error) {
+	r := uvarints{b: b}
+	n := r.streamNode(first)
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("stream node value with %d bytes left over", len(r.b))
 	}
-	n := StreamNode{First: first}
-	n.Last, _ = DecodeID(b)
-	n.Count = binary.BigEndian.Uint64(b[16:])
-	n.Live = binary.BigEndian.Uint64(b[24:])
-	n.Deleted = binary.BigEndian.Uint64(b[32:])
-	n.Body = binary.BigEndian.Uint64(b[40:])
-	n.MasterDigest = binary.BigEndian.Uint64(b[48:])
-	n.MasterKnown = b[56]&1 != 0
-	if n.Last.Less(n.First) {
-		return StreamNode{}, corruptf("stream node %s with last ID %s", first, n.Last)
+	if r.err == nil && n.Count == 0 {
+		r.fail("stream node %s of count 0", first)
 	}
-	return n, nil
+	return n, r.err
 }
+
+// streamNode decodes a StreamNode value whose first ID is first.
+func (r *uvarints) streamNode(first ID) StreamNode {
+	n := StreamNode{First: first}
+	n.Last = r.id()
+	n.Count = r.u64()
+	n.Live = r.u64()
+	n.Deleted = r.u64()
+	n.Body = r.u64()
+	n.MasterDigest = r.fixed64()
+	flags := r.byte()
+	if r.err != nil {
+		return StreamNode{}
+	}
+	n.MasterKnown = flags&1 != 0
+	switch {
+	case flags&^1 != 0:
+		r.fail("stream node flags %#x", flags)
+	case n.Last.Less(n.First):
+		r.fail("stream node %s with last ID %s", first, n.Last)
+	}
+	return n
+}
+
+// uvarints reads the varint forms (a StreamNode value, a stream's Meta):
+// the first error sticks, and every read after it returns zero. It takes
+// only minimal uvarints, so each value has one encoding.
+type uvarints struct {
+	b   []byte
+	err error
+}
+
+func (r *uvarints) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = corruptf(format, args...)
+	}
+}
+
+func (r *uvarints) u64() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, k := binary.Uvarint(r.b)
+	if k <= 0 || (k > 1 && r.b[k-1] == 0) { // a last byte of 0 adds nothing
+		r.fail("truncated, overflowing or non-minimal uvarint")
+		return 0
+	}
+	r.b = r.b[k:]
+	return v
+}
+
+func (r *uvarints) id() ID { return ID{Ms: r.u64(), Seq: r.u64()} }
+
+func (r *uvarints) fixed64() uint64 {
+	if r.err == nil && len(r.b) < 8 {
+		r.fail("truncated value")
+	}
+	if r.err != nil {
+		return 0
+	}
+	v := binary.BigEndian.Uint64(r.b)
+	r.b = r.b[8:]
+	return v
+}
+
+func (r *uvarints) byte() byte {
+	if r.err == nil && len(r.b) < 1 {
+		r.fail("truncated value")
+	}
+	if r.err != nil {
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+// appendUvarintID appends id as two uvarints, ms then seq.
+func appendUvarintID(b []byte, id ID) []byte {
+	return binary.AppendUvarint(binary.AppendUvarint(b, id.Ms), id.Seq)
+}
+
+func uvarintIDLen(id ID) int { return uvarintLen(id.Ms) + uvarintLen(id.Seq) }
 
 // MasterDigest returns the digest of a master entry's fields (the fields
 // of fv, field, value, field, value...): FNV-1a 64 over the field count

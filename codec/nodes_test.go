@@ -15,7 +15,7 @@ func TestStreamNodeRoundTrip(t *testing.T) {
 		{First: MaxID, Last: MaxID, Count: math.MaxUint64, Live: math.MaxUint64, Deleted: math.MaxUint64, Body: math.MaxUint64, MasterDigest: math.MaxUint64},
 	} {
 		enc := AppendStreamNode([]byte("pre"), n)
-		if !bytes.HasPrefix(enc, []byte("pre")) || len(enc) != 3+StreamNodeLen || StreamNodeLen != 57 {
+		if !bytes.HasPrefix(enc, []byte("pre")) || len(enc) != 3+streamNodeLen(n) || len(enc) > 3+StreamNodeMaxLen {
 			t.Fatalf("AppendStreamNode(%+v) = %x", n, enc)
 		}
 		got, err := DecodeStreamNode(n.First, enc[3:])
@@ -25,11 +25,14 @@ func TestStreamNodeRoundTrip(t *testing.T) {
 	}
 	good := StreamNode{First: ID{1, 5}, Last: ID{1, 6}, Count: 1}
 	for name, bad := range map[string][]byte{
-		"short":         AppendStreamNode(nil, good)[:StreamNodeLen-1],
+		"short":         AppendStreamNode(nil, good)[:streamNodeLen(good)-1],
+		"no digest":     AppendStreamNode(nil, good)[:streamNodeLen(good)-9],
+		"overlong":      append(bytes.Repeat([]byte{0x80}, 10), AppendStreamNode(nil, good)...),
+		"non-minimal":   append([]byte{0x81, 0x00}, AppendStreamNode(nil, good)[1:]...), // last ms 1 as two bytes
 		"long":          append(AppendStreamNode(nil, good), 0),
 		"count 0":       AppendStreamNode(nil, StreamNode{First: good.First, Last: good.Last}),
 		"last below":    AppendStreamNode(nil, StreamNode{Last: ID{1, 4}, Count: 1}),
-		"unknown flags": append(AppendStreamNode(nil, good)[:StreamNodeLen-1], 2),
+		"unknown flags": append(AppendStreamNode(nil, good)[:streamNodeLen(good)-1], 2),
 		"empty":         nil,
 	} {
 		if _, err := DecodeStreamNode(good.First, bad); !errors.Is(err, ErrCorrupt) {

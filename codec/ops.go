@@ -118,7 +118,7 @@ func XTrimEvent(db uint8, key []byte, first, last ID, ids []ID) Event {
 
 // XNodeSetEvent builds an OpXNodeSet event writing the node key of n.
 func XNodeSetEvent(db uint8, key []byte, n StreamNode) Event {
-	b := AppendID(make([]byte, 0, IDLen+StreamNodeLen), n.First)
+	b := AppendID(make([]byte, 0, IDLen+streamNodeLen(n)), n.First)
 	b = AppendStreamNode(b, n)
 	return Event{Op: OpXNodeSet, DB: db, Key: key, Args: [][]byte{b[:IDLen:IDLen], b[IDLen:]}}
 }

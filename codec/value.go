@@ -63,8 +63,12 @@ var (
 	zsetTags = []Tag{TagZMember, TagZScore, TagZBlock}
 )
 
-// metaVersion is the first byte of every metadata value.
-const metaVersion = 1
+// metaVersion is the first byte of every metadata value but a stream's in
+// the varint form, whose first byte is metaVersionStream.
+const (
+	metaVersion       = 1
+	metaVersionStream = 2
+)
 
 // Meta is the metadata value stored under a T key. One exists per live user
 // key; WRONGTYPE is decided from Type.
@@ -74,8 +78,9 @@ const metaVersion = 1
 //	+---------+------+-----------------+------------------+
 //
 // expire-at is Unix milliseconds, big-endian, 0 for no TTL. For a string the
-// rest is the value. For a stream it is StreamMeta (170 bytes; 64 or 72
-// in the legacy forms). For a hash or a set it is the element count (8 bytes, big-endian): HLEN, SCARD. For
+// rest is the value. For a stream it is StreamMeta: in the varint form
+// (ver 2, about 60 bytes), or in a legacy form (ver 1, 64 or 72 bytes). For
+// a hash or a set it is the element count (8 bytes, big-endian): HLEN, SCARD. For
 // a list it is the element count (8 bytes: LLEN) and the head, the position
 // of the first element (i64): element i is at ListKey position head + i.
 // For a sorted set it is the member count (8 bytes: ZCARD), a flags byte
@@ -96,21 +101,23 @@ type Meta struct {
 	Floor []byte
 }
 
-// StreamMeta is a stream's metadata.
+// StreamMeta is a stream's metadata. Its encoding (ver 2, the varint form)
+// is, integers and both halves of each ID as uvarints:
 //
-//	+------------+--------------+---------------+---------------------+-------------------+
-//	| length (8) | last-id (16) | first-id (16) | max-deleted-id (16) | entries-added (8) |
-//	+------------+--------------+---------------+---------------------+-------------------+
-//	+-----------+-----------+----------------+---------------+-----------------+-------------------------+
-//	| nodes (8) | flags (1) | head-last (16) | head-live (8) | tail-first (16) | tail (StreamNode, 57)   |
-//	+-----------+-----------+----------------+---------------+-----------------+-------------------------+
+//	+--------+---------+----------+----------------+---------------+
+//	| length | last-id | first-id | max-deleted-id | entries-added |
+//	+--------+---------+----------+----------------+---------------+
+//	+-------+-----------+-----------+-----------+------------+---------------------+
+//	| nodes | flags (1) | head-last | head-live | tail-first | tail (StreamNode)   |
+//	+-------+-----------+-----------+-----------+------------+---------------------+
 //
-// 170 bytes, fixed. The second row is the node state (package streams,
-// streams/nodes.go): the node count, the head summary and the tail node;
-// the other nodes are node keys (TagStreamNode). flags bit 0 is
-// HeadMigrated, the other bits are zero. Two older forms still decode,
-// with Legacy set: 72 bytes (the first row and node-origin, u64) and 64
-// (the first row alone).
+// About 60 bytes for today's IDs (streamMetaMaxLen at most). The second
+// row is the node state (package streams, streams/nodes.go): the node
+// count, the head summary and the tail node (a StreamNode value); the
+// other nodes are node keys (TagStreamNode). flags bit 0 is HeadMigrated,
+// the other bits are zero. Two older forms still decode (ver 1), with
+// Legacy set: 72 bytes (length u64, the three IDs of 16 bytes,
+// entries-added u64, node-origin u64) and 64 (without node-origin).
 type StreamMeta struct {
 	Length       uint64 // XLEN
 	LastID       ID     // top item ever added (0-0 for a new stream)
@@ -144,38 +151,73 @@ type StreamMeta struct {
 	Tail StreamNode
 }
 
-// The lengths of StreamMeta's forms: streamMetaLen now;
-// streamMetaOriginLen with node-origin, before node state was kept;
-// streamMetaLegacyLen before node-origin was kept.
+// The lengths of StreamMeta's forms: streamMetaOriginLen with
+// node-origin, before node state was kept; streamMetaLegacyLen before
+// node-origin was kept; streamMetaMaxLen the longest varint form.
 const (
 	streamMetaLegacyLen = 8 + 3*IDLen + 8
 	streamMetaOriginLen = streamMetaLegacyLen + 8
-	streamMetaLen       = streamMetaLegacyLen + 8 + 1 + IDLen + 8 + IDLen + StreamNodeLen
+	streamMetaMaxLen    = 14*binary.MaxVarintLen64 + 1 + StreamNodeMaxLen
 )
 
-// decodeStreamNodes decodes the node state of a stream's Meta (b, its
-// last 106 bytes) into s. A Meta without a tail has an all-zero tail.
-func decodeStreamNodes(s *StreamMeta, b []byte) error {
-	s.Nodes = binary.BigEndian.Uint64(b)
-	if b[8]&^1 != 0 {
-		return corruptf("stream meta flags %#x", b[8])
+// appendStreamMeta appends s in the varint form.
+func appendStreamMeta(b []byte, s StreamMeta) []byte {
+	b = binary.AppendUvarint(b, s.Length)
+	b = appendUvarintID(b, s.LastID)
+	b = appendUvarintID(b, s.FirstID)
+	b = appendUvarintID(b, s.MaxDeletedID)
+	b = binary.AppendUvarint(b, s.EntriesAdded)
+	b = binary.AppendUvarint(b, s.Nodes)
+	var flags byte
+	if s.HeadMigrated {
+		flags |= 1
 	}
-	s.HeadMigrated = b[8]&1 != 0
-	s.HeadLast, _ = DecodeID(b[9:])
-	s.HeadLive = binary.BigEndian.Uint64(b[25:])
-	first, _ := DecodeID(b[33:])
-	t, err := decodeStreamNode(first, b[49:])
-	if err != nil {
-		return err
+	b = append(b, flags)
+	b = appendUvarintID(b, s.HeadLast)
+	b = binary.AppendUvarint(b, s.HeadLive)
+	b = appendUvarintID(b, s.Tail.First)
+	return AppendStreamNode(b, s.Tail)
+}
+
+// streamMetaLen returns the length of appendStreamMeta's encoding of s.
+func streamMetaLen(s StreamMeta) int {
+	return uvarintLen(s.Length) + uvarintIDLen(s.LastID) + uvarintIDLen(s.FirstID) +
+		uvarintIDLen(s.MaxDeletedID) + uvarintLen(s.EntriesAdded) + uvarintLen(s.Nodes) + 1 +
+		uvarintIDLen(s.HeadLast) + uvarintLen(s.HeadLive) + uvarintIDLen(s.Tail.First) + streamNodeLen(s.Tail)
+}
+
+// decodeStreamMeta decodes the varint form of a stream's metadata. A Meta
+// without a tail has an all-zero tail.
+func decodeStreamMeta(b []byte) (StreamMeta, error) {
+	r := uvarints{b: b}
+	var s StreamMeta
+	s.Length = r.u64()
+	s.LastID = r.id()
+	s.FirstID = r.id()
+	s.MaxDeletedID = r.id()
+	s.EntriesAdded = r.u64()
+	s.Nodes = r.u64()
+	flags := r.byte()
+	s.HeadLast = r.id()
+	s.HeadLive = r.u64()
+	t := r.streamNode(r.id())
+	switch {
+	case r.err != nil:
+	case len(r.b) != 0:
+		r.fail("stream meta with %d bytes left over", len(r.b))
+	case flags&^1 != 0:
+		r.fail("stream meta flags %#x", flags)
+	case t.Count == 0 && t != (StreamNode{}):
+		r.fail("stream meta without a tail node but tail fields")
+	case s.Nodes < t.Count:
+		r.fail("stream meta of %d nodes with a tail of %d", s.Nodes, t.Count)
 	}
-	if t.Count == 0 && t != (StreamNode{}) {
-		return corruptf("stream meta without a tail node but tail fields")
+	if r.err != nil {
+		return StreamMeta{}, r.err
 	}
-	if s.Nodes < t.Count {
-		return corruptf("stream meta of %d nodes with a tail of %d", s.Nodes, t.Count)
-	}
+	s.HeadMigrated = flags&1 != 0
 	s.Tail = t
-	return nil
+	return s, nil
 }
 
 // MetaLen returns the length of m's encoding.
@@ -187,7 +229,7 @@ func MetaLen(m Meta) int {
 		if m.Stream.Legacy {
 			return 10 + streamMetaOriginLen
 		}
-		return 10 + streamMetaLen
+		return 10 + streamMetaLen(m.Stream)
 	case TypeHash, TypeSet:
 		return 18
 	case TypeList:
@@ -200,32 +242,27 @@ func MetaLen(m Meta) int {
 
 // AppendMeta appends the encoding of m to b.
 func AppendMeta(b []byte, m Meta) []byte {
-	b = append(b, metaVersion, byte(m.Type))
+	ver := byte(metaVersion)
+	if m.Type == TypeStream && !m.Stream.Legacy {
+		ver = metaVersionStream
+	}
+	b = append(b, ver, byte(m.Type))
 	b = binary.BigEndian.AppendUint64(b, uint64(m.ExpireAtMs))
 	switch m.Type {
 	case TypeString:
 		b = append(b, m.Value...)
 	case TypeStream:
 		s := m.Stream
+		if !s.Legacy {
+			b = appendStreamMeta(b, s)
+			break
+		}
 		b = binary.BigEndian.AppendUint64(b, s.Length)
 		b = AppendID(b, s.LastID)
 		b = AppendID(b, s.FirstID)
 		b = AppendID(b, s.MaxDeletedID)
 		b = binary.BigEndian.AppendUint64(b, s.EntriesAdded)
-		if s.Legacy {
-			b = binary.BigEndian.AppendUint64(b, s.NodeOrigin)
-			break
-		}
-		b = binary.BigEndian.AppendUint64(b, s.Nodes)
-		var flags byte
-		if s.HeadMigrated {
-			flags |= 1
-		}
-		b = append(b, flags)
-		b = AppendID(b, s.HeadLast)
-		b = binary.BigEndian.AppendUint64(b, s.HeadLive)
-		b = AppendID(b, s.Tail.First)
-		b = AppendStreamNode(b, s.Tail)
+		b = binary.BigEndian.AppendUint64(b, s.NodeOrigin)
 	case TypeHash, TypeSet:
 		b = binary.BigEndian.AppendUint64(b, m.Count)
 	case TypeList:
@@ -243,36 +280,50 @@ func AppendMeta(b []byte, m Meta) []byte {
 	return b
 }
 
+// MetaExpireAt returns the expire-at (Unix ms, 0: no TTL) of the metadata
+// value b, reading its 10-byte header only: for the paths that need the
+// TTL alone (the TTL index), where DecodeMeta would decode a stream's
+// node state for nothing. ErrCorrupt for a header DecodeMeta rejects.
+func MetaExpireAt(b []byte) (int64, error) {
+	if len(b) < 10 || (b[0] != metaVersion && (b[0] != metaVersionStream || Type(b[1]) != TypeStream)) {
+		return 0, corruptf("meta of %d bytes", len(b))
+	}
+	return int64(binary.BigEndian.Uint64(b[2:])), nil
+}
+
 // DecodeMeta decodes a metadata value. Value aliases b (with no capacity
 // past its end).
 func DecodeMeta(b []byte) (Meta, error) {
-	if len(b) < 10 || b[0] != metaVersion {
-		return Meta{}, corruptf("meta of %d bytes", len(b))
+	exp, err := MetaExpireAt(b)
+	if err != nil {
+		return Meta{}, err
 	}
-	m := Meta{Type: Type(b[1]), ExpireAtMs: int64(binary.BigEndian.Uint64(b[2:]))}
+	m := Meta{Type: Type(b[1]), ExpireAtMs: exp}
 	rest := b[10:]
 	switch m.Type {
 	case TypeString:
 		m.Value = rest[:len(rest):len(rest)] // an append copies: b stays intact
 	case TypeStream:
-		if len(rest) != streamMetaLen && len(rest) != streamMetaOriginLen && len(rest) != streamMetaLegacyLen {
+		if b[0] == metaVersionStream {
+			s, err := decodeStreamMeta(rest)
+			if err != nil {
+				return Meta{}, err
+			}
+			m.Stream = s
+			break
+		}
+		if len(rest) != streamMetaOriginLen && len(rest) != streamMetaLegacyLen {
 			return Meta{}, corruptf("stream meta of %d bytes", len(rest))
 		}
 		s := &m.Stream
+		s.Legacy = true
 		s.Length = binary.BigEndian.Uint64(rest)
 		s.LastID, _ = DecodeID(rest[8:])
 		s.FirstID, _ = DecodeID(rest[24:])
 		s.MaxDeletedID, _ = DecodeID(rest[40:])
 		s.EntriesAdded = binary.BigEndian.Uint64(rest[56:])
-		if len(rest) != streamMetaLen {
-			s.Legacy = true
-			if len(rest) == streamMetaOriginLen {
-				s.NodeOrigin = binary.BigEndian.Uint64(rest[64:])
-			}
-			break
-		}
-		if err := decodeStreamNodes(s, rest[64:]); err != nil {
-			return Meta{}, err
+		if len(rest) == streamMetaOriginLen {
+			s.NodeOrigin = binary.BigEndian.Uint64(rest[64:])
 		}
 	case TypeHash, TypeSet:
 		if len(rest) != 8 {

@@ -32,7 +32,10 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		if err := need(2); err != nil {
 			return err
 		}
-		m, err := codec.DecodeMeta(a[0])
+		// The header alone: the value is stored as it is, and the
+		// decisions that built it decoded it (a stream's node state
+		// would be decoded for nothing here).
+		exp, err := codec.MetaExpireAt(a[0])
 		if err != nil {
 			return err
 		}
@@ -40,13 +43,13 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		if err != nil {
 			return err
 		}
-		if prev != 0 && prev != m.ExpireAtMs {
+		if prev != 0 && prev != exp {
 			if err := b.Delete(codec.TTLKey(e.DB, e.Key, prev), nil); err != nil {
 				return err
 			}
 		}
-		if m.ExpireAtMs != 0 {
-			if err := b.Set(codec.TTLKey(e.DB, e.Key, m.ExpireAtMs), nil, nil); err != nil {
+		if exp != 0 {
+			if err := b.Set(codec.TTLKey(e.DB, e.Key, exp), nil, nil); err != nil {
 				return err
 			}
 		}

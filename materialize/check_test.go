@@ -474,9 +474,17 @@ var corruptions = []corruption{
 		name: "stream node live count",
 		edit: func(t *testing.T, s *materialize.Store) {
 			k := rawKeys(t, s, codec.KeyPrefix(codec.TagStreamNode, 0, b("sncopy")))[1]
-			v := rawGet(t, s, k)
-			binary.BigEndian.PutUint64(v[24:], binary.BigEndian.Uint64(v[24:])+1)
-			rawSet(t, s, k, v)
+			d, err := codec.DecodeKey(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, _ := codec.DecodeID(d.Suffix)
+			n, err := codec.DecodeStreamNode(first, rawGet(t, s, k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.Live++
+			rawSet(t, s, k, codec.AppendStreamNode(nil, n))
 		},
 		want: materialize.Violation{Key: b("sncopy"), Check: "stream node live count"},
 	},

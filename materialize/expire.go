@@ -48,13 +48,13 @@ func (t *ttlSlots) observe(e codec.Event) {
 	if e.Op != codec.OpSetMeta || len(e.Args) == 0 {
 		return
 	}
-	m, err := codec.DecodeMeta(e.Args[0])
-	if err != nil || m.ExpireAtMs == 0 {
+	exp, err := codec.MetaExpireAt(e.Args[0])
+	if err != nil || exp == 0 {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.markLocked(codec.Slot(e.Key), m.ExpireAtMs)
+	t.markLocked(codec.Slot(e.Key), exp)
 }
 
 // forget marks the index unknown: the next cycle walks it whole.

@@ -73,6 +73,14 @@ func (c *metaCache) shard(db uint8, key []byte) *metaShard {
 	return &c.shards[h.Sum64()%metaCacheShards]
 }
 
+// shardOf is shard of the cache key k (cacheKey: db, then key).
+func (c *metaCache) shardOf(k []byte) *metaShard {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.Write(k)
+	return &c.shards[h.Sum64()%metaCacheShards]
+}
+
 // get returns the cached metadata of (db, key), if cached.
 func (c *metaCache) get(db uint8, key []byte) (cachedMeta, bool) {
 	var buf [64]byte
@@ -90,11 +98,15 @@ func (c *metaCache) get(db uint8, key []byte) (cachedMeta, bool) {
 // seq. Only the writer calls it. m.Value must not alias memory that changes
 // later.
 func (c *metaCache) put(db uint8, key []byte, m codec.Meta, exists bool, seq uint64) {
-	s := c.shard(db, key)
+	var buf [64]byte
+	c.putKey(append(append(buf[:0], db), key...), m, exists, seq)
+}
+
+// putKey is put of the cache key k (cacheKey).
+func (c *metaCache) putKey(k []byte, m codec.Meta, exists bool, seq uint64) {
+	s := c.shardOf(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var buf [64]byte
-	k := append(append(buf[:0], db), key...)
 	e := cachedMeta{meta: m, exists: exists, seq: seq}
 	if exists && len(m.Value) > metaCacheMaxValue {
 		e.meta.Value, e.noValue = nil, true
@@ -142,16 +154,18 @@ func metaEffect(e codec.Event) (cachedMeta, bool) {
 	return cachedMeta{}, false
 }
 
-// observe records the effect of an event committed in the group of
-// sequence seq (its last record).
-func (c *metaCache) observe(e codec.Event, seq uint64) {
-	switch e.Op {
-	case codec.OpFlushDB, codec.OpFlushAll:
+// publish brings the committed cache c up to the group the overlay
+// staged, which committed whole (a group that fails commits nothing), as
+// of its last sequence seq: a staged FLUSHDB/FLUSHALL clears c (the
+// overlay holds only what was staged after it), then each key staged
+// takes its last metadata. It decodes nothing: the overlay holds the
+// decoded values.
+func (o *overlay) publish(c *metaCache, seq uint64) {
+	if o.flushed {
 		c.clear()
-		return
 	}
-	if cm, ok := metaEffect(e); ok {
-		c.put(e.DB, e.Key, cm.meta, cm.exists, seq)
+	for k, cm := range o.m {
+		c.putKey([]byte(k), cm.meta, cm.exists, seq)
 	}
 }
 

@@ -914,8 +914,8 @@ func (s *Store) seal(b *pebble.Batch, seq uint64) error {
 func (s *Store) publish(events []codec.Event, seq uint64) {
 	s.commitCounts()
 	s.gcache.commit()
+	s.staged.publish(s.cache, seq)
 	for _, e := range events {
-		s.cache.observe(e, seq)
 		s.ttl.observe(e)
 	}
 	if s.staged.dbs != nil {

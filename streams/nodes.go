@@ -59,14 +59,13 @@ type nodeRef struct {
 // the node keys read or changed are in keys until events turns them into
 // OpXNodeSet and OpXNodeDel events.
 type nodeEditor struct {
-	v       *materialize.View
-	db      uint8
-	key     []byte
-	s       *codec.StreamMeta
-	tail    *nodeRef              // nil: no tail node
-	tailBuf nodeRef               // the tail as loaded (an XADD allocates no other)
-	keys    map[codec.ID]*nodeRef // nil until a node key is read or made
-	last    *nodeRef              // the node key deleteID found last
+	v    *materialize.View
+	db   uint8
+	key  []byte
+	s    *codec.StreamMeta
+	tail *nodeRef              // nil: no tail node
+	keys map[codec.ID]*nodeRef // nil until a node key is read or made
+	last *nodeRef              // the node key deleteID found last
 	// ranges are the [from, to] first-ID ranges of node keys trims removed.
 	ranges [][2]codec.ID
 }
@@ -76,12 +75,15 @@ type nodeEditor struct {
 // (migrate, with stream-node-max-entries n).
 func newNodeEditor(v *materialize.View, db uint8, key []byte, s *codec.StreamMeta, n uint64) *nodeEditor {
 	migrate(s, n)
-	ed := &nodeEditor{v: v, db: db, key: key, s: s}
-	if s.Tail.Count > 0 {
-		ed.tailBuf = nodeRef{n: s.Tail, tail: true}
-		ed.tail = &ed.tailBuf
+	return &nodeEditor{v: v, db: db, key: key, s: s, tail: tailRef(s)}
+}
+
+// tailRef returns a nodeRef of s's tail node, nil when it has none.
+func tailRef(s *codec.StreamMeta) *nodeRef {
+	if s.Tail.Count == 0 {
+		return nil
 	}
-	return ed
+	return &nodeRef{n: s.Tail, tail: true}
 }
 
 // migrate gives a stream written before node state was kept (s.Legacy)
