@@ -19,11 +19,14 @@ type ClaimArgs struct {
 }
 
 // Claim moves pending entries to a.Consumer (XCLAIM) and returns the claimed
-// entries in argument order. As in Redis 7.0 (t_stream.c xclaimCommand):
+// entries in argument order. As in Redis (t_stream.c xclaimCommand):
 // pending entries whose stream entry was deleted are dropped from the PEL
 // and not returned; IDs not pending are skipped unless Force creates them
 // (with delivery count 1, then counted like any claim); MinIdleMs applies to
-// entries that were pending. Delayed delivery: a parked entry is claimed
+// entries that were pending, but not to entries released by XNACK (8.8).
+// The consumer is created, and its seen-time set, whether or not anything
+// is claimed; its active-time only when something is (Redis 7.2 on; 7.0
+// created it only on a claim). Delayed delivery: a parked entry is claimed
 // only from its due time on (idle since then), and FORCE skips an entry
 // not yet due. Errors: ErrNoGroup, materialize.ErrWrongType.
 // https://redis.io/docs/latest/commands/xclaim/
@@ -41,6 +44,10 @@ func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.En
 	if g.LastDeliveredID.Less(a.LastID) {
 		g.LastDeliveredID = a.LastID
 		edit.setGroup(g)
+	}
+	// Every attempt creates the consumer and moves its seen-time.
+	if err := edit.touch(a.Consumer, now, false); err != nil {
+		return nil, nil, err
 	}
 	var out []streams.Entry
 	// An ID named twice is claimed twice, as in Redis, the second time
@@ -69,7 +76,7 @@ func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.En
 		}
 		switch {
 		case pending:
-			if (a.MinIdleMs > 0 && now-pe.DeliveryTimeMs < a.MinIdleMs) || !claimable(pe, now) {
+			if !idleEnough(pe, a.MinIdleMs, now) {
 				continue
 			}
 			if edit.deadLetters(pe) {
@@ -108,6 +115,21 @@ func Claim(v *materialize.View, db uint8, key []byte, a ClaimArgs) ([]streams.En
 	return out, events, err
 }
 
+// idleEnough reports whether XCLAIM or XAUTOCLAIM with min-idle-time
+// minIdle (ms) may claim the pending entry pe at now: an entry released
+// by XNACK whatever minIdle (Redis 8.8 tests the owner before the idle
+// time), a parked one from its due time on (claimable), any other once
+// idle minIdle ms.
+func idleEnough(pe codec.PELEntry, minIdle, now int64) bool {
+	switch {
+	case pe.NackSeq > 0:
+		return true
+	case !claimable(pe, now):
+		return false
+	}
+	return minIdle <= 0 || now-pe.DeliveryTimeMs >= minIdle
+}
+
 // claimable reports whether the pending entry pe may be claimed at now,
 // whatever the min-idle-time: a parked entry (delayed delivery) not before
 // its due time. Its idle time runs from then (its delivery time is its due
@@ -135,7 +157,9 @@ const AutoClaimAttemptsFactor = 10
 // Count*10 scanned ones; entries deleted from the stream are dropped from
 // the PEL and reported in deleted. next is where the following call should
 // start, 0-0 when the scan reached the end. A parked entry (delayed
-// delivery) is claimed only from its due time on, idle since then.
+// delivery) is claimed only from its due time on, idle since then; one
+// released by XNACK whatever a.MinIdleMs. The consumer is created, and its
+// seen-time set, whether or not anything is claimed (Redis 7.2 on).
 // Errors: ErrNoGroup, materialize.ErrWrongType.
 // https://redis.io/docs/latest/commands/xautoclaim/
 func AutoClaim(v *materialize.View, db uint8, key []byte, a AutoClaimArgs) (next codec.ID, claimed []streams.Entry, deleted []codec.ID, events []codec.Event, err error) {
@@ -175,6 +199,10 @@ func AutoClaim(v *materialize.View, db uint8, key []byte, a AutoClaimArgs) (next
 		}
 	}
 	edit := newPELEdit(v, db, key, a.Group, g)
+	// Every attempt creates the consumer and moves its seen-time.
+	if err := edit.touch(a.Consumer, now, false); err != nil {
+		return codec.ID{}, nil, nil, nil, err
+	}
 	for _, s := range scanned {
 		if count == 0 {
 			next, more = s.id, true
@@ -192,7 +220,7 @@ func AutoClaim(v *materialize.View, db uint8, key []byte, a AutoClaimArgs) (next
 			count--
 			continue
 		}
-		if (a.MinIdleMs > 0 && now-s.pe.DeliveryTimeMs < a.MinIdleMs) || !claimable(s.pe, now) {
+		if !idleEnough(s.pe, a.MinIdleMs, now) {
 			continue
 		}
 		if edit.deadLetters(s.pe) {

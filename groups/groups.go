@@ -600,8 +600,8 @@ type ConsumerInfo struct {
 }
 
 // ConsumerInfos returns the group's consumers in name order (XINFO
-// CONSUMERS), with Redis 7.2's seen-time (any XREADGROUP, or an XCLAIM or
-// XAUTOCLAIM that claimed) and active-time (entries entered the consumer's
+// CONSUMERS), with Redis 7.2's seen-time (any XREADGROUP, XCLAIM or
+// XAUTOCLAIM, claimed or not) and active-time (entries entered the consumer's
 // PEL: XREADGROUP '>' without NOACK, a claim). Errors: ErrNoGroup, materialize.ErrWrongType.
 // https://redis.io/docs/latest/commands/xinfo-consumers/
 func ConsumerInfos(v *materialize.View, db uint8, key, group []byte) ([]ConsumerInfo, error) {
