@@ -184,23 +184,7 @@ func (ed *nodeEditor) keyAtOrBefore(id codec.ID) (*nodeRef, error) {
 	if next, ok := id.Next(); ok {
 		upper = codec.AppendID(p[:len(p):len(p)], next)
 	}
-	var found *nodeRef
-	err := ed.v.Iterate(lower, upper, true, func(k, val []byte) (bool, error) {
-		first, err := codec.DecodeID(k[len(p):])
-		if err != nil {
-			return false, err
-		}
-		r, err := ed.ref(first, val)
-		if err != nil || r.gone {
-			return err == nil, err
-		}
-		found = r
-		return false, nil
-	})
-	if err != nil || found != nil {
-		return found, err
-	}
-	return best, nil
+	return ed.seek(p, lower, upper, true, best)
 }
 
 // keyAfter returns the first node key with a first ID above id that the
@@ -224,8 +208,15 @@ func (ed *nodeEditor) keyAfter(id codec.ID) (*nodeRef, error) {
 	case ed.tail != nil:
 		upper = codec.AppendID(p[:len(p):len(p)], ed.tail.n.First)
 	}
+	return ed.seek(p, lower, upper, false, best)
+}
+
+// seek returns the first node key in [lower, upper) (the last when
+// reverse) that the decision has not removed, or else, when there is
+// none, best; p is the stream's node-key prefix.
+func (ed *nodeEditor) seek(p, lower, upper []byte, reverse bool, best *nodeRef) (*nodeRef, error) {
 	var found *nodeRef
-	err := ed.v.Iterate(lower, upper, false, func(k, val []byte) (bool, error) {
+	err := ed.v.Iterate(lower, upper, reverse, func(k, val []byte) (bool, error) {
 		first, err := codec.DecodeID(k[len(p):])
 		if err != nil {
 			return false, err

@@ -478,34 +478,7 @@ func planTrim(ed *nodeEditor, pending []codec.ID, t Trim) (trimPlan, error) {
 // stored ones from m's first ID, then pending (IDs added in this decision,
 // after every stored entry; m counts them), until visit returns false.
 func walkLive(v *materialize.View, db uint8, key []byte, s codec.StreamMeta, pending []codec.ID, visit func(codec.ID) bool) error {
-	stored := s
-	if len(pending) > 0 {
-		stored.Length -= uint64(len(pending))
-		stored.LastID = pending[0]
-		if prev, ok := pending[0].Prev(); ok {
-			stored.LastID = prev
-		}
-	}
-	stopped := false
-	if p, lower, upper, ok := liveBounds(db, key, stored, codec.ID{}, codec.MaxID); ok {
-		err := v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
-			id, err := codec.DecodeID(k[len(p):])
-			if err != nil {
-				return false, err
-			}
-			stopped = !visit(id)
-			return !stopped, nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	for _, id := range pending {
-		if stopped || !visit(id) {
-			return nil
-		}
-	}
-	return nil
+	return walkLiveFrom(v, db, key, s, pending, codec.ID{}, visit)
 }
 
 // planTrimAcked plans an ACKED trim as Redis 8.2's streamTrim does (with
