@@ -36,6 +36,13 @@ func TestPersistRestart(t *testing.T) {
 			mustInt(t, c, 1, "XACK", "s", "g", "2-0")
 			mustStr(t, c, "OK", "SET", "str", "value\x00\r\n")
 			mustStr(t, c, "OK", "SET", "ttl", "v", "EX", "3600")
+			// Past codec.SplitValueMin the value travels beside its metadata.
+			big := strings.Repeat("b\x00\r\n", 1000)
+			mustStr(t, c, "OK", "SET", "big", big, "EX", "3600")
+			mustInt(t, c, int64(len(big)+1), "APPEND", "big", "!")
+			if got := mustDo(t, c, "GET", "big"); got != big+"!" {
+				t.Fatalf("GET big = %d bytes", len(fmt.Sprint(got)))
+			}
 			c1 := clientDB(t, ts, 3)
 			mustStr(t, c1, "OK", "SET", "indb3", "three")
 			if err := ts.Close(); err != nil {
@@ -57,6 +64,12 @@ func TestPersistRestart(t *testing.T) {
 				}
 			}
 			mustInt(t, c, 5, "XLEN", "s")
+			if got := mustDo(t, c, "GET", "big"); got != strings.Repeat("b\x00\r\n", 1000)+"!" {
+				t.Fatalf("GET big after restart = %d bytes", len(fmt.Sprint(got)))
+			}
+			if ttl := mustDo(t, c, "TTL", "big").(int64); ttl < 3590 || ttl > 3600 {
+				t.Fatalf("TTL big after restart = %d", ttl)
+			}
 			// The top item survives: smaller IDs are rejected, '*' continues.
 			mustErr(t, c, "ERR The ID specified in XADD is equal or smaller than the target stream top item", "XADD", "s", "6-0", "f", "v")
 
@@ -91,7 +104,7 @@ func TestPersistRestart(t *testing.T) {
 			mustStr(t, c, "value\x00\r\n", "GET", "str")
 			mustStr(t, c, "v", "GET", "ttl")
 			mustStr(t, clientDB(t, ts2, 3), "three", "GET", "indb3")
-			mustInt(t, c, 3, "DBSIZE")
+			mustInt(t, c, 4, "DBSIZE") // s, str, ttl, big
 			mustStr(t, c, "stream", "TYPE", "s")
 
 			// Writes after the restart persist across a second restart.

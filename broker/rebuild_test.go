@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,8 +34,8 @@ func esWorkload(ctx context.Context, c *redis.Client, seed int64, n int) {
 			c.Set(ctx, key("s"), val(), 0)
 		case 1:
 			c.Set(ctx, key("s"), val(), time.Duration(1+r.Intn(40))*time.Millisecond)
-		case 2:
-			c.Set(ctx, key("s"), val(), time.Hour)
+		case 2: // values past codec.SplitValueMin travel beside their metadata
+			c.Set(ctx, key("s"), strings.Repeat(val(), 50+r.Intn(200)), time.Hour)
 		case 3:
 			c.Incr(ctx, key("n"))
 		case 4:

@@ -1637,3 +1637,59 @@ func BenchmarkDecodeRecord(b *testing.B) {
 		}
 	}
 }
+
+// TestSetMetaEventSplit: a string value longer than SplitValueMin travels
+// as the event's third argument, aliased; the stored value applying it
+// writes (AppendEventMeta) is AppendMeta's, and the split header is never
+// a metadata value (an older binary's DecodeMeta rejects the event).
+func TestSetMetaEventSplit(t *testing.T) {
+	for _, n := range []int{0, SplitValueMin, SplitValueMin + 1, 100_000} {
+		val := bytes.Repeat([]byte{'v'}, n)
+		m := Meta{Type: TypeString, ExpireAtMs: 1700000060000, Value: val}
+		e := SetMetaEvent(3, []byte("k"), m, 1700000000000)
+		split := n > SplitValueMin
+		if IsSplitSetMeta(e) != split || (split && (len(e.Args) != 3 || &e.Args[2][0] != &val[0])) {
+			t.Fatalf("%d bytes: split %v, args %d", n, IsSplitSetMeta(e), len(e.Args))
+		}
+		got, err := EventMeta(e)
+		if err != nil || got.Type != TypeString || got.ExpireAtMs != m.ExpireAtMs || !bytes.Equal(got.Value, val) {
+			t.Fatalf("%d bytes: EventMeta = %+v, %v", n, got, err)
+		}
+		stored, err := AppendEventMeta([]byte("pre"), e)
+		if err != nil || !bytes.Equal(stored, AppendMeta([]byte("pre"), m)) || EventMetaLen(e) != MetaLen(m) {
+			t.Fatalf("%d bytes: AppendEventMeta = %x, %v (len %d, want %d)", n, stored, err, EventMetaLen(e), MetaLen(m))
+		}
+		if exp, err := MetaExpireAt(e.Args[0]); err != nil || exp != m.ExpireAtMs {
+			t.Fatalf("%d bytes: MetaExpireAt = %d, %v", n, exp, err)
+		}
+		if prev, err := DecodeInt64Arg(e.Args[1]); err != nil || prev != 1700000000000 {
+			t.Fatalf("%d bytes: previous expire-at %d, %v", n, prev, err)
+		}
+		if split {
+			if _, err := DecodeMeta(e.Args[0]); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("DecodeMeta(split header) = %v, want ErrCorrupt", err)
+			}
+			// Round trip through a record, as the change log keeps it.
+			rec, err := DecodeRecord(1, AppendRecord(nil, Record{TimeMs: 1, Events: []Event{e}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := EventMeta(rec.Events[0]); err != nil || !bytes.Equal(got.Value, val) {
+				t.Fatalf("EventMeta after a record round trip: %d bytes, %v", len(got.Value), err)
+			}
+		}
+	}
+	bad := SetMetaEvent(0, []byte("k"), Meta{Type: TypeString, Value: bytes.Repeat([]byte{'v'}, 300)}, 0)
+	for name, e := range map[string]Event{
+		"no value":   {Op: OpSetMeta, Args: bad.Args[:2]},
+		"not string": {Op: OpSetMeta, Args: [][]byte{append([]byte{metaVersionSplit, byte(TypeHash)}, bad.Args[0][2:]...), bad.Args[1], bad.Args[2]}},
+		"long":       {Op: OpSetMeta, Args: [][]byte{append(bytes.Clone(bad.Args[0]), 0), bad.Args[1], bad.Args[2]}},
+	} {
+		if _, err := EventMeta(e); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: EventMeta = %v, want ErrCorrupt", name, err)
+		}
+		if _, err := AppendEventMeta(nil, e); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: AppendEventMeta = %v, want ErrCorrupt", name, err)
+		}
+	}
+}

@@ -6,13 +6,80 @@ import "encoding/binary"
 // aliases the slices passed in until it is encoded.
 
 // SetMetaEvent builds an OpSetMeta event writing m for key; prevExpireAtMs
-// is the expire-at of the metadata it replaces (0 for none).
+// is the expire-at of the metadata it replaces (0 for none). A string
+// value longer than SplitValueMin travels as a third argument after a
+// split header (EventMeta), aliased, not copied.
 func SetMetaEvent(db uint8, key []byte, m Meta, prevExpireAtMs int64) Event {
+	if m.Type == TypeString && len(m.Value) > SplitValueMin {
+		b := make([]byte, 0, 10+8)
+		b = append(b, metaVersionSplit, byte(TypeString))
+		b = binary.BigEndian.AppendUint64(b, uint64(m.ExpireAtMs))
+		b = binary.BigEndian.AppendUint64(b, uint64(prevExpireAtMs))
+		return Event{Op: OpSetMeta, DB: db, Key: key, Args: [][]byte{b[:10:10], b[10:], m.Value}}
+	}
 	// One buffer for both arguments, each capped at its end.
 	b := AppendMeta(make([]byte, 0, MetaLen(m)+8), m)
 	n := len(b)
 	b = binary.BigEndian.AppendUint64(b, uint64(prevExpireAtMs))
 	return Event{Op: OpSetMeta, DB: db, Key: key, Args: [][]byte{b[:n:n], b[n:]}}
+}
+
+// SplitValueMin is the longest string value an OpSetMeta event carries
+// inside its metadata argument; a longer one is its third argument, so
+// that building the event copies nothing (the value is copied once, into
+// the change log, and once, into the store).
+const SplitValueMin = 256
+
+// EventMeta returns the metadata an OpSetMeta event writes: its first
+// argument decoded, or, in the split form (a 10-byte header of version
+// metaVersionSplit, a string's), that header with the third argument as
+// the value (aliased). ErrCorrupt for anything else.
+func EventMeta(e Event) (Meta, error) {
+	if len(e.Args) == 0 {
+		return Meta{}, corruptf("set-meta event without arguments")
+	}
+	h := e.Args[0]
+	if !IsSplitSetMeta(e) {
+		return DecodeMeta(h)
+	}
+	if len(h) != 10 || Type(h[1]) != TypeString || len(e.Args) < 3 {
+		return Meta{}, corruptf("split set-meta event: header of %d bytes, %d args", len(h), len(e.Args))
+	}
+	v := e.Args[2]
+	return Meta{Type: TypeString, ExpireAtMs: int64(binary.BigEndian.Uint64(h[2:])), Value: v[:len(v):len(v)]}, nil
+}
+
+// IsSplitSetMeta reports whether the OpSetMeta event e is in the split
+// form (EventMeta): its first argument begins with the split header's
+// version.
+func IsSplitSetMeta(e Event) bool {
+	return len(e.Args) > 0 && len(e.Args[0]) > 0 && e.Args[0][0] == metaVersionSplit
+}
+
+// AppendEventMeta appends to b the stored metadata value (the T key's) an
+// OpSetMeta event writes, for either form (EventMeta).
+func AppendEventMeta(b []byte, e Event) ([]byte, error) {
+	if !IsSplitSetMeta(e) {
+		if len(e.Args) == 0 {
+			return b, corruptf("set-meta event without arguments")
+		}
+		return append(b, e.Args[0]...), nil
+	}
+	if _, err := EventMeta(e); err != nil {
+		return b, err
+	}
+	b = append(b, metaVersion)
+	b = append(b, e.Args[0][1:]...)
+	return append(b, e.Args[2]...), nil
+}
+
+// EventMetaLen is the length of AppendEventMeta's value for e (assumed
+// well formed).
+func EventMetaLen(e Event) int {
+	if IsSplitSetMeta(e) && len(e.Args) > 2 {
+		return len(e.Args[0]) + len(e.Args[2])
+	}
+	return len(e.Args[0])
 }
 
 // DelKeyEvent builds an OpDelKey event removing key of type t.

@@ -68,6 +68,10 @@ var (
 const (
 	metaVersion       = 1
 	metaVersionStream = 2
+	// metaVersionSplit marks the header of an OpSetMeta event in the split
+	// form (EventMeta): never a stored value. A binary from before it
+	// rejects such an event rather than storing the header alone.
+	metaVersionSplit = 3
 )
 
 // Meta is the metadata value stored under a T key. One exists per live user
@@ -283,9 +287,12 @@ func AppendMeta(b []byte, m Meta) []byte {
 // MetaExpireAt returns the expire-at (Unix ms, 0: no TTL) of the metadata
 // value b, reading its 10-byte header only: for the paths that need the
 // TTL alone (the TTL index), where DecodeMeta would decode a stream's
-// node state for nothing. ErrCorrupt for a header DecodeMeta rejects.
+// node state for nothing; it also reads the header of an OpSetMeta event in
+// the split form (EventMeta). ErrCorrupt for a header DecodeMeta rejects
+// otherwise.
 func MetaExpireAt(b []byte) (int64, error) {
-	if len(b) < 10 || (b[0] != metaVersion && (b[0] != metaVersionStream || Type(b[1]) != TypeStream)) {
+	if len(b) < 10 || (b[0] != metaVersion && (b[0] != metaVersionStream || Type(b[1]) != TypeStream) &&
+		(b[0] != metaVersionSplit || Type(b[1]) != TypeString || len(b) != 10)) {
 		return 0, corruptf("meta of %d bytes", len(b))
 	}
 	return int64(binary.BigEndian.Uint64(b[2:])), nil
@@ -297,6 +304,9 @@ func DecodeMeta(b []byte) (Meta, error) {
 	exp, err := MetaExpireAt(b)
 	if err != nil {
 		return Meta{}, err
+	}
+	if b[0] == metaVersionSplit {
+		return Meta{}, corruptf("split set-meta header as a metadata value")
 	}
 	m := Meta{Type: Type(b[1]), ExpireAtMs: exp}
 	rest := b[10:]

@@ -167,7 +167,7 @@ func messageOf(prefix string, r codec.Record, i int, logical func(storage uint8)
 		m.Reason = "expired"
 	}
 	if e.Op == codec.OpSetMeta {
-		md, err := codec.DecodeMeta(e.Args[0])
+		md, err := codec.EventMeta(e)
 		if err != nil {
 			return m, "", err
 		}

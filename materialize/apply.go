@@ -53,6 +53,21 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 				return err
 			}
 		}
+		if codec.IsSplitSetMeta(e) {
+			// The split form (codec.EventMeta): header and value are
+			// written straight into the batch, no copy of their own.
+			k := codec.MetaKey(e.DB, e.Key)
+			op := b.SetDeferred(len(k), codec.EventMetaLen(e))
+			copy(op.Key, k)
+			got, err := codec.AppendEventMeta(op.Value[:0], e)
+			if err != nil {
+				return err
+			}
+			if len(got) != len(op.Value) {
+				return fmt.Errorf("materialize: metadata encoded to %d bytes, %d reserved", len(got), len(op.Value))
+			}
+			return op.Finish()
+		}
 		return b.Set(codec.MetaKey(e.DB, e.Key), a[0], nil)
 
 	case codec.OpDelKey:

@@ -49,6 +49,9 @@ const (
 	metaCacheShardMax = (1 << 18) / metaCacheShards
 	// metaCacheMaxValue is the largest string value cached with its metadata.
 	metaCacheMaxValue = 256
+	// splitAboveCached fails to compile unless values of the split form
+	// (codec.SplitValueMin) are too long to be cached with their metadata.
+	splitAboveCached = uint(codec.SplitValueMin - metaCacheMaxValue)
 )
 
 func newMetaCache() *metaCache {
@@ -141,12 +144,15 @@ func (c *metaCache) clear() {
 func metaEffect(e codec.Event) (cachedMeta, bool) {
 	switch e.Op {
 	case codec.OpSetMeta:
-		m, err := codec.DecodeMeta(e.Args[0])
+		m, err := codec.EventMeta(e)
 		if err != nil {
 			return cachedMeta{}, false
 		}
 		// m.Value aliases the event's argument, which nothing changes
-		// once built (and DecodeMeta caps it: an append copies).
+		// once built (and DecodeMeta caps it: an append copies). In the
+		// split form that is the request's value, valid until the group
+		// commits: longer than metaCacheMaxValue, so the committed cache
+		// keeps it without its value (splitAboveCached).
 		return cachedMeta{meta: m, exists: true}, true
 	case codec.OpDelKey:
 		return cachedMeta{}, true
