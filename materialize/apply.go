@@ -56,6 +56,9 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		if codec.IsSplitSetMeta(e) {
 			// The split form (codec.EventMeta): header and value are
 			// written straight into the batch, no copy of their own.
+			if _, err := codec.EventMeta(e); err != nil {
+				return err // checked before the batch reserves anything
+			}
 			k := codec.MetaKey(e.DB, e.Key)
 			op := b.SetDeferred(len(k), codec.EventMetaLen(e))
 			copy(op.Key, k)
