@@ -296,16 +296,23 @@ func (ed *nodeEditor) applyTrim(removed []*nodeRef, stop *nodeRef, pieces, piece
 	return nil
 }
 
-// walkLiveFrom is walkLive from the first live entry >= from.
-func walkLiveFrom(v *materialize.View, db uint8, key []byte, s codec.StreamMeta, pending []codec.ID, from codec.ID, visit func(codec.ID) bool) error {
-	stored := s
+// storedPart returns the metadata s as it stands without pending, the IDs
+// added in this decision (after every stored entry; s counts them): what
+// the view's stored entries match.
+func storedPart(s codec.StreamMeta, pending []codec.ID) codec.StreamMeta {
 	if len(pending) > 0 {
-		stored.Length -= uint64(len(pending))
-		stored.LastID = pending[0]
+		s.Length -= uint64(len(pending))
+		s.LastID = pending[0]
 		if prev, ok := pending[0].Prev(); ok {
-			stored.LastID = prev
+			s.LastID = prev
 		}
 	}
+	return s
+}
+
+// walkLiveFrom is walkLive from the first live entry >= from.
+func walkLiveFrom(v *materialize.View, db uint8, key []byte, s codec.StreamMeta, pending []codec.ID, from codec.ID, visit func(codec.ID) bool) error {
+	stored := storedPart(s, pending)
 	stopped := false
 	if p, lower, upper, ok := liveBounds(db, key, stored, from, codec.MaxID); ok {
 		err := v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
@@ -339,14 +346,7 @@ func lastLiveBefore(v *materialize.View, db uint8, key []byte, s codec.StreamMet
 			return pending[i], nil
 		}
 	}
-	stored := s
-	if len(pending) > 0 {
-		stored.Length -= uint64(len(pending))
-		stored.LastID = pending[0]
-		if prev, ok := pending[0].Prev(); ok {
-			stored.LastID = prev
-		}
-	}
+	stored := storedPart(s, pending)
 	end := codec.MaxID
 	if before != codec.MaxID {
 		var ok bool
