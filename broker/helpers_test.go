@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -90,6 +91,17 @@ func mustDo(t testing.TB, c *redis.Client, args ...any) any {
 		t.Fatalf("%v: %v", args, err)
 	}
 	return v
+}
+
+// streamWithGroup adds the entries 1-0..n-0 (field f, value i) to stream
+// s and creates group g on it from 0: the set-up of the consumer-group
+// tests.
+func streamWithGroup(t testing.TB, c *redis.Client, n int) {
+	t.Helper()
+	for i := 1; i <= n; i++ {
+		mustDo(t, c, "XADD", "s", fmt.Sprintf("%d-0", i), "f", i)
+	}
+	mustDo(t, c, "XGROUP", "CREATE", "s", "g", "0")
 }
 
 // mustErr runs a command that must fail with exactly want.

@@ -238,10 +238,7 @@ func TestTrimPolicies(t *testing.T) {
 func TestTrimAckedNodes(t *testing.T) {
 	ts := newTestServer(t)
 	c := ts.client(t)
-	for i := 1; i <= 300; i++ {
-		mustDo(t, c, "XADD", "s", fmt.Sprintf("%d-0", i), "f", i)
-	}
-	mustDo(t, c, "XGROUP", "CREATE", "s", "g", "0")
+	streamWithGroup(t, c, 300)
 	mustDo(t, c, "XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")
 	// Acknowledge everything but 1-0..10-0 and 150-0.
 	for i := 11; i <= 300; i++ {
@@ -316,10 +313,7 @@ func TestXReadGroupClaim(t *testing.T) {
 	ts := newTestServer(t)
 	c := ts.client(t)
 	ctx := context.Background()
-	for i := 1; i <= 3; i++ {
-		mustDo(t, c, "XADD", "s", fmt.Sprintf("%d-0", i), "f", i)
-	}
-	mustDo(t, c, "XGROUP", "CREATE", "s", "g", "0")
+	streamWithGroup(t, c, 3)
 	mustDo(t, c, "XREADGROUP", "GROUP", "g", "c1", "COUNT", "1", "STREAMS", "s", ">") // 1-0 first
 	time.Sleep(5 * time.Millisecond)
 	mustDo(t, c, "XREADGROUP", "GROUP", "g", "c1", "STREAMS", "s", ">") // then 2-0, 3-0

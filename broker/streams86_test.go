@@ -223,10 +223,7 @@ func TestXNack(t *testing.T) {
 	ts := newTestServer(t)
 	c := ts.client(t)
 	ctx := context.Background()
-	for i := 1; i <= 5; i++ {
-		mustDo(t, c, "XADD", "s", fmt.Sprintf("%d-0", i), "f", i)
-	}
-	mustDo(t, c, "XGROUP", "CREATE", "s", "g", "0")
+	streamWithGroup(t, c, 5)
 	mustDo(t, c, "XREADGROUP", "GROUP", "g", "c1", "COUNT", "4", "STREAMS", "s", ">") // 1..4, count 1
 	mustDo(t, c, "XCLAIM", "s", "g", "c1", "0", "2-0", "3-0")                         // 2, 3: count 2
 	// Released in the order 3, 1, 2: SILENT undoes a delivery, FAIL keeps
@@ -364,10 +361,7 @@ func TestIDMPRenameExpires(t *testing.T) {
 func TestDeadLetters(t *testing.T) {
 	ts := newTestServer(t)
 	c := ts.client(t)
-	for i := 1; i <= 3; i++ {
-		mustDo(t, c, "XADD", "s", fmt.Sprintf("%d-0", i), "f", i)
-	}
-	mustDo(t, c, "XGROUP", "CREATE", "s", "g", "0")
+	streamWithGroup(t, c, 3)
 	for _, bad := range [][]any{
 		{"XGROUP", "DEADLETTER", "nokey", "g", "dlq", "MAXDELIVERIES", "2"},
 		{"XGROUP", "DEADLETTER", "s", "nog", "dlq", "MAXDELIVERIES", "2"},

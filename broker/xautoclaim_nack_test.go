@@ -21,10 +21,7 @@ import (
 func TestXAutoClaimNacked(t *testing.T) {
 	ts := newTestServer(t)
 	c := ts.client(t)
-	for i := 1; i <= 5; i++ {
-		mustDo(t, c, "XADD", "s", fmt.Sprintf("%d-0", i), "f", i)
-	}
-	mustDo(t, c, "XGROUP", "CREATE", "s", "g", "0")
+	streamWithGroup(t, c, 5)
 	mustDo(t, c, "XREADGROUP", "GROUP", "g", "c1", "STREAMS", "s", ">")
 	pending := func(id string) string {
 		t.Helper()
