@@ -56,32 +56,6 @@ func IsSplitSetMeta(e Event) bool {
 	return len(e.Args) > 0 && len(e.Args[0]) > 0 && e.Args[0][0] == metaVersionSplit
 }
 
-// AppendEventMeta appends to b the stored metadata value (the T key's) an
-// OpSetMeta event writes, for either form (EventMeta).
-func AppendEventMeta(b []byte, e Event) ([]byte, error) {
-	if !IsSplitSetMeta(e) {
-		if len(e.Args) == 0 {
-			return b, corruptf("set-meta event without arguments")
-		}
-		return append(b, e.Args[0]...), nil
-	}
-	if _, err := EventMeta(e); err != nil {
-		return b, err
-	}
-	b = append(b, metaVersion)
-	b = append(b, e.Args[0][1:]...)
-	return append(b, e.Args[2]...), nil
-}
-
-// EventMetaLen is the length of AppendEventMeta's value for e (assumed
-// well formed).
-func EventMetaLen(e Event) int {
-	if IsSplitSetMeta(e) && len(e.Args) > 2 {
-		return len(e.Args[0]) + len(e.Args[2])
-	}
-	return len(e.Args[0])
-}
-
 // DelKeyEvent builds an OpDelKey event removing key of type t.
 func DelKeyEvent(db uint8, key []byte, t Type, prevExpireAtMs int64) Event {
 	return Event{Op: OpDelKey, DB: db, Key: key, Args: [][]byte{{byte(t)}, Int64Arg(prevExpireAtMs), nil, TagsArg(t)}}

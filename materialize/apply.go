@@ -54,19 +54,16 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 			}
 		}
 		if codec.IsSplitSetMeta(e) {
-			// The split form (codec.EventMeta): header and value are
-			// written straight into the batch, no copy of their own.
-			if _, err := codec.EventMeta(e); err != nil {
-				return err // checked before the batch reserves anything
-			}
-			k := codec.MetaKey(e.DB, e.Key)
-			op := b.SetDeferred(len(k), codec.EventMetaLen(e))
-			copy(op.Key, k)
-			got, err := codec.AppendEventMeta(op.Value[:0], e)
+			// The split form (codec.EventMeta): the stored metadata is
+			// encoded straight into the batch, no copy of its own.
+			m, err := codec.EventMeta(e)
 			if err != nil {
 				return err
 			}
-			if len(got) != len(op.Value) {
+			k := codec.MetaKey(e.DB, e.Key)
+			op := b.SetDeferred(len(k), codec.MetaLen(m))
+			copy(op.Key, k)
+			if got := codec.AppendMeta(op.Value[:0], m); len(got) != len(op.Value) {
 				return fmt.Errorf("materialize: metadata encoded to %d bytes, %d reserved", len(got), len(op.Value))
 			}
 			return op.Finish()
