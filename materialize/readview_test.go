@@ -85,29 +85,40 @@ func TestReadViewPinsItsFirstState(t *testing.T) {
 }
 
 // TestMetaWith: the metadata as Meta reads it, a large string's value
-// included (read from Pebble without a copy), for every case of the cache.
+// included (read from Pebble without a copy), for every case of the cache:
+// keys the writer cached, and keys no one has cached since a reopen.
 func TestMetaWith(t *testing.T) {
-	s := openMem(t, newClock(t0))
+	clock := newClock(t0)
+	opts := materialize.Options{Dir: t.TempDir(), Now: clock.Now}
+	s := openStore(t, opts)
 	big := strings.Repeat("x", 4000) // larger than the cache keeps
 	setString(t, s, 0, "big", big, 0, 0)
 	setString(t, s, 0, "small", "v", 0, 0)
 	setString(t, s, 0, "empty", "", 0, 0)
 	setString(t, s, 0, "gone", "v", t0-1, 0) // already expired
-	for _, c := range []struct {
-		key, want string
-		ok        bool
-	}{{"big", big, true}, {"small", "v", true}, {"empty", "", true}, {"gone", "", false}, {"none", "", false}} {
-		for _, v := range []*materialize.View{s.View(), s.ReadView(), s.PinnedReadView()} {
-			var got string
-			called := false
-			ok, err := v.MetaWith(0, []byte(c.key), func(m codec.Meta) error {
-				got, called = string(m.Value), true
-				return nil
-			})
-			v.Close()
-			if err != nil || ok != c.ok || called != c.ok || got != c.want {
-				t.Fatalf("MetaWith(%q) = %v, %v, called %v, value of %d bytes; want %v, %d bytes", c.key, ok, err, called, len(got), c.ok, len(c.want))
+	check := func(s *materialize.Store, when string) {
+		t.Helper()
+		for _, c := range []struct {
+			key, want string
+			ok        bool
+		}{{"big", big, true}, {"small", "v", true}, {"empty", "", true}, {"gone", "", false}, {"none", "", false}} {
+			for _, v := range []*materialize.View{s.ReadView(), s.PinnedReadView(), s.View()} {
+				var got string
+				called := false
+				ok, err := v.MetaWith(0, []byte(c.key), func(m codec.Meta) error {
+					got, called = string(m.Value), true
+					return nil
+				})
+				v.Close()
+				if err != nil || ok != c.ok || called != c.ok || got != c.want {
+					t.Fatalf("%s: MetaWith(%q) = %v, %v, called %v, value of %d bytes; want %v, %d bytes", when, c.key, ok, err, called, len(got), c.ok, len(c.want))
+				}
 			}
 		}
 	}
+	check(s, "written")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check(openStore(t, opts), "reopened")
 }

@@ -138,13 +138,16 @@ func (v *View) rawMeta(db uint8, key []byte) (codec.Meta, bool, error) {
 // rawMetaOpt is rawMeta; without needValue, a large string's metadata may
 // come with a nil Value (from the cache), which spares reading the value.
 func (v *View) rawMetaOpt(db uint8, key []byte, needValue bool) (codec.Meta, bool, error) {
-	m, ok, _, err := v.rawMetaPartial(db, key, needValue)
+	m, ok, _, err := v.rawMetaPartial(db, key, needValue, false)
 	return m, ok, err
 }
 
 // rawMetaPartial is rawMetaOpt, reporting partial when the metadata came
-// from a cache entry without its value (needValue false only).
-func (v *View) rawMetaPartial(db uint8, key []byte, needValue bool) (codec.Meta, bool, bool, error) {
+// from a cache entry without its value (needValue false only). With
+// lend, a reader's lookup that would go to Pebble is left to the caller,
+// who can read the value without copying it: it reports partial with
+// exists false and no metadata.
+func (v *View) rawMetaPartial(db uint8, key []byte, needValue, lend bool) (codec.Meta, bool, bool, error) {
 	if err := v.softPinned(); err != nil {
 		return codec.Meta{}, false, false, err
 	}
@@ -168,6 +171,9 @@ func (v *View) rawMetaPartial(db uint8, key []byte, needValue bool) (codec.Meta,
 		return codec.Meta{}, false, false, nil // not cached: the filter answers again
 	}
 	v.iters.metaLookup()
+	if lend && v.staged == nil {
+		return codec.Meta{}, false, true, nil
+	}
 	b, ok, err := v.Get(codec.MetaKey(db, key))
 	if err != nil {
 		return codec.Meta{}, false, false, err
@@ -186,34 +192,43 @@ func (v *View) rawMetaPartial(db uint8, key []byte, needValue bool) (codec.Meta,
 }
 
 // MetaWith is Meta for a read that uses the metadata only while fn runs: a
-// large string's value (which the cache does not hold) is read from Pebble
-// without the copy Meta makes, and m.Value aliases Pebble's buffer until fn
-// returns. It reports whether the key exists; fn is not called otherwise.
-// GET of a 10 KB value spent a tenth of its CPU on that copy.
+// large string's value (which the cache does not hold, and which a reader
+// finds in Pebble when the key is not cached at all, as after a restart)
+// is read from Pebble without the copy Meta makes, and m.Value aliases
+// Pebble's buffer until fn returns. It reports whether the key exists; fn
+// is not called otherwise. GET of a 10 KB value spent a tenth of its CPU
+// on that copy; GET of 100 KB values after a restart, a third
+// (docs/perf.md, "GET of large values after a restart").
 func (v *View) MetaWith(db uint8, key []byte, fn func(m codec.Meta) error) (bool, error) {
-	m, ok, partial, err := v.rawMetaPartial(db, key, false)
-	if err != nil || !ok || v.expired(m) {
-		if err == nil {
-			v.counted(false)
-		}
-		return false, err
-	}
-	v.counted(true)
-	if !partial {
-		return true, fn(m)
-	}
-	v.iters.get()
-	raw, closer, err := v.get(codec.MetaKey(db, key))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return false, fmt.Errorf("materialize: metadata of %q gone within one view: %w", key, codec.ErrCorrupt)
-	}
+	m, ok, partial, err := v.rawMetaPartial(db, key, false, true)
 	if err != nil {
 		return false, err
 	}
-	defer closer.Close()
-	if m, err = codec.DecodeMeta(raw); err != nil {
-		return false, err
+	if partial {
+		// ok: a cache entry without its value, so the key must be stored.
+		if ok {
+			v.iters.get()
+		}
+		raw, closer, err := v.get(codec.MetaKey(db, key))
+		switch {
+		case errors.Is(err, pebble.ErrNotFound) && ok:
+			return false, fmt.Errorf("materialize: metadata of %q gone within one view: %w", key, codec.ErrCorrupt)
+		case errors.Is(err, pebble.ErrNotFound):
+		case err != nil:
+			return false, err
+		default:
+			defer closer.Close()
+			if m, err = codec.DecodeMeta(raw); err != nil {
+				return false, err
+			}
+			ok = true
+		}
 	}
+	if !ok || v.expired(m) {
+		v.counted(false)
+		return false, nil
+	}
+	v.counted(true)
 	return true, fn(m)
 }
 
