@@ -323,9 +323,8 @@ func readerGrow(data []byte, remaining int64, last bool) []byte {
 	if last && newCap > have+remaining {
 		newCap = have + remaining // nothing follows this argument
 	}
-	grown := make([]byte, len(data), newCap)
-	copy(grown, data)
-	return grown
+	// Not zeroed: readBulk fills every byte it extends the slice over, or fails.
+	return append(makeNoZero(int(newCap)), data...)
 }
 
 // readLine reads one line and returns its bytes before the '\n' (including
