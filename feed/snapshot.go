@@ -277,7 +277,7 @@ func headNodeKey(v *materialize.View, db uint8, key []byte, headLast codec.ID) (
 		upper = codec.StreamNodeKey(db, key, next)
 	}
 	start := p
-	err := v.Iterate(p, upper, true, func(k, _ []byte) (bool, error) {
+	err := v.IterateNoValues(p, upper, true, func(k []byte) (bool, error) {
 		start = bytes.Clone(k)
 		return false, nil
 	})

@@ -390,7 +390,7 @@ func PendingSummary(v *materialize.View, db uint8, key, group []byte) (Summary, 
 	s.Count, s.Min = int64(g.PEL.Count), g.PEL.First
 	p := codec.GroupPrefix(codec.TagPEL, db, key, group)
 	lower, upper, _ := pendingBounds(p, g.PEL, codec.ID{}, codec.MaxID)
-	err = v.Iterate(lower, upper, true, func(k, _ []byte) (bool, error) {
+	err = v.IterateNoValues(lower, upper, true, func(k []byte) (bool, error) {
 		s.Max, err = codec.DecodeID(k[len(p):])
 		return false, err
 	})

@@ -148,7 +148,7 @@ func (e *pelEdit) settleTime() error {
 		upper = codec.PELTimeKey(e.db, e.key, e.group, best.Time, best.ID)
 	}
 	lower := codec.PELTimeKey(e.db, e.key, e.group, e.g.TimeFirst.Time, e.g.TimeFirst.ID)
-	err := e.v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
+	err := e.v.IterateNoValues(lower, upper, false, func(k []byte) (bool, error) {
 		p, err := decodeTimeKey(k[len(pre):])
 		if err != nil || e.wRemoved[p] {
 			return err == nil, err
@@ -372,7 +372,7 @@ func (d *pelDelta) settle(v *materialize.View, s *codec.PELStats, p []byte) erro
 	if found {
 		upper = codec.AppendID(p[:len(p):len(p)], best)
 	}
-	err := v.Iterate(codec.AppendID(p[:len(p):len(p)], s.First), upper, false, func(k, _ []byte) (bool, error) {
+	err := v.IterateNoValues(codec.AppendID(p[:len(p):len(p)], s.First), upper, false, func(k []byte) (bool, error) {
 		id, err := codec.DecodeID(k[len(p):])
 		if err != nil {
 			return false, err
@@ -505,7 +505,7 @@ func fillConsumerPEL(v *materialize.View, db uint8, key, group, consumer []byte,
 // tells which IDs count.
 func recount(v *materialize.View, p []byte, keep func(codec.ID) (bool, error)) (codec.PELStats, error) {
 	var s codec.PELStats
-	err := v.Iterate(p, codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
+	err := v.IterateNoValues(p, codec.PrefixEnd(p), false, func(k []byte) (bool, error) {
 		id, err := codec.DecodeID(k[len(p):])
 		if err != nil {
 			return false, err
@@ -532,7 +532,7 @@ func pendingIDs(v *materialize.View, p []byte, s codec.PELStats, start, end code
 		return nil, nil
 	}
 	var ids []codec.ID
-	err := v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
+	err := v.IterateNoValues(lower, upper, false, func(k []byte) (bool, error) {
 		id, err := codec.DecodeID(k[len(p):])
 		if err != nil {
 			return false, err

@@ -325,7 +325,7 @@ func (s *Session) idlePending(edit *pelEdit, minIdle int64, count int, now int64
 	// From the group's first W key: a lower bound even mid-decision (the
 	// edit moves it down when it adds a smaller key).
 	lower := codec.PELTimeKey(s.db, edit.key, edit.group, edit.g.TimeFirst.Time, edit.g.TimeFirst.ID)
-	err := s.v.Iterate(lower, codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
+	err := s.v.IterateNoValues(lower, codec.PrefixEnd(p), false, func(k []byte) (bool, error) {
 		pos, err := decodeTimeKey(k[len(p):])
 		if err != nil {
 			return false, err
@@ -363,7 +363,7 @@ func NextClaimable(v *materialize.View, db uint8, key, group []byte, minIdle int
 	p := codec.GroupPrefix(codec.TagPELTime, db, key, group)
 	var at int64
 	found := false
-	err = v.Iterate(codec.PELTimeKey(db, key, group, from, codec.ID{}), codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
+	err = v.IterateNoValues(codec.PELTimeKey(db, key, group, from, codec.ID{}), codec.PrefixEnd(p), false, func(k []byte) (bool, error) {
 		pos, err := decodeTimeKey(k[len(p):])
 		if err != nil {
 			return false, err
@@ -452,7 +452,7 @@ func (s *Session) pendingAfter(edit *pelEdit, consumer []byte, after codec.ID, c
 	var ids []codec.ID
 	p := codec.ConsumerPELPrefix(s.db, edit.key, edit.group, consumer)
 	if lower, upper, ok := pendingBounds(p, ce.c.PEL, start, codec.MaxID); ok {
-		err := s.v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
+		err := s.v.IterateNoValues(lower, upper, false, func(k []byte) (bool, error) {
 			id, err := codec.DecodeID(k[len(p):])
 			if err != nil {
 				return false, err

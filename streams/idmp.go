@@ -423,7 +423,7 @@ func ExpireIDMP(v *materialize.View, from *int64, limit int) ([]codec.Event, err
 	var order []*idmpEdit
 	var stale []codec.Event
 	n := 0
-	err := v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
+	err := v.IterateNoValues(lower, upper, false, func(k []byte) (bool, error) {
 		if n >= limit {
 			return false, nil
 		}

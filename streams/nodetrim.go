@@ -315,7 +315,7 @@ func walkLiveFrom(v *materialize.View, db uint8, key []byte, s codec.StreamMeta,
 	stored := storedPart(s, pending)
 	stopped := false
 	if p, lower, upper, ok := liveBounds(db, key, stored, from, codec.MaxID); ok {
-		err := v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
+		err := v.IterateNoValues(lower, upper, false, func(k []byte) (bool, error) {
 			id, err := codec.DecodeID(k[len(p):])
 			if err != nil {
 				return false, err
@@ -359,7 +359,7 @@ func lastLiveBefore(v *materialize.View, db uint8, key []byte, s codec.StreamMet
 	if !ok {
 		return last, nil
 	}
-	err := v.Iterate(lower, upper, true, func(k, _ []byte) (bool, error) {
+	err := v.IterateNoValues(lower, upper, true, func(k []byte) (bool, error) {
 		id, err := codec.DecodeID(k[len(p):])
 		last = id
 		return false, err

@@ -246,7 +246,7 @@ func firstAfter(v *materialize.View, db uint8, key []byte, s codec.StreamMeta, f
 	}
 	var found codec.ID
 	ok = false
-	err := v.Iterate(lower, upper, false, func(k, _ []byte) (bool, error) {
+	err := v.IterateNoValues(lower, upper, false, func(k []byte) (bool, error) {
 		id, err := codec.DecodeID(k[len(p):])
 		if err != nil {
 			return false, err

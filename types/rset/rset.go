@@ -66,7 +66,7 @@ func Members(v *materialize.View, db uint8, key []byte) ([][]byte, error) {
 	}
 	var out [][]byte
 	p := prefix(db, key)
-	err := v.Iterate(p, codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
+	err := v.IterateNoValues(p, codec.PrefixEnd(p), false, func(k []byte) (bool, error) {
 		out = append(out, append([]byte(nil), k[len(p):]...))
 		return true, nil
 	})
@@ -261,7 +261,7 @@ func Compute(v *materialize.View, db uint8, op Op, keys [][]byte, limit int) ([]
 		}
 		var out [][]byte
 		p := prefix(db, keys[small])
-		err := v.Iterate(p, codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
+		err := v.IterateNoValues(p, codec.PrefixEnd(p), false, func(k []byte) (bool, error) {
 			mem := k[len(p):]
 			for i, key := range keys {
 				if i == small || bytes.Equal(key, keys[small]) {
@@ -297,7 +297,7 @@ func Compute(v *materialize.View, db uint8, op Op, keys [][]byte, limit int) ([]
 		}
 		var out [][]byte
 		p := prefix(db, keys[0])
-		err := v.Iterate(p, codec.PrefixEnd(p), false, func(k, _ []byte) (bool, error) {
+		err := v.IterateNoValues(p, codec.PrefixEnd(p), false, func(k []byte) (bool, error) {
 			mem := k[len(p):]
 			for i, key := range keys[1:] {
 				if !found[i+1] {

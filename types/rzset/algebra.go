@@ -105,7 +105,7 @@ func each(v *materialize.View, db uint8, src source, fn func(member []byte, scor
 		})
 	case codec.TypeSet:
 		sp := codec.KeyPrefix(codec.TagSet, db, src.key)
-		return v.Iterate(sp, codec.PrefixEnd(sp), false, func(k, _ []byte) (bool, error) {
+		return v.IterateNoValues(sp, codec.PrefixEnd(sp), false, func(k []byte) (bool, error) {
 			return fn(k[len(sp):], 1)
 		})
 	}

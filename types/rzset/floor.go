@@ -42,7 +42,7 @@ func floorAfter(v *materialize.View, yp []byte, m codec.Meta, gone map[string]bo
 	cur, have := m.Floor, m.Count > 0
 	if len(gone) > 0 && have {
 		have = false
-		err := v.Iterate(low(yp, m), codec.PrefixEnd(yp), false, func(k, _ []byte) (bool, error) {
+		err := v.IterateNoValues(low(yp, m), codec.PrefixEnd(yp), false, func(k []byte) (bool, error) {
 			s := k[len(yp):]
 			if gone[string(s)] {
 				return true, nil

@@ -143,7 +143,7 @@ func rankBefore(v *materialize.View, db uint8, key []byte, m codec.Meta, yk []by
 	if m.Ranked {
 		var above int64 // keys at or above yk seen from the end
 		found := false
-		err := v.Iterate(from, codec.PrefixEnd(yp), true, func(k, _ []byte) (bool, error) {
+		err := v.IterateNoValues(from, codec.PrefixEnd(yp), true, func(k []byte) (bool, error) {
 			if bytes.Compare(k, yk) < 0 {
 				found = true
 				return false, nil
@@ -174,7 +174,7 @@ func rankBefore(v *materialize.View, db uint8, key []byte, m codec.Meta, yk []by
 	if bytes.Compare(from, yk) >= 0 {
 		return before, nil
 	}
-	err := v.Iterate(from, yk, false, func(_, _ []byte) (bool, error) {
+	err := v.IterateNoValues(from, yk, false, func(_ []byte) (bool, error) {
 		before++
 		return true, nil
 	})
@@ -222,7 +222,7 @@ func seekRank(v *materialize.View, db uint8, key []byte, m codec.Meta, r int64) 
 		return walkBack(v, yp, from, key, n-1-r)
 	}
 	var out []byte
-	err := v.Iterate(from, codec.PrefixEnd(yp), false, func(k, _ []byte) (bool, error) {
+	err := v.IterateNoValues(from, codec.PrefixEnd(yp), false, func(k []byte) (bool, error) {
 		if skip == 0 {
 			out = append([]byte(nil), k...)
 			return false, nil
@@ -240,7 +240,7 @@ func seekRank(v *materialize.View, db uint8, key []byte, m codec.Meta, r int64) 
 // walking back from the end of the index yp (down to from).
 func walkBack(v *materialize.View, yp, from, key []byte, skip int64) ([]byte, error) {
 	var out []byte
-	err := v.Iterate(from, codec.PrefixEnd(yp), true, func(k, _ []byte) (bool, error) {
+	err := v.IterateNoValues(from, codec.PrefixEnd(yp), true, func(k []byte) (bool, error) {
 		if skip == 0 {
 			out = append([]byte(nil), k...)
 			return false, nil
