@@ -88,6 +88,22 @@ type changeLog struct {
 
 const frameHeader = 8
 
+// logBufRetained is the largest staging buffer the log keeps between
+// groups: twenty clients' 100 KB values fit, and a group that staged a
+// larger record (a 512 MB SET) does not hold its buffer for the life of
+// the process.
+const logBufRetained = 4 << 20
+
+// resetBuf empties the staging buffer, dropping it when a large group grew
+// it past logBufRetained.
+func (l *changeLog) resetBuf() {
+	if cap(l.buf) > logBufRetained {
+		l.buf = nil
+		return
+	}
+	l.buf = l.buf[:0]
+}
+
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func segmentName(first uint64) string { return fmt.Sprintf("%020d.log", first) }
@@ -286,7 +302,7 @@ func (l *changeLog) appendWith(seq uint64, enc func(b []byte) []byte) {
 
 // discard drops the staged frames (a failed group), back to last.
 func (l *changeLog) discard(last uint64) {
-	l.buf = l.buf[:0]
+	l.resetBuf()
 	l.last = last
 }
 
@@ -306,7 +322,7 @@ func (l *changeLog) write() error {
 	before := l.size
 	n, err := l.f.Write(l.buf)
 	l.size += int64(n)
-	l.buf = l.buf[:0]
+	l.resetBuf()
 	if err != nil {
 		// syncMu is held until the segment's earlier records are synced:
 		// their writes' WaitDurable may come after this, and a sync finds
