@@ -655,8 +655,9 @@ type groupRun struct {
 	perWrite  int      // batch bytes per write of the last group (batchSize)
 }
 
-// maxBatchHint caps batchSize: a group of larger writes grows its batch.
-const maxBatchHint = 64 << 20
+// maxBatchHint caps batchSize (a group of larger writes grows its batch),
+// so that one huge write does not make the next groups allocate as much.
+const maxBatchHint = 8 << 20
 
 // batchSize is the initial capacity of the batch of a group of writes:
 // the last group's batch bytes per write times writes. A batch that
