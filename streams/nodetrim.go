@@ -170,13 +170,56 @@ func planTrimNodes(ed *nodeEditor, pending []codec.ID, tr Trim) (trimPlan, error
 	}
 	pl := trimPlan{n: n, oldFirst: s.FirstID, nodes: true}
 	if n > 0 {
-		if err := findTrimEnds(ed, pending, &pl, stop, piecesLive+marked); err != nil {
-			return trimPlan{}, err
+		if !cleanTrimEnds(s, &pl, removed, stop, piecesLive+marked) {
+			if err := findTrimEnds(ed, pending, &pl, stop, piecesLive+marked); err != nil {
+				return trimPlan{}, err
+			}
 		}
 	} else {
 		pl.first = s.FirstID
 	}
 	return pl, ed.applyTrim(removed, stop, pieces, piecesLive, marked, pl.first)
+}
+
+// cleanTrimEnds is findTrimEnds without reading entries, for a trim that
+// removes whole nodes without deleted entries (of one or two entries each
+// when the trim lists its IDs) and keeps the node after them whole (inStop
+// 0) and clean: their first and last IDs are then the removed entries,
+// and the kept node's first ID is the stream's new first entry. Large
+// entries (each a node of its own past stream-node-max-bytes) trim this
+// way. It reports false, changing nothing, when the trim is not of that
+// shape.
+func cleanTrimEnds(s *codec.StreamMeta, pl *trimPlan, removed []*nodeRef, stop *nodeRef, inStop uint64) bool {
+	clean := func(r *nodeRef) bool { return r.n.Count == 1 && r.n.Deleted == 0 && r.n.Live > 0 }
+	if inStop != 0 || len(removed) == 0 || removed[0].n.First != s.FirstID || (stop != nil && !clean(stop)) {
+		return false
+	}
+	var n uint64
+	list := pl.n <= PointTrimMax
+	for _, r := range removed {
+		if !clean(r) || (list && (r.n.Live > 2 || (r.n.Live == 1) != (r.n.First == r.n.Last))) {
+			return false
+		}
+		n += r.n.Live
+	}
+	if n != pl.n {
+		return false
+	}
+	var ids []codec.ID
+	if list {
+		for _, r := range removed {
+			ids = append(ids, r.n.First)
+			if r.n.Live == 2 {
+				ids = append(ids, r.n.Last)
+			}
+		}
+	}
+	pl.ids, pl.last = ids, removed[len(removed)-1].n.Last
+	pl.first = codec.ID{} // emptied
+	if stop != nil {
+		pl.first = stop.n.First
+	}
+	return true
 }
 
 // findTrimEnds sets pl's last removed entry, new first entry and, for a
