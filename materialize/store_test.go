@@ -153,6 +153,80 @@ func TestHasKey(t *testing.T) {
 	}
 }
 
+// TestIterateNoValues: IterateNoValues visits the keys Iterate visits, in
+// both directions, with bounds, stopping when told, over values in
+// sstables, in blob files and in the memtable, and in the writer's view
+// after a later write set and deleted fields.
+func TestIterateNoValues(t *testing.T) {
+	dir := t.TempDir()
+	c := newClock(t0)
+	opts := materialize.Options{Dir: dir, Now: c.Now}
+	s := openStore(t, opts)
+	big := bytes.Repeat([]byte("v"), 64<<10) // a blob file once flushed
+	field := func(f string) []byte { return codec.ElementKey(codec.TagHash, 0, []byte("h"), []byte(f)) }
+	hset := func(fv ...[]byte) codec.Event { return codec.ElementsEvent(codec.OpHSet, 0, []byte("h"), fv) }
+	write(t, s, hset([]byte("a"), big, []byte("b"), []byte("x"), []byte("c"), big, []byte("d"), []byte("y")))
+	if err := s.Close(); err != nil { // flushes: the large values go to blob files
+		t.Fatal(err)
+	}
+	s = openStore(t, opts)
+	write(t, s, hset([]byte("e"), []byte("z"))) // in the memtable
+	p := codec.KeyPrefix(codec.TagHash, 0, []byte("h"))
+	walk := func(v *materialize.View, lower, upper []byte, reverse bool, stopAt int, values bool) []string {
+		t.Helper()
+		var got []string
+		visit := func(k []byte) (bool, error) {
+			got = append(got, string(k[len(p):]))
+			return len(got) != stopAt, nil
+		}
+		var err error
+		if values {
+			err = v.Iterate(lower, upper, reverse, func(k, _ []byte) (bool, error) { return visit(k) })
+		} else {
+			err = v.IterateNoValues(lower, upper, reverse, visit)
+		}
+		if err != nil {
+			t.Fatalf("walk: %v", err)
+		}
+		return got
+	}
+	check := func(v *materialize.View, when string, want string) {
+		t.Helper()
+		for _, c := range []struct {
+			lower, upper []byte
+			reverse      bool
+			stopAt       int
+		}{
+			{p, codec.PrefixEnd(p), false, 0},
+			{p, codec.PrefixEnd(p), true, 0},
+			{field("b"), field("e"), false, 0},
+			{field("b"), field("e"), true, 0},
+			{p, codec.PrefixEnd(p), false, 2},
+			{p, codec.PrefixEnd(p), true, 2},
+		} {
+			keys := walk(v, c.lower, c.upper, c.reverse, c.stopAt, false)
+			if same := walk(v, c.lower, c.upper, c.reverse, c.stopAt, true); fmt.Sprint(keys) != fmt.Sprint(same) {
+				t.Errorf("%s: IterateNoValues %q, Iterate %q", when, keys, same)
+			}
+		}
+		if got := fmt.Sprint(walk(v, p, codec.PrefixEnd(p), false, 0, false)); got != want {
+			t.Errorf("%s: keys %s, want %s", when, got, want)
+		}
+	}
+	check(s.View(), "committed", "[a b c d e]")
+	if _, err := s.Write(func(v *materialize.View) ([]codec.Event, error) {
+		return []codec.Event{hset([]byte("f"), big), codec.ElementsEvent(codec.OpHDel, 0, []byte("h"), [][]byte{[]byte("a")})}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write(func(v *materialize.View) ([]codec.Event, error) {
+		check(v, "the writer's view after a later write", "[b c d e f]")
+		return nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // records returns every retained change-log record from seq from, deep-copied.
 func records(tb testing.TB, s *materialize.Store, from uint64) []codec.Record {
 	tb.Helper()
