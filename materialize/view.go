@@ -109,8 +109,9 @@ func (v *View) Has(k []byte) (bool, error) {
 // Pebble Get, which reads the value; a value of 4 KiB or more lives in a
 // blob file, so Has reads and checksums its blob block (a block the cache
 // rarely holds when the value is being overwritten). HasKey seeks an
-// iterator to k by prefix, so the sstables' Bloom filters skip the files
-// without k as they do for a Get, and leaves the value unread. Use it
+// iterator to k by prefix, so the sstables' Bloom filters answer for the
+// files without k as they do for a Get (a bounded First consults none;
+// each level's file is still opened), and leaves the value unread. Use it
 // where the value is likely large (docs/perf.md, "Field existence by
 // prefix seek").
 func (v *View) HasKey(k []byte) (bool, error) {
