@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 )
 
@@ -65,7 +66,7 @@ func TestCRC16(t *testing.T) {
 	}
 	r := newRand()
 	for range 1000 {
-		b := make([]byte, r.IntN(64))
+		b := make([]byte, r.IntN(200))
 		for i := range b {
 			b[i] = byte(r.Uint32())
 		}
@@ -1684,5 +1685,22 @@ func TestSetMetaEventSplit(t *testing.T) {
 		if _, err := EventMeta(e); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: EventMeta = %v, want ErrCorrupt", name, err)
 		}
+	}
+}
+
+// BenchmarkCRC16 hashes user keys of typical lengths (the slot of every
+// compound key is computed from its user key).
+func BenchmarkCRC16(b *testing.B) {
+	for _, n := range []int{8, 24, 64} {
+		key := make([]byte, n)
+		for i := range key {
+			key[i] = byte('a' + i%26)
+		}
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				CRC16(key)
+			}
+		})
 	}
 }
