@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"testing"
 )
@@ -652,17 +653,46 @@ func TestGroupRoundTrip(t *testing.T) {
 		{PELBounded: true, NackNext: 1, Nacked: 1},
 		{TimeIndexed: true, TimeFirst: PELTimePos{1700000000000, ID{5, 6}}},
 		{TimeIndexed: true, MaxDeliveries: 3, DeadLettered: 2, DeadLetterKey: "dlq\x00"},
+		// Runs: IDs in the same and later milliseconds, times equal and later.
+		{PEL: PELStats{4, ID{5, 1}}, PELNext: []ID{{5, 2}, {5, 9}, {1700000000000, 0}}},
+		{PEL: PELStats{2, ID{0, 0}}, PELNext: []ID{{0, 1}}, TimeIndexed: true,
+			TimeFirst: PELTimePos{100, ID{0, 0}}, TimeNext: []PELTimePos{{100, ID{0, 1}}}},
+		{PEL: PELStats{9, ID{1, 1}}, TimeIndexed: true, TimeFirst: PELTimePos{-5, ID{9, 9}},
+			TimeNext:      []PELTimePos{{0, ID{10, 0}}, {7, ID{1, 1}}, {7, ID{1, 2}}, {math.MaxInt64, MaxID}},
+			MaxDeliveries: 2, DeadLetterKey: "d"},
 	} {
 		enc := AppendGroup(nil, g)
-		want := map[bool]int{false: 49, true: 89}[g.NackNext != 0 || g.Nacked != 0 || g.TimeFirst != (PELTimePos{}) || g.MaxDeliveries != 0]
+		runs := len(g.PELNext)+len(g.TimeNext) > 0
+		want := map[bool]int{false: 49, true: 89}[runs || g.NackNext != 0 || g.Nacked != 0 || g.TimeFirst != (PELTimePos{}) || g.MaxDeliveries != 0]
 		if g.MaxDeliveries != 0 {
 			want += 16 + 4 + len(g.DeadLetterKey)
 		}
-		if len(enc) != want {
-			t.Fatalf("AppendGroup is %d bytes, want %d", len(enc), want)
+		if (len(enc) != want) != runs {
+			t.Fatalf("AppendGroup is %d bytes, want %d (runs %v)", len(enc), want, runs)
 		}
-		if got, err := DecodeGroup(enc); err != nil || got != g {
+		got, err := DecodeGroup(enc)
+		if err != nil || !reflect.DeepEqual(got, g) {
 			t.Errorf("DecodeGroup(AppendGroup(%+v)) = %+v, %v", g, got, err)
+		}
+		for n := len(enc) - 1; runs && g.MaxDeliveries == 0 && n >= 89; n-- { // (a cut at the dead-letter fields leaves a valid value)
+			if _, err := DecodeGroup(enc[:n]); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("DecodeGroup of %d of %d bytes = %v, want ErrCorrupt", n, len(enc), err)
+			}
+		}
+	}
+	// docs/key-format.md's example of the runs.
+	ex := Group{PEL: PELStats{3, ID{1700000000000, 0}}, PELNext: []ID{{1700000000000, 1}, {1700000000003, 0}}}
+	if got := appendRuns(nil, ex); !bytes.Equal(got, []byte{2, 0, 1, 3, 0, 0}) {
+		t.Errorf("runs of the documented example = % x", got)
+	}
+	// A run that does not ascend is corrupt.
+	for _, g := range []Group{
+		{PEL: PELStats{3, ID{5, 5}}, PELNext: []ID{{5, 5}}},
+		{PEL: PELStats{3, ID{5, 5}}, PELNext: []ID{{5, 6}, {5, 6}}},
+		{TimeFirst: PELTimePos{3, ID{5, 5}}, TimeNext: []PELTimePos{{3, ID{5, 5}}}},
+	} {
+		if got, err := DecodeGroup(AppendGroup(nil, g)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("DecodeGroup of unordered runs %+v = %+v, %v, want ErrCorrupt", g, got, err)
 		}
 	}
 	if enc := AppendGroup(nil, Group{EntriesRead: -1}); !bytes.Equal(enc[16:24], bytes.Repeat([]byte{0xff}, 8)) {
@@ -670,12 +700,12 @@ func TestGroupRoundTrip(t *testing.T) {
 	}
 	// The legacy 24-byte layout decodes with PELUnknown set.
 	legacy := AppendGroup(nil, Group{LastDeliveredID: ID{7, 8}, EntriesRead: 5})[:24]
-	if got, err := DecodeGroup(legacy); err != nil || got != (Group{LastDeliveredID: ID{7, 8}, EntriesRead: 5, PELUnknown: true}) {
+	if got, err := DecodeGroup(legacy); err != nil || !reflect.DeepEqual(got, Group{LastDeliveredID: ID{7, 8}, EntriesRead: 5, PELUnknown: true}) {
 		t.Errorf("DecodeGroup(legacy) = %+v, %v", got, err)
 	}
 	// The 48-byte layout (before the flags byte) decodes unindexed.
 	flagless := AppendGroup(nil, Group{LastDeliveredID: ID{7, 8}, EntriesRead: 5, TimeIndexed: true})[:48]
-	if got, err := DecodeGroup(flagless); err != nil || got != (Group{LastDeliveredID: ID{7, 8}, EntriesRead: 5}) {
+	if got, err := DecodeGroup(flagless); err != nil || !reflect.DeepEqual(got, Group{LastDeliveredID: ID{7, 8}, EntriesRead: 5}) {
 		t.Errorf("DecodeGroup(48 bytes) = %+v, %v", got, err)
 	}
 	for _, n := range []int{0, 23, 25, 47, 50} {

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"encoding/binary"
+	"math"
 )
 
 // Type is a Redis data type as stored in metadata.
@@ -426,6 +427,15 @@ func decodePELStats(b []byte) PELStats {
 // Group is a consumer group's value under a G key.
 //
 //	| last-delivered-id (16) | entries-read (8, int64, -1 unknown) | PEL stats (24) | flags (1) |
+//	[ | NackNext (8) | Nacked (8) | TimeFirst: time (8) | ID (16) | ]      the tail, when any is set
+//	[ | runs | ]                                                 with groupFlagRuns: PELNext, TimeNext
+//	[ | MaxDeliveries (8) | DeadLettered (8) | DeadLetterKey (name) | ]
+//
+// The runs are varint-coded in ascending order, each element as a delta
+// from the one before it (the first from PEL.First or TimeFirst):
+//
+//	| n (uvarint) | n × (ms delta (uvarint) | seq: delta if ms equal, else raw (uvarint)) |
+//	| n (uvarint) | n × (time delta (uvarint) | ID as above, from the previous ID if the time is equal, else from zero) |
 //
 // Values written before PEL stats were kept are 24 bytes long; they decode
 // with PELUnknown set, and the reader recounts (groups.LoadGroup). Values
@@ -455,6 +465,17 @@ type Group struct {
 	// at the index's start; meaningful only while PEL.Count > 0 and
 	// TimeIndexed.
 	TimeFirst PELTimePos
+	// PELNext and TimeNext are runs: the pending IDs after PEL.First and
+	// the W keys after TimeFirst (times below 0 as 0, as the keys hold
+	// them), in order, as far as they are known: every pending ID up to
+	// PELNext's last is in PELNext, and every W key up to TimeNext's last
+	// is in TimeNext; at most PELRunMax each. When the first pending entry
+	// is acknowledged or claimed, the next first comes from the run
+	// instead of a seek over the PEL's deletions (package groups keeps
+	// them). Values written before the runs were kept decode without
+	// them: the next first is found by a seek.
+	PELNext  []ID
+	TimeNext []PELTimePos
 	// Dead letters (a Sediment extension, docs/rfcs/
 	// 20261126_dead_letters_delayed_delivery.md): an entry delivered
 	// MaxDeliveries times (0: off) is moved to the stream DeadLetterKey by
@@ -487,7 +508,107 @@ const groupTailLen = 8 + 8 + 8 + IDLen
 const (
 	groupFlagTimeIndexed = 1
 	groupFlagPELBounded  = 2
+	groupFlagRuns        = 4
 )
+
+// PELRunMax is the most elements Group.PELNext and Group.TimeNext hold.
+const PELRunMax = 8
+
+// appendIDDelta appends id as a delta from prev (id not below prev).
+func appendIDDelta(b []byte, prev, id ID) []byte {
+	if id.Ms == prev.Ms {
+		return binary.AppendUvarint(binary.AppendUvarint(b, 0), id.Seq-prev.Seq)
+	}
+	return binary.AppendUvarint(binary.AppendUvarint(b, id.Ms-prev.Ms), id.Seq)
+}
+
+// readIDDelta reads an ID written by appendIDDelta from prev.
+func readIDDelta(b []byte, prev ID) (ID, []byte, bool) {
+	dms, n := binary.Uvarint(b)
+	if n <= 0 {
+		return ID{}, nil, false
+	}
+	seq, m := binary.Uvarint(b[n:])
+	if m <= 0 {
+		return ID{}, nil, false
+	}
+	if dms == 0 {
+		seq += prev.Seq
+	}
+	return ID{Ms: prev.Ms + dms, Seq: seq}, b[n+m:], true
+}
+
+func appendRuns(b []byte, g Group) []byte {
+	b = binary.AppendUvarint(b, uint64(len(g.PELNext)))
+	prev := g.PEL.First
+	for _, id := range g.PELNext {
+		b = appendIDDelta(b, prev, id)
+		prev = id
+	}
+	b = binary.AppendUvarint(b, uint64(len(g.TimeNext)))
+	p := PELTimePos{Time: max(g.TimeFirst.Time, 0), ID: g.TimeFirst.ID}
+	for _, q := range g.TimeNext {
+		b = binary.AppendUvarint(b, uint64(q.Time-p.Time))
+		if q.Time != p.Time {
+			p.ID = ID{}
+		}
+		b = appendIDDelta(b, p.ID, q.ID)
+		p = q
+	}
+	return b
+}
+
+// decodeRuns reads the runs into g (whose PEL.First and TimeFirst are set)
+// and returns what follows them. Each run must ascend.
+func decodeRuns(b []byte, g *Group) ([]byte, error) {
+	bad := corruptf("group runs")
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > PELRunMax {
+		return nil, bad
+	}
+	b = b[k:]
+	prev := g.PEL.First
+	if n > 0 {
+		g.PELNext = make([]ID, n)
+	}
+	for i := range g.PELNext {
+		id, rest, ok := readIDDelta(b, prev)
+		if !ok || !prev.Less(id) {
+			return nil, bad
+		}
+		g.PELNext[i], prev, b = id, id, rest
+	}
+	n, k = binary.Uvarint(b)
+	if k <= 0 || n > PELRunMax {
+		return nil, bad
+	}
+	b = b[k:]
+	if n > 0 {
+		g.TimeNext = make([]PELTimePos, n)
+	}
+	p := PELTimePos{Time: max(g.TimeFirst.Time, 0), ID: g.TimeFirst.ID}
+	for i := range g.TimeNext {
+		dt, k := binary.Uvarint(b)
+		if k <= 0 || dt > math.MaxInt64-uint64(p.Time) {
+			return nil, bad
+		}
+		q := PELTimePos{Time: p.Time + int64(dt)}
+		from := p.ID
+		if dt != 0 {
+			from = ID{}
+		}
+		id, rest, ok := readIDDelta(b[k:], from)
+		if !ok {
+			return nil, bad
+		}
+		q.ID = id
+		if !p.Less(q) {
+			return nil, bad
+		}
+		g.TimeNext[i], p, b = q, q, rest
+	}
+	return b, nil
+}
 
 const groupLegacyLen = IDLen + 8
 
@@ -503,13 +624,20 @@ func AppendGroup(b []byte, g Group) []byte {
 	if g.PELBounded {
 		flags |= groupFlagPELBounded
 	}
+	runs := len(g.PELNext)+len(g.TimeNext) > 0
+	if runs {
+		flags |= groupFlagRuns
+	}
 	b = append(b, flags)
 	dead := g.MaxDeliveries != 0 || g.DeadLettered != 0
-	if dead || g.NackNext != 0 || g.Nacked != 0 || g.TimeFirst != (PELTimePos{}) {
+	if runs || dead || g.NackNext != 0 || g.Nacked != 0 || g.TimeFirst != (PELTimePos{}) {
 		b = binary.BigEndian.AppendUint64(b, g.NackNext)
 		b = binary.BigEndian.AppendUint64(b, g.Nacked)
 		b = binary.BigEndian.AppendUint64(b, uint64(g.TimeFirst.Time))
 		b = AppendID(b, g.TimeFirst.ID)
+	}
+	if runs {
+		b = appendRuns(b, g)
 	}
 	if dead {
 		b = binary.BigEndian.AppendUint64(b, g.MaxDeliveries)
@@ -519,8 +647,8 @@ func AppendGroup(b []byte, g Group) []byte {
 	return b
 }
 
-// DecodeGroup decodes a Group value (49 or 89 bytes; 48 or 24 for the
-// legacy layouts).
+// DecodeGroup decodes a Group value (49 bytes, or 89 and more; 48 or 24
+// for the legacy layouts).
 func DecodeGroup(b []byte) (Group, error) {
 	full := groupLegacyLen + pelStatsLen + 1
 	if len(b) != groupLegacyLen && len(b) != groupLegacyLen+pelStatsLen && len(b) != full && len(b) < full+groupTailLen {
@@ -533,12 +661,30 @@ func DecodeGroup(b []byte) (Group, error) {
 	} else {
 		g.PEL = decodePELStats(b[groupLegacyLen:])
 	}
-	if len(b) >= full {
-		g.TimeIndexed = b[full-1]&groupFlagTimeIndexed != 0
-		g.PELBounded = b[full-1]&groupFlagPELBounded != 0
+	if len(b) < full {
+		return g, nil
 	}
-	if len(b) > full+groupTailLen {
-		d := b[full+groupTailLen:]
+	flags := b[full-1]
+	g.TimeIndexed = flags&groupFlagTimeIndexed != 0
+	g.PELBounded = flags&groupFlagPELBounded != 0
+	if len(b) == full {
+		if flags&groupFlagRuns != 0 {
+			return Group{}, corruptf("group runs without a tail")
+		}
+		return g, nil
+	}
+	t := b[full:]
+	g.NackNext, g.Nacked = binary.BigEndian.Uint64(t), binary.BigEndian.Uint64(t[8:])
+	g.TimeFirst.Time = int64(binary.BigEndian.Uint64(t[16:]))
+	g.TimeFirst.ID, _ = DecodeID(t[24:])
+	d := t[groupTailLen:]
+	if flags&groupFlagRuns != 0 {
+		var err error
+		if d, err = decodeRuns(d, &g); err != nil {
+			return Group{}, err
+		}
+	}
+	if len(d) > 0 {
 		if len(d) < 16 {
 			return Group{}, corruptf("group dead-letter fields of %d bytes", len(d))
 		}
@@ -549,14 +695,8 @@ func DecodeGroup(b []byte) (Group, error) {
 		}
 		g.DeadLetterKey = string(name)
 	}
-	if len(b) >= full+groupTailLen {
-		t := b[full:]
-		g.NackNext, g.Nacked = binary.BigEndian.Uint64(t), binary.BigEndian.Uint64(t[8:])
-		g.TimeFirst.Time = int64(binary.BigEndian.Uint64(t[16:]))
-		g.TimeFirst.ID, _ = DecodeID(t[24:])
-		if len(b) == full+groupTailLen && g.NackNext == 0 && g.Nacked == 0 && g.TimeFirst == (PELTimePos{}) {
-			return Group{}, corruptf("group with an empty tail")
-		}
+	if len(b) == full+groupTailLen && g.NackNext == 0 && g.Nacked == 0 && g.TimeFirst == (PELTimePos{}) {
+		return Group{}, corruptf("group with an empty tail")
 	}
 	return g, nil
 }

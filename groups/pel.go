@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/sediment-dev/sediment/codec"
@@ -44,7 +45,16 @@ type pelEdit struct {
 	// whether the group's first W key (Group.TimeFirst) left.
 	wAdded, wRemoved map[codec.PELTimePos]bool
 	wStale           bool
+	wEmptied         bool             // it left with nothing after it: no seek
 	timeFirst0       codec.PELTimePos // TimeFirst when the edit began
+
+	// The group's runs (codec.Group.PELNext, TimeNext) as the edit leaves
+	// them; finish writes them back. pelNextIn and timeNextIn are the runs
+	// when the edit began: a change to them alone rewrites the group.
+	pRun       run[codec.ID]
+	tRun       run[codec.PELTimePos]
+	pelNextIn  []codec.ID
+	timeNextIn []codec.PELTimePos
 
 	dead [][][]byte // the dead-letter entries' fields, added by finish
 }
@@ -79,6 +89,11 @@ type pelDelta struct {
 	removed map[codec.ID]bool
 	added   map[codec.ID]bool
 	stale   bool // the first pending ID left: seek for the new one
+	// r is the group's PELNext run (nil for a consumer's PEL, which keeps
+	// none); emptied: the first left with nothing after it, so the new
+	// first is the least ID added since, and no seek is needed.
+	r       *run[codec.ID]
+	emptied bool
 }
 
 type consumerEdit struct {
@@ -92,11 +107,18 @@ type consumerEdit struct {
 
 // newPELEdit starts an edit of group, whose current value (from Lookup) is g.
 func newPELEdit(v *materialize.View, db uint8, key, group []byte, g codec.Group) *pelEdit {
-	return &pelEdit{v: v, db: db, key: key, group: group, g: g, consumers: map[string]*consumerEdit{}, timeFirst0: g.TimeFirst}
+	e := &pelEdit{v: v, db: db, key: key, group: group, g: g, consumers: map[string]*consumerEdit{}, timeFirst0: g.TimeFirst,
+		pelNextIn: g.PELNext, timeNextIn: g.TimeNext}
+	e.pRun = newRun(g.PELNext, g.PEL.Count, codec.ID.Less, !g.PELUnknown)
+	e.tRun = newRun(g.TimeNext, g.PEL.Count, codec.PELTimePos.Less, !g.PELUnknown && g.TimeIndexed)
+	e.gEdit.r = &e.pRun
+	return e
 }
 
+// timePos is id's place in the W index: its W key's time (below 0 as 0)
+// and ID.
 func timePos(id codec.ID, pe codec.PELEntry) codec.PELTimePos {
-	return codec.PELTimePos{Time: pe.IndexTime(), ID: id}
+	return codec.PELTimePos{Time: max(pe.IndexTime(), 0), ID: id}
 }
 
 // wAdd records a W key written; empty tells whether the PEL was empty
@@ -107,8 +129,19 @@ func (e *pelEdit) wAdd(p codec.PELTimePos, empty bool) {
 	}
 	e.wAdded[p] = true
 	delete(e.wRemoved, p)
-	if empty || p.Less(e.g.TimeFirst) {
-		e.g.TimeFirst, e.wStale = p, false
+	switch {
+	case empty || p.Less(e.g.TimeFirst):
+		switch {
+		case empty:
+			e.tRun.empty()
+		case e.wStale:
+			e.tRun.forget()
+		default:
+			e.tRun.displaced(e.g.TimeFirst)
+		}
+		e.g.TimeFirst, e.wStale, e.wEmptied = p, false, false
+	case !e.wStale:
+		e.tRun.add(p)
 	}
 }
 
@@ -119,8 +152,17 @@ func (e *pelEdit) wRemove(p codec.PELTimePos) {
 	}
 	e.wRemoved[p] = true
 	delete(e.wAdded, p)
-	if p == e.g.TimeFirst {
-		e.wStale = true
+	switch {
+	case e.wStale:
+	case p == e.g.TimeFirst:
+		if next, ok := e.tRun.pop(); ok {
+			e.g.TimeFirst = next
+			return
+		}
+		e.wStale, e.wEmptied = true, e.tRun.complete
+		e.tRun.forget()
+	default:
+		e.tRun.remove(p)
 	}
 }
 
@@ -132,38 +174,105 @@ func (e *pelEdit) settleTime() error {
 		return nil
 	}
 	e.wStale = false
+	emptied := e.wEmptied
+	e.wEmptied = false
 	if e.g.PEL.Count == 0 {
 		e.g.TimeFirst = codec.PELTimePos{}
+		e.tRun.forget()
 		return nil
 	}
-	best, found := codec.PELTimePos{}, false
-	for p := range e.wAdded {
-		if !found || p.Less(best) {
-			best, found = p, true
+	added := sortedKeys(e.wAdded, codec.PELTimePos.Less)
+	if emptied {
+		// Nothing was left after the first: the index is what the edit
+		// added since.
+		if len(added) == 0 {
+			return fmt.Errorf("groups: delivery-time index of %q emptied with %d pending: %w", e.group, e.g.PEL.Count, codec.ErrCorrupt)
 		}
+		e.g.TimeFirst = added[0]
+		e.tRun.refill(added[1:], true)
+		return nil
 	}
 	pre := codec.GroupPrefix(codec.TagPELTime, e.db, e.key, e.group)
-	upper := codec.PrefixEnd(pre)
-	if found {
-		upper = codec.PELTimeKey(e.db, e.key, e.group, best.Time, best.ID)
+	upper, want := codec.PrefixEnd(pre), 1+codec.PELRunMax
+	if !e.tRun.on {
+		want = 1
+		if len(added) > 0 {
+			upper = codec.PELTimeKey(e.db, e.key, e.group, added[0].Time, added[0].ID)
+		}
 	}
+	var stored []codec.PELTimePos
 	lower := codec.PELTimeKey(e.db, e.key, e.group, e.g.TimeFirst.Time, e.g.TimeFirst.ID)
 	err := e.v.IterateNoValues(lower, upper, false, func(k []byte) (bool, error) {
 		p, err := decodeTimeKey(k[len(pre):])
 		if err != nil || e.wRemoved[p] {
 			return err == nil, err
 		}
-		best, found = p, true
-		return false, nil
+		stored = append(stored, p)
+		return len(stored) < want, nil
 	})
 	if err != nil {
 		return err
 	}
-	if !found {
-		best = codec.PELTimePos{} // the index lacks keys (a group from before it): readers scan from its start
+	keys, complete := mergeRun(stored, added, len(stored) < want, codec.PELTimePos.Less)
+	if len(keys) == 0 {
+		e.g.TimeFirst = codec.PELTimePos{} // the index lacks keys (a group from before it): readers scan from its start
+		e.tRun.forget()
+		return nil
 	}
-	e.g.TimeFirst = best
+	e.g.TimeFirst = keys[0]
+	e.tRun.refill(keys[1:], complete)
 	return nil
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[T comparable](m map[T]bool, less func(a, b T) bool) []T {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]T, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b T) int {
+		if less(a, b) {
+			return -1
+		}
+		if less(b, a) {
+			return 1
+		}
+		return 0
+	})
+	return keys
+}
+
+// mergeRun merges the keys a seek found (stored, in order) with the keys
+// the edit added (added, in order) into the index's first keys: every key
+// up to the last stored one, and every added key too when the seek reached
+// the index's end (exhausted), which makes the result complete. A key in
+// both (removed and added again by the edit) appears once.
+func mergeRun[T comparable](stored, added []T, exhausted bool, less func(a, b T) bool) (keys []T, complete bool) {
+	keys = make([]T, 0, len(stored)+len(added))
+	i, j := 0, 0
+	for i < len(stored) || j < len(added) {
+		switch {
+		case j == len(added) || i < len(stored) && less(stored[i], added[j]):
+			keys = append(keys, stored[i])
+			i++
+		case i == len(stored):
+			if !exhausted {
+				return keys, false
+			}
+			keys = append(keys, added[j])
+			j++
+		default:
+			if stored[i] == added[j] {
+				i++
+			}
+			keys = append(keys, added[j])
+			j++
+		}
+	}
+	return keys, exhausted
 }
 
 // decodeTimeKey decodes the time and ID after a W key's group prefix.
@@ -327,9 +436,22 @@ func (d *pelDelta) add(s *codec.PELStats, id codec.ID) {
 	}
 	d.added[id] = true
 	delete(d.removed, id)
-	if s.Count == 0 || id.Less(s.First) {
+	switch {
+	case s.Count == 0 || id.Less(s.First):
+		if d.r != nil {
+			switch {
+			case s.Count == 0:
+				d.r.empty()
+			case d.stale:
+				d.r.forget()
+			default:
+				d.r.displaced(s.First)
+			}
+		}
 		s.First = id
-		d.stale = false
+		d.stale, d.emptied = false, false
+	case d.r != nil && !d.stale:
+		d.r.add(id)
 	}
 	s.Count++
 }
@@ -344,8 +466,20 @@ func (d *pelDelta) remove(s *codec.PELStats, id codec.ID) error {
 	d.removed[id] = true
 	delete(d.added, id)
 	s.Count--
-	if id == s.First {
+	switch {
+	case d.stale:
+	case id == s.First:
+		if d.r != nil {
+			if next, ok := d.r.pop(); ok {
+				s.First = next
+				return nil
+			}
+			d.emptied = d.r.complete
+			d.r.forget()
+		}
 		d.stale = true
+	case d.r != nil:
+		d.r.remove(id)
 	}
 	return nil
 }
@@ -358,20 +492,31 @@ func (d *pelDelta) settle(v *materialize.View, s *codec.PELStats, p []byte) erro
 		return nil
 	}
 	d.stale = false
+	emptied := d.emptied
+	d.emptied = false
 	if s.Count == 0 {
 		s.First = codec.ID{}
+		if d.r != nil {
+			d.r.forget()
+		}
 		return nil
 	}
-	best, found := codec.ID{}, false
-	for id := range d.added {
-		if !found || id.Less(best) {
-			best, found = id, true
+	added := sortedKeys(d.added, codec.ID.Less)
+	if emptied {
+		if len(added) == 0 {
+			return codec.ErrCorrupt // Count says an entry is pending and none is
 		}
+		s.First = added[0]
+		d.r.refill(added[1:], true)
+		return nil
 	}
-	upper := codec.PrefixEnd(p)
-	if found {
-		upper = codec.AppendID(p[:len(p):len(p)], best)
+	upper, want := codec.PrefixEnd(p), 1
+	if d.r != nil && d.r.on {
+		want = 1 + codec.PELRunMax
+	} else if len(added) > 0 {
+		upper = codec.AppendID(p[:len(p):len(p)], added[0])
 	}
+	var stored []codec.ID
 	err := v.IterateNoValues(codec.AppendID(p[:len(p):len(p)], s.First), upper, false, func(k []byte) (bool, error) {
 		id, err := codec.DecodeID(k[len(p):])
 		if err != nil {
@@ -380,16 +525,20 @@ func (d *pelDelta) settle(v *materialize.View, s *codec.PELStats, p []byte) erro
 		if d.removed[id] {
 			return true, nil
 		}
-		best, found = id, true
-		return false, nil
+		stored = append(stored, id)
+		return len(stored) < want, nil
 	})
 	if err != nil {
 		return err
 	}
-	if !found {
+	keys, complete := mergeRun(stored, added, len(stored) < want, codec.ID.Less)
+	if len(keys) == 0 {
 		return codec.ErrCorrupt // Count says an entry is pending and none is
 	}
-	s.First = best
+	s.First = keys[0]
+	if d.r != nil {
+		d.r.refill(keys[1:], complete)
+	}
 	return nil
 }
 
@@ -410,7 +559,7 @@ func (e *pelEdit) finish() ([]codec.Event, error) {
 	if err := e.settleTime(); err != nil {
 		return nil, err
 	}
-	if e.g.TimeFirst != e.timeFirst0 {
+	if e.g.TimeFirst != e.timeFirst0 || !slices.Equal(e.tRun.items, e.timeNextIn) {
 		e.gDirty = true
 	}
 	if len(e.dead) > 0 {
@@ -430,6 +579,13 @@ func (e *pelEdit) finish() ([]codec.Event, error) {
 		}
 		if err := e.gEdit.settle(e.v, &e.g.PEL, codec.GroupPrefix(codec.TagPEL, e.db, e.key, e.group)); err != nil {
 			return nil, err
+		}
+	}
+	if e.gDirty || !slices.Equal(e.pRun.items, e.pelNextIn) {
+		// (The runs' slices are the edit's own: newRun copied them.)
+		e.g.PELNext, e.g.TimeNext = e.pRun.items, nil
+		if e.g.TimeIndexed && e.g.PEL.Count > 0 {
+			e.g.TimeNext = e.tRun.items
 		}
 		e.events = append(e.events, codec.GroupSetEvent(e.db, e.key, e.group, e.g))
 	}

@@ -3,6 +3,7 @@ package groups_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/sediment-dev/sediment/codec"
@@ -17,6 +18,7 @@ import (
 // commit group, and after each step compares the PEL stats kept in the group
 // and consumer values with a full recount of the P and Q ranges.
 func TestPELStatsMatchRecount(t *testing.T) {
+	var runs struct{ pel, time int } // run elements seen: the runs were in use
 	for seed := uint64(1); seed <= 8; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			s, c := open(t)
@@ -102,8 +104,19 @@ func TestPELStatsMatchRecount(t *testing.T) {
 					}
 				}
 				checkPELStats(t, s, step)
+				// The runs (Group.PELNext, TimeNext) and TimeFirst against
+				// the keys, with every other invariant of the store.
+				if rep, err := s.Check(0); err != nil || rep.NumViolations > 0 {
+					t.Fatalf("step %d: check: %v, %+v", step, err, rep.Violations)
+				}
+				g := lookup(t, s, key, grp)
+				runs.pel += len(g.PELNext)
+				runs.time += len(g.TimeNext)
 			}
 		})
+	}
+	if runs.pel == 0 || runs.time == 0 {
+		t.Errorf("the groups' runs were never used: %+v", runs)
 	}
 }
 
@@ -196,8 +209,9 @@ func TestPELStatsLegacyValues(t *testing.T) {
 	}
 	// The next write of each stores the new layout with exact stats.
 	ack(t, s, key, grp, id(1))
-	if b, _, _ := s.View().Get(codec.GroupKey(0, key, grp)); len(b) != 49 {
-		t.Fatalf("group value is %d bytes after a write, want 49", len(b))
+	// (with its runs: pending 2, 3 and 4; 2 is the first)
+	if g := lookup(t, s, key, grp); g.PELUnknown || !slices.Equal(g.PELNext, ids(3, 4)) {
+		t.Fatalf("group after a write = %+v, want exact stats and the run 3, 4", g)
 	}
 	checkPELStats(t, s, -1)
 	if c, _ := consumer(t, s, grp, alice); c.PELUnknown || c.PEL.Count != 2 || c.PEL.First != id(2) {

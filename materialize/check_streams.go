@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/sediment-dev/sediment/codec"
@@ -22,6 +23,10 @@ type groupTally struct {
 	maxNack           uint64
 	wFirst            codec.PELTimePos
 	wSeen             bool
+	// The pending IDs and W keys after the first ones, as many as the
+	// group's runs hold (codec.Group.PELNext, TimeNext).
+	pNext []codec.ID
+	wNext []codec.PELTimePos
 }
 
 // consumerTally is what it counts for one consumer.
@@ -285,6 +290,8 @@ func (c *checker) checkGroups(curs map[codec.Tag]*cursor, h []byte, db uint8, ke
 		}
 		if t.n == 0 {
 			t.first = id
+		} else if len(t.pNext) < len(t.g.PELNext) {
+			t.pNext = append(t.pNext, id)
 		}
 		t.last = id // P keys come in ID order
 		t.n++
@@ -384,8 +391,12 @@ func (c *checker) checkGroups(curs map[codec.Tag]*cursor, h []byte, db uint8, ke
 		id, _ := codec.DecodeID(rest[8:])
 		if t := groups[string(names[0])]; t == nil {
 			c.keyViolation(h, "W key of a missing group", gname(names[0]), "no G key", k)
-		} else if !t.wSeen {
-			t.wFirst, t.wSeen = codec.PELTimePos{Time: tm, ID: id}, true
+		} else {
+			if !t.wSeen {
+				t.wFirst, t.wSeen = codec.PELTimePos{Time: tm, ID: id}, true
+			} else if len(t.wNext) < len(t.g.TimeNext) {
+				t.wNext = append(t.wNext, codec.PELTimePos{Time: tm, ID: id})
+			}
 		}
 		pe, ok, err := pelOf(names[0], id)
 		switch {
@@ -411,6 +422,12 @@ func (c *checker) checkGroups(curs map[codec.Tag]*cursor, h []byte, db uint8, ke
 			if g.PEL.First != t.first {
 				c.keyViolation(h, "group first pending ID", name+": "+g.PEL.First.String(), t.first.String(), raw)
 			}
+			if !slices.Equal(g.PELNext, t.pNext) {
+				c.keyViolation(h, "group pending IDs after the first", fmt.Sprintf("%s: %v", name, g.PELNext), fmt.Sprintf("%v", t.pNext), raw)
+			}
+		}
+		if len(g.TimeNext) > 0 && (!g.TimeIndexed || !slices.Equal(g.TimeNext, t.wNext)) {
+			c.keyViolation(h, "group W keys after the first", fmt.Sprintf("%s: %v (time-indexed %v)", name, g.TimeNext, g.TimeIndexed), fmt.Sprintf("%v", t.wNext), raw)
 		}
 		if g.PELBounded && t.n > 0 && g.LastDeliveredID.Less(t.last) {
 			c.keyViolation(h, "pending entry past last-delivered-id", name+": bounded, last-delivered-id "+g.LastDeliveredID.String(),
