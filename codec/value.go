@@ -558,10 +558,12 @@ func appendRuns(b []byte, g Group) []byte {
 	return b
 }
 
+var errGroupRuns = corruptf("group runs")
+
 // decodeRuns reads the runs into g (whose PEL.First and TimeFirst are set)
 // and returns what follows them. Each run must ascend.
 func decodeRuns(b []byte, g *Group) ([]byte, error) {
-	bad := corruptf("group runs")
+	bad := errGroupRuns
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > PELRunMax {
 		return nil, bad

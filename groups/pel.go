@@ -109,8 +109,8 @@ type consumerEdit struct {
 func newPELEdit(v *materialize.View, db uint8, key, group []byte, g codec.Group) *pelEdit {
 	e := &pelEdit{v: v, db: db, key: key, group: group, g: g, consumers: map[string]*consumerEdit{}, timeFirst0: g.TimeFirst,
 		pelNextIn: g.PELNext, timeNextIn: g.TimeNext}
-	e.pRun = newRun(g.PELNext, g.PEL.Count, codec.ID.Less, !g.PELUnknown)
-	e.tRun = newRun(g.TimeNext, g.PEL.Count, codec.PELTimePos.Less, !g.PELUnknown && g.TimeIndexed)
+	e.pRun.init(g.PELNext, g.PEL.Count, codec.ID.Less, !g.PELUnknown)
+	e.tRun.init(g.TimeNext, g.PEL.Count, codec.PELTimePos.Less, !g.PELUnknown && g.TimeIndexed)
 	e.gEdit.r = &e.pRun
 	return e
 }
@@ -582,7 +582,7 @@ func (e *pelEdit) finish() ([]codec.Event, error) {
 		}
 	}
 	if e.gDirty || !slices.Equal(e.pRun.items, e.pelNextIn) {
-		// (The runs' slices are the edit's own: newRun copied them.)
+		// (The runs' slices are the edit's own: init copied them.)
 		e.g.PELNext, e.g.TimeNext = e.pRun.items, nil
 		if e.g.TimeIndexed && e.g.PEL.Count > 0 {
 			e.g.TimeNext = e.tRun.items

@@ -20,12 +20,17 @@ type run[T comparable] struct {
 	complete bool
 	less     func(a, b T) bool
 	on       bool // false: the group keeps no run for this index
+	// buf backs items while they fit (a trimmed run and one insertion):
+	// an edit's runs cost no allocation.
+	buf [codec.PELRunMax + 1]T
 }
 
-// newRun starts a run from a decoded one: complete when it holds every
-// key but the first (n keys in all). on false keeps the run unused.
-func newRun[T comparable](items []T, n uint64, less func(a, b T) bool, on bool) run[T] {
-	return run[T]{items: slices.Clone(items), complete: on && uint64(len(items))+1 == n, less: less, on: on}
+// init starts the run in place from a decoded one (copied): complete when
+// it holds every key but the first (n keys in all). on false keeps the run
+// unused.
+func (r *run[T]) init(items []T, n uint64, less func(a, b T) bool, on bool) {
+	r.items = append(r.buf[:0], items...)
+	r.complete, r.less, r.on = on && uint64(len(items))+1 == n, less, on
 }
 
 // empty resets the run for an index whose only key is the new first.
