@@ -464,6 +464,9 @@ func runInfo(x *exec) error {
 		// Group, consumer and PEL-entry values the writer's group cache
 		// answered without a Pebble lookup.
 		kv("sediment_group_cache_hits", st.GroupHits)
+		// Reads of a stream's newest entries (XREADGROUP `>`) the writer's
+		// tail cache answered without a Pebble iterator.
+		kv("sediment_tail_cache_hits", st.TailHits)
 		// Group commit: commits and the change-log records they held.
 		groups, records := s.store.GroupStats()
 		kv("sediment_commit_groups", groups)

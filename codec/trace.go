@@ -90,3 +90,15 @@ func XAddFields(args [][]byte) (fv [][]byte, tail []byte, err error) {
 	}
 	return args[:len(args)-1], tail, nil
 }
+
+// XAddEntry splits an OpXAdd event's arguments after the ID into the
+// entry's fields and its decoded tail (trace context, due time), as the X
+// value holds them. Errors: ErrCorrupt, as XAddFields.
+func XAddEntry(args [][]byte) (fv [][]byte, t EntryTail, err error) {
+	fv, tail, err := XAddFields(args)
+	if err != nil || tail == nil {
+		return fv, EntryTail{}, err
+	}
+	t, err = decodeEntryTail(tail)
+	return fv, t, err
+}

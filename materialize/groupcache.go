@@ -3,6 +3,7 @@ package materialize
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 
 	"github.com/sediment-dev/sediment/codec"
 )
@@ -33,12 +34,56 @@ import (
 // (Store.View, ReadView) never uses the cache. FLUSHDB/FLUSHALL clear it; a
 // restart starts it empty. Its size is bounded by groupCacheMax entries:
 // past it the committed level is cleared and refills on use.
+//
+// It also keeps each stream's newest entries (streamTail), learnt from the
+// XADD events the writer stages, with the same two levels, for the reads
+// of the entries after a group's last-delivered-id.
 type groupCache struct {
 	committed map[string]*streamVals // by stream: db|keylen|key of the Pebble key
 	entries   int                    // values in committed
 	staged    map[string]*streamVals
 	flushed   bool // a FLUSHDB/FLUSHALL is staged: the committed level is void
+
+	// tailBytes is the size of the committed tails (streamTail.bytes);
+	// tailsVoid: an event the cache does not know staged (COPY, SWAPDB,
+	// ...): every committed tail is void.
+	tailBytes int
+	tailsVoid bool
 }
+
+// streamTail is a stream's newest entries, learnt from the OpXAdd events
+// the writer staged, so that a read of the entries after a consumer
+// group's last-delivered-id (XREADGROUP `>`), which are usually the ones
+// added a moment before, needs no Pebble iterator. Every live entry of the
+// stream with an ID at or above from is in entries, in ID order: an XADD's
+// ID is above every live entry's, so the entries an XADD adds extend the
+// tail, and any event that could remove an entry (XDEL, trims, DEL,
+// RENAME, COPY, FLUSHDB) voids it. A tail keeps at most tailMaxBytes of
+// fields, dropping its oldest entries (from moves up); an entry larger
+// than that voids it.
+type streamTail struct {
+	from    codec.ID
+	entries []TailEntry // from entries[head] on; the dropped ones before it are zeroed
+	head    int
+	bytes   int
+}
+
+// TailEntry is a stream entry held by the writer's tail cache: the fields
+// are the cache's own copy (never modified), as are Trace and DueMs.
+type TailEntry struct {
+	ID     codec.ID
+	Fields [][]byte
+	Tail   codec.EntryTail
+}
+
+const (
+	// tailMaxBytes bounds one stream's tail (fields and overhead);
+	// tailsMaxBytes all of them: past it every tail is dropped and they
+	// start again from the next XADDs.
+	tailMaxBytes  = 64 << 10
+	tailsMaxBytes = 16 << 20
+	tailEntryCost = 64 // overhead counted per entry and per field
+)
 
 // streamVals are one stream's cached values, by the Pebble key's suffix
 // after the stream (the group name, then a consumer name or an ID), one
@@ -48,6 +93,18 @@ type streamVals struct {
 	// void (staged level only): the group deleted or replaced the stream's
 	// group keys, so its committed values no longer hold.
 	void bool
+
+	// tail (committed level) is the stream's tail cache. On the staged
+	// level, adds are the entries this group's XADDs added, and tailVoid
+	// says an event of the group may have removed entries: the committed
+	// tail and the adds are dropped at commit.
+	tail     *streamTail
+	adds     []TailEntry
+	tailVoid bool
+	// trimTo (with trimmed) is the largest ID this group's trims may have
+	// removed: the tail holds nothing at or below it any more.
+	trimTo  codec.ID
+	trimmed bool
 }
 
 type cachedVal struct {
@@ -166,11 +223,12 @@ func (c *groupCache) fill(k, val []byte, exists bool) {
 // begin starts a commit group: nothing staged.
 func (c *groupCache) begin() {
 	clear(c.staged)
-	c.flushed = false
+	c.flushed, c.tailsVoid = false, false
 }
 
 // stage records the effect of an event the writer staged.
 func (c *groupCache) stage(e codec.Event) {
+	c.stageTail(e)
 	switch e.Op {
 	case codec.OpFlushDB, codec.OpFlushAll:
 		clear(c.staged)
@@ -214,6 +272,265 @@ func (c *groupCache) stage(e codec.Event) {
 	}
 }
 
+// stageTail records what an event does to the stream tails: an XADD's
+// entry extends its stream's; events that cannot remove stream entries
+// leave them; the others void the tail of their key, or every tail when
+// the event is not about one key's entries.
+func (c *groupCache) stageTail(e codec.Event) {
+	switch e.Op {
+	case codec.OpXAdd:
+		if len(e.Args) < 1 {
+			return
+		}
+		id, err := codec.DecodeIDArg(e.Args[0])
+		if err != nil {
+			return // applyEvent refused the event: the group fails
+		}
+		fv, tail, err := codec.XAddEntry(e.Args[1:])
+		if err != nil {
+			return
+		}
+		stream := codec.AppendKeyPrefix(nil, codec.TagGroup, e.DB, e.Key)[3:]
+		sv := c.stagedOf(stream)
+		if sv.tailVoid {
+			return
+		}
+		// An entry that does not extend the tail (an ID not above its
+		// last: never from XADD, which allocates above the stream's last
+		// ID) voids it rather than break its order.
+		last, ok := c.tailLast(stream, sv)
+		if ok && !last.Less(id) {
+			sv.tailVoid, sv.adds = true, nil
+			return
+		}
+		sv.adds = append(sv.adds, TailEntry{ID: id, Fields: copyFields(fv), Tail: tail})
+	case codec.OpSetMeta, codec.OpXNodeSet, codec.OpXNodeDel, codec.OpGroupSet, codec.OpGroupDel, codec.OpConsumerSet, codec.OpConsumerDel,
+		codec.OpPELSet, codec.OpPELDel, codec.OpTTLDel, codec.OpHSet, codec.OpHDel, codec.OpSAdd, codec.OpSRem,
+		codec.OpLSet, codec.OpLDel, codec.OpZAdd, codec.OpZRem, codec.OpZRanks,
+		codec.OpIDMPSet, codec.OpIDMPDel, codec.OpIDMPState, codec.OpIDMPClear:
+		// No stream entry is removed: metadata, nodes' summaries, groups
+		// and the other types' elements.
+	case codec.OpXTrim:
+		// A trim removes entries at or below its largest ID (all of them,
+		// or some listed): the tail keeps the entries above it.
+		if len(c.committed)+len(c.staged) == 0 {
+			return
+		}
+		sv := c.stagedOf(codec.AppendKeyPrefix(nil, codec.TagGroup, e.DB, e.Key)[3:])
+		for _, a := range e.Args {
+			id, err := codec.DecodeIDArg(a)
+			if err != nil {
+				sv.tailVoid = true
+				return
+			}
+			if !sv.trimmed || sv.trimTo.Less(id) {
+				sv.trimTo, sv.trimmed = id, true
+			}
+		}
+	case codec.OpXDel, codec.OpDelKey:
+		if len(c.committed)+len(c.staged) > 0 {
+			c.stagedOf(codec.AppendKeyPrefix(nil, codec.TagGroup, e.DB, e.Key)[3:]).tailVoid = true
+		}
+	default: // FLUSHDB, FLUSHALL, COPY, SWAPDB and any op added later
+		c.tailsVoid = true
+	}
+}
+
+// tailLast returns the last entry ID the tail of (db, key) holds with its
+// staged adds sv; ok is false when it holds none.
+func (c *groupCache) tailLast(stream []byte, sv *streamVals) (codec.ID, bool) {
+	if n := len(sv.adds); n > 0 {
+		return sv.adds[n-1].ID, true
+	}
+	if sv.void || c.flushed || c.tailsVoid {
+		return codec.ID{}, false
+	}
+	if cv := c.committed[string(stream)]; cv != nil && cv.tail != nil && len(cv.tail.entries) > cv.tail.head {
+		return cv.tail.entries[len(cv.tail.entries)-1].ID, true
+	}
+	return codec.ID{}, false
+}
+
+// stagedOf returns the staged level of stream (db|keylen|key), creating
+// it.
+func (c *groupCache) stagedOf(stream []byte) *streamVals {
+	sv := c.staged[string(stream)]
+	if sv == nil {
+		sv = &streamVals{}
+		c.staged[string(stream)] = sv
+	}
+	return sv
+}
+
+// copyFields copies fv into one allocation.
+func copyFields(fv [][]byte) [][]byte {
+	n := 0
+	for _, f := range fv {
+		n += len(f)
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(fv))
+	for i, f := range fv {
+		buf = append(buf, f...)
+		out[i] = buf[len(buf)-len(f) : len(buf) : len(buf)]
+	}
+	return out
+}
+
+func tailEntrySize(te TailEntry) int {
+	n := tailEntryCost
+	for _, f := range te.Fields {
+		n += len(f) + tailEntryCost
+	}
+	return n
+}
+
+// eachTail calls fn for the entries of the stream (the db|keylen|key of
+// its Pebble keys) with IDs at or above start, in order, from the tail
+// cache: the committed tail, then this group's adds. ok is false, and fn
+// is not called, when the cache does not hold every such entry.
+func (c *groupCache) eachTail(stream []byte, start codec.ID, fn func(TailEntry) (bool, error)) (ok bool, err error) {
+	if c.flushed || c.tailsVoid {
+		return false, nil
+	}
+	sv := c.staged[string(stream)]
+	var adds []TailEntry
+	if sv != nil {
+		if sv.tailVoid || sv.void {
+			return false, nil
+		}
+		adds = sv.adds
+	}
+	var t *streamTail
+	if cv := c.committed[string(stream)]; cv != nil {
+		t = cv.tail
+	}
+	var from codec.ID
+	switch {
+	case t != nil:
+		from = t.from
+	case len(adds) > 0:
+		from = adds[0].ID
+	default:
+		return false, nil
+	}
+	if sv != nil && sv.trimmed {
+		next, ok := sv.trimTo.Next()
+		if !ok {
+			return false, nil // trimmed up to the largest ID: let Pebble answer
+		}
+		if from.Less(next) {
+			from = next
+		}
+	}
+	if start.Less(from) {
+		return false, nil
+	}
+	var committed []TailEntry
+	if t != nil {
+		live := t.entries[t.head:]
+		i, _ := slices.BinarySearchFunc(live, start, func(te TailEntry, id codec.ID) int { return te.ID.Compare(id) })
+		committed = live[i:]
+	}
+	i, _ := slices.BinarySearchFunc(adds, start, func(te TailEntry, id codec.ID) int { return te.ID.Compare(id) })
+	for _, part := range [2][]TailEntry{committed, adds[i:]} {
+		for _, te := range part {
+			if more, err := fn(te); err != nil || !more {
+				return true, err
+			}
+		}
+	}
+	return true, nil
+}
+
+// commitTail folds a stream's staged tail into its committed one.
+func (c *groupCache) commitTail(stream string, sv *streamVals) {
+	cur := c.committed[stream]
+	if sv.tailVoid {
+		if cur != nil && cur.tail != nil {
+			c.tailBytes -= cur.tail.bytes
+			cur.tail = nil
+		}
+		return
+	}
+	if sv.trimmed && cur != nil && cur.tail != nil {
+		c.trimTail(cur.tail, sv.trimTo)
+	}
+	adds := sv.adds
+	if sv.trimmed {
+		i, _ := slices.BinarySearchFunc(adds, sv.trimTo, func(te TailEntry, id codec.ID) int { return te.ID.Compare(id) })
+		if i < len(adds) && adds[i].ID == sv.trimTo {
+			i++
+		}
+		adds = adds[i:]
+	}
+	if len(adds) == 0 {
+		return
+	}
+	if cur == nil {
+		cur = &streamVals{}
+		c.committed[stream] = cur
+	}
+	t := cur.tail
+	if t == nil {
+		t = &streamTail{from: adds[0].ID}
+		cur.tail = t
+	}
+	for _, te := range adds {
+		n := tailEntrySize(te)
+		if n > tailMaxBytes {
+			c.tailBytes -= t.bytes
+			cur.tail = nil
+			return
+		}
+		t.entries = append(t.entries, te)
+		t.bytes += n
+		c.tailBytes += n
+	}
+	for t.bytes > tailMaxBytes {
+		n := tailEntrySize(t.entries[t.head])
+		t.bytes -= n
+		c.tailBytes -= n
+		t.entries[t.head] = TailEntry{}
+		t.head++
+		t.from = t.entries[t.head].ID
+	}
+	// Move the live entries down once the dropped ones are half the
+	// slice: amortized O(1) a drop, and appends reuse the space.
+	if t.head > 0 && t.head >= len(t.entries)/2 {
+		n := copy(t.entries, t.entries[t.head:])
+		clear(t.entries[n:])
+		t.entries, t.head = t.entries[:n], 0
+	}
+}
+
+// trimTail drops t's entries at or below id, and moves its start above
+// id: a trim that listed some IDs may have left others below it, which the
+// tail no longer claims to hold.
+func (c *groupCache) trimTail(t *streamTail, id codec.ID) {
+	for t.head < len(t.entries) && !id.Less(t.entries[t.head].ID) {
+		n := tailEntrySize(t.entries[t.head])
+		t.bytes -= n
+		c.tailBytes -= n
+		t.entries[t.head] = TailEntry{}
+		t.head++
+	}
+	if next, ok := id.Next(); ok && t.from.Less(next) {
+		t.from = next
+	}
+	if t.head == len(t.entries) {
+		t.entries, t.head = t.entries[:0], 0
+	}
+}
+
+// dropTails forgets every committed tail.
+func (c *groupCache) dropTails() {
+	for _, sv := range c.committed {
+		sv.tail = nil
+	}
+	c.tailBytes = 0
+}
+
 func (c *groupCache) stageKey(k, val []byte, exists bool) {
 	stream, suffix, ok := splitGroupKey(k)
 	if ok {
@@ -232,13 +549,24 @@ func (c *groupCache) commit() {
 	if c.flushed {
 		clear(c.committed)
 		c.entries = 0
+		c.tailBytes = 0
+	}
+	if c.tailsVoid {
+		c.dropTails()
 	}
 	for stream, sv := range c.staged {
 		cur := c.committed[stream]
 		if sv.void && cur != nil {
 			c.entries -= len(cur.g) + len(cur.c) + len(cur.p)
+			if cur.tail != nil {
+				c.tailBytes -= cur.tail.bytes
+			}
 			delete(c.committed, stream)
 			cur = nil
+		}
+		if !c.tailsVoid {
+			c.commitTail(stream, sv)
+			cur = c.committed[stream]
 		}
 		if len(sv.g)+len(sv.c)+len(sv.p) == 0 {
 			continue // nothing to keep: no empty entry
@@ -273,6 +601,9 @@ func (c *groupCache) commit() {
 	c.begin()
 	if c.entries > groupCacheMax {
 		clear(c.committed)
-		c.entries = 0
+		c.entries, c.tailBytes = 0, 0
+	}
+	if c.tailBytes > tailsMaxBytes {
+		c.dropTails()
 	}
 }

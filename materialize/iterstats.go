@@ -35,6 +35,9 @@ type IterStats struct {
 	// consumer, PEL entry) that the writer's group cache answered: they
 	// are not in Gets.
 	GroupHits uint64
+	// TailHits counts the reads of a stream's newest entries (XREADGROUP
+	// `>`) that the writer's tail cache answered without an iterator.
+	TailHits uint64
 }
 
 // Sub returns s minus o, field by field.
@@ -51,13 +54,14 @@ func (s IterStats) Sub(o IterStats) IterStats {
 		MetaAbsent:    s.MetaAbsent - o.MetaAbsent,
 		MetaLookups:   s.MetaLookups - o.MetaLookups,
 		GroupHits:     s.GroupHits - o.GroupHits,
+		TailHits:      s.TailHits - o.TailHits,
 	}
 }
 
 // iterCounters accumulates IterStats; safe for concurrent use.
 type iterCounters struct {
 	gets, iterators, seeks, steps, internalSteps, points, covered atomic.Uint64
-	metaHits, metaAbsent, metaLookups, groupHits                  atomic.Uint64
+	metaHits, metaAbsent, metaLookups, groupHits, tailHits        atomic.Uint64
 }
 
 // record adds the stats of it, which is about to be closed. c may be nil.
@@ -98,6 +102,7 @@ func (c *iterCounters) load() IterStats {
 		MetaAbsent:    c.metaAbsent.Load(),
 		MetaLookups:   c.metaLookups.Load(),
 		GroupHits:     c.groupHits.Load(),
+		TailHits:      c.tailHits.Load(),
 	}
 }
 
@@ -107,6 +112,12 @@ func (c *iterCounters) load() IterStats {
 func (c *iterCounters) groupHit() {
 	if c != nil {
 		c.groupHits.Add(1)
+	}
+}
+
+func (c *iterCounters) tailHit() {
+	if c != nil {
+		c.tailHits.Add(1)
 	}
 }
 

@@ -32,6 +32,7 @@ type View struct {
 	// gcache answers Gets of consumer-group values (groupcache.go); set in
 	// the writer's decision view only.
 	gcache  *groupCache
+	tailKey []byte   // StreamTail's scratch
 	lookups *Lookups // counts Meta and MetaWith results; nil: none
 }
 
@@ -278,6 +279,26 @@ func (v *View) metaForWrite(db uint8, key []byte, needValue bool) (codec.Meta, b
 		return codec.Meta{}, false, []codec.Event{codec.ExpiredKeyEvent(db, key, m.Type, m.ExpireAtMs)}, nil
 	}
 	return m, true, nil, nil
+}
+
+// StreamTail calls fn for the entries of stream (db, key) with IDs at or
+// above start, in ID order, from the writer's cache of each stream's
+// newest entries (groupcache.go, streamTail), until fn returns false or an
+// error. ok is false, and fn is not called, when the cache cannot answer:
+// a view other than the writer's, a stream not cached, or entries older
+// than the cache's. The entries' fields are shared: never modify them.
+// The caller has checked that the stream exists (expired keys included).
+func (v *View) StreamTail(db uint8, key []byte, start codec.ID, fn func(TailEntry) (bool, error)) (ok bool, err error) {
+	if v.gcache == nil {
+		return false, nil
+	}
+	stream := codec.AppendKeyPrefix(v.tailKey[:0], codec.TagGroup, db, key)
+	v.tailKey = stream
+	ok, err = v.gcache.eachTail(stream[3:], start, fn)
+	if ok {
+		v.iters.tailHit()
+	}
+	return ok, err
 }
 
 // Iterate calls fn for every key in [lower, upper) in ascending order, or

@@ -31,7 +31,8 @@ func ReadDue(v *materialize.View, db uint8, key []byte, after codec.ID, count in
 }
 
 // Each calls fn with the entries of key with ID > after, in order, until
-// fn returns false or an error (returned). The entries are fn's to keep.
+// fn returns false or an error (returned). The entries are fn's to keep,
+// read-only: their fields may be shared with the writer's tail cache.
 // An absent key has none; materialize.ErrWrongType when key is not a
 // stream.
 func Each(v *materialize.View, db uint8, key []byte, after codec.ID, fn func(Entry) (bool, error)) error {
@@ -46,6 +47,18 @@ func Each(v *materialize.View, db uint8, key []byte, after codec.ID, fn func(Ent
 	p, lower, upper, ok := liveBounds(db, key, m.Stream, start, codec.MaxID)
 	if !ok {
 		return nil
+	}
+	// The newest entries, usually what a `>` read wants, come from the
+	// writer's cache when it holds them all (every live entry is at or
+	// above the stream's first ID).
+	from := start
+	if from.Less(m.Stream.FirstID) {
+		from = m.Stream.FirstID
+	}
+	if ok, err := v.StreamTail(db, key, from, func(te materialize.TailEntry) (bool, error) {
+		return fn(Entry{ID: te.ID, Fields: te.Fields, Trace: te.Tail.Trace, DueMs: te.Tail.DueMs})
+	}); ok || err != nil {
+		return err
 	}
 	return v.Iterate(lower, upper, false, func(k, val []byte) (bool, error) {
 		e, err := decodeEntry(len(p), k, val)
