@@ -57,10 +57,11 @@ type groupCache struct {
 // added a moment before, needs no Pebble iterator. Every live entry of the
 // stream with an ID at or above from is in entries, in ID order: an XADD's
 // ID is above every live entry's, so the entries an XADD adds extend the
-// tail, and any event that could remove an entry (XDEL, trims, DEL,
-// RENAME, COPY, FLUSHDB) voids it. A tail keeps at most tailMaxBytes of
-// fields, dropping its oldest entries (from moves up); an entry larger
-// than that voids it.
+// tail; a trim drops the entries at or below its last ID (and from moves
+// above it); any other event that could remove an entry (XDEL, DEL,
+// RENAME, COPY, FLUSHDB, SWAPDB) voids it. A tail keeps at most
+// tailMaxBytes of fields, dropping its oldest entries (from moves up); an
+// entry larger than that voids it.
 type streamTail struct {
 	from    codec.ID
 	entries []TailEntry // from entries[head] on; the dropped ones before it are zeroed
@@ -313,10 +314,10 @@ func (c *groupCache) stageTail(e codec.Event) {
 	case codec.OpXTrim:
 		// A trim removes entries at or below its largest ID (all of them,
 		// or some listed): the tail keeps the entries above it.
-		if len(c.committed)+len(c.staged) == 0 {
+		sv := c.tailed(e.DB, e.Key)
+		if sv == nil {
 			return
 		}
-		sv := c.stagedOf(codec.AppendKeyPrefix(nil, codec.TagGroup, e.DB, e.Key)[3:])
 		for _, a := range e.Args {
 			id, err := codec.DecodeIDArg(a)
 			if err != nil {
@@ -328,12 +329,30 @@ func (c *groupCache) stageTail(e codec.Event) {
 			}
 		}
 	case codec.OpXDel, codec.OpDelKey:
-		if len(c.committed)+len(c.staged) > 0 {
-			c.stagedOf(codec.AppendKeyPrefix(nil, codec.TagGroup, e.DB, e.Key)[3:]).tailVoid = true
+		if sv := c.tailed(e.DB, e.Key); sv != nil {
+			sv.tailVoid = true
 		}
 	default: // FLUSHDB, FLUSHALL, COPY, SWAPDB and any op added later
 		c.tailsVoid = true
 	}
+}
+
+// tailed returns the staged level of stream (db, key) if the stream has a
+// committed tail or staged adds (creating the level), and nil when it has
+// no tail: the deletion of a key without one costs no allocation.
+func (c *groupCache) tailed(db uint8, key []byte) *streamVals {
+	if len(c.committed)+len(c.staged) == 0 {
+		return nil
+	}
+	stream := codec.AppendKeyPrefix(nil, codec.TagGroup, db, key)[3:]
+	sv := c.staged[string(stream)]
+	if sv != nil && len(sv.adds) > 0 {
+		return sv
+	}
+	if cv := c.committed[string(stream)]; cv == nil || cv.tail == nil {
+		return nil
+	}
+	return c.stagedOf(stream)
 }
 
 // tailLast returns the last entry ID the tail of (db, key) holds with its
@@ -447,9 +466,8 @@ func (c *groupCache) eachTail(stream []byte, start codec.ID, fn func(TailEntry) 
 func (c *groupCache) commitTail(stream string, sv *streamVals) {
 	cur := c.committed[stream]
 	if sv.tailVoid {
-		if cur != nil && cur.tail != nil {
-			c.tailBytes -= cur.tail.bytes
-			cur.tail = nil
+		if cur != nil {
+			c.dropTail(stream, cur)
 		}
 		return
 	}
@@ -479,8 +497,7 @@ func (c *groupCache) commitTail(stream string, sv *streamVals) {
 	for _, te := range adds {
 		n := tailEntrySize(te)
 		if n > tailMaxBytes {
-			c.tailBytes -= t.bytes
-			cur.tail = nil
+			c.dropTail(stream, cur)
 			return
 		}
 		t.entries = append(t.entries, te)
@@ -523,10 +540,23 @@ func (c *groupCache) trimTail(t *streamTail, id codec.ID) {
 	}
 }
 
+// dropTail forgets the committed tail of stream, whose committed values
+// are sv, and sv itself when it holds nothing else: streams that were only
+// appended to leave no entry behind.
+func (c *groupCache) dropTail(stream string, sv *streamVals) {
+	if sv.tail != nil {
+		c.tailBytes -= sv.tail.bytes
+		sv.tail = nil
+	}
+	if len(sv.g)+len(sv.c)+len(sv.p) == 0 {
+		delete(c.committed, stream)
+	}
+}
+
 // dropTails forgets every committed tail.
 func (c *groupCache) dropTails() {
-	for _, sv := range c.committed {
-		sv.tail = nil
+	for stream, sv := range c.committed {
+		c.dropTail(stream, sv)
 	}
 	c.tailBytes = 0
 }

@@ -41,3 +41,42 @@ func TestGroupCacheHoldsNothingForOtherKeys(t *testing.T) {
 		t.Fatalf("after DEL: committed %d streams, %d values; want none", len(c.committed), c.entries)
 	}
 }
+
+// TestStreamTailsLeaveNothingBehind: tails of many streams, each appended
+// to once, stay within tailsMaxBytes, and dropping them (past the bound, or
+// on an event the cache does not know) leaves no empty stream entry.
+func TestStreamTailsLeaveNothingBehind(t *testing.T) {
+	c := newGroupCache()
+	big := make([]byte, 4<<10)
+	for i := range 20_000 {
+		c.begin()
+		c.stage(codec.XAddEvent(0, []byte(fmt.Sprintf("s%d", i)), codec.ID{Ms: 1}, [][]byte{[]byte("f"), big}))
+		c.commit()
+		if c.tailBytes > tailsMaxBytes {
+			t.Fatalf("after %d streams: %d bytes of tails, bound %d", i+1, c.tailBytes, tailsMaxBytes)
+		}
+	}
+	if n := len(c.committed); n == 0 || n*len(big) > 2*tailsMaxBytes {
+		t.Fatalf("%d streams cached after 20,000 of 4 KiB: want some, and no more than the bound holds", n)
+	}
+	c.begin()
+	c.stage(codec.CopyKeyEvent(0, []byte("dst"), codec.TypeString, 0, []byte("src")))
+	c.commit()
+	if len(c.committed) != 0 || c.tailBytes != 0 {
+		t.Fatalf("after a COPY: %d streams, %d bytes of tails; want none", len(c.committed), c.tailBytes)
+	}
+	// Deleting keys without tails stages nothing for the tails.
+	c.begin()
+	c.stage(codec.XAddEvent(0, []byte("s"), codec.ID{Ms: 1}, [][]byte{[]byte("f"), []byte("v")}))
+	c.commit()
+	c.begin()
+	c.stage(codec.DelKeyEvent(0, []byte("str"), codec.TypeString, 0))
+	if len(c.staged) != 0 {
+		t.Fatalf("a string's deletion staged %d streams", len(c.staged))
+	}
+	c.stage(codec.DelKeyEvent(0, []byte("s"), codec.TypeStream, 0))
+	c.commit()
+	if len(c.committed) != 0 {
+		t.Fatalf("the stream's deletion left %d streams", len(c.committed))
+	}
+}
