@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math"
 )
@@ -491,12 +492,15 @@ type PELTimePos struct {
 }
 
 // Less orders positions as their W keys sort (times below 0 as 0).
-func (p PELTimePos) Less(o PELTimePos) bool {
-	a, b := max(p.Time, 0), max(o.Time, 0)
-	if a != b {
-		return a < b
+func (p PELTimePos) Less(o PELTimePos) bool { return p.Compare(o) < 0 }
+
+// Compare returns -1, 0 or +1 as p sorts before, with or after o (as
+// their W keys sort: times below 0 as 0).
+func (p PELTimePos) Compare(o PELTimePos) int {
+	if c := cmp.Compare(max(p.Time, 0), max(o.Time, 0)); c != 0 {
+		return c
 	}
-	return p.ID.Less(o.ID)
+	return p.ID.Compare(o.ID)
 }
 
 // groupTailLen is the optional tail of a Group value: NackNext, Nacked,
@@ -558,15 +562,15 @@ func appendRuns(b []byte, g Group) []byte {
 	return b
 }
 
+// errGroupRuns is made once: a group value decodes on every group read.
 var errGroupRuns = corruptf("group runs")
 
 // decodeRuns reads the runs into g (whose PEL.First and TimeFirst are set)
 // and returns what follows them. Each run must ascend.
 func decodeRuns(b []byte, g *Group) ([]byte, error) {
-	bad := errGroupRuns
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > PELRunMax {
-		return nil, bad
+		return nil, errGroupRuns
 	}
 	b = b[k:]
 	prev := g.PEL.First
@@ -576,13 +580,13 @@ func decodeRuns(b []byte, g *Group) ([]byte, error) {
 	for i := range g.PELNext {
 		id, rest, ok := readIDDelta(b, prev)
 		if !ok || !prev.Less(id) {
-			return nil, bad
+			return nil, errGroupRuns
 		}
 		g.PELNext[i], prev, b = id, id, rest
 	}
 	n, k = binary.Uvarint(b)
 	if k <= 0 || n > PELRunMax {
-		return nil, bad
+		return nil, errGroupRuns
 	}
 	b = b[k:]
 	if n > 0 {
@@ -592,7 +596,7 @@ func decodeRuns(b []byte, g *Group) ([]byte, error) {
 	for i := range g.TimeNext {
 		dt, k := binary.Uvarint(b)
 		if k <= 0 || dt > math.MaxInt64-uint64(p.Time) {
-			return nil, bad
+			return nil, errGroupRuns
 		}
 		q := PELTimePos{Time: p.Time + int64(dt)}
 		from := p.ID
@@ -601,11 +605,11 @@ func decodeRuns(b []byte, g *Group) ([]byte, error) {
 		}
 		id, rest, ok := readIDDelta(b[k:], from)
 		if !ok {
-			return nil, bad
+			return nil, errGroupRuns
 		}
 		q.ID = id
 		if !p.Less(q) {
-			return nil, bad
+			return nil, errGroupRuns
 		}
 		g.TimeNext[i], p, b = q, q, rest
 	}

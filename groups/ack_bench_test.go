@@ -12,12 +12,13 @@ import (
 )
 
 // BenchmarkConsumersAck measures the consumer-group cycle of
-// `make bench-groups` in process: per cycle, an XADD of 3 entries, an
-// XREADGROUP COUNT 3 by one of 4 consumers in turn, and an XACK of the
-// batch the previous consumer read, so the PEL holds two batches of two
-// consumers and every XACK removes its first entries (the group's first
-// pending ID and first W key move on). The decisions are submitted without
-// waiting (waited for every 512 cycles), as pipelined clients would. It
+// `make bench-groups` in process: per cycle, three XADDs, an XREADGROUP
+// COUNT 3 by one of 4 consumers in turn, and an XACK of the batch the
+// previous consumer read, so the PEL holds two batches of two consumers
+// and every XACK removes its first entries (the group's first pending ID
+// and first W key move on). Each XREADGROUP is waited for (the next cycle
+// acknowledges what it read); the other decisions are submitted without
+// waiting and waited for every 512 cycles, as pipelined clients would. It
 // reports the Pebble iterators and seeks per cycle, and the process's CPU
 // time per cycle (user and system, all threads: steadier than the elapsed
 // time on a shared machine).

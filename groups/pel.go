@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -109,8 +110,8 @@ type consumerEdit struct {
 func newPELEdit(v *materialize.View, db uint8, key, group []byte, g codec.Group) *pelEdit {
 	e := &pelEdit{v: v, db: db, key: key, group: group, g: g, consumers: map[string]*consumerEdit{}, timeFirst0: g.TimeFirst,
 		pelNextIn: g.PELNext, timeNextIn: g.TimeNext}
-	e.pRun.init(g.PELNext, g.PEL.Count, codec.ID.Less, !g.PELUnknown)
-	e.tRun.init(g.TimeNext, g.PEL.Count, codec.PELTimePos.Less, !g.PELUnknown && g.TimeIndexed)
+	e.pRun.init(g.PELNext, g.PEL.Count, codec.ID.Compare, !g.PELUnknown)
+	e.tRun.init(g.TimeNext, g.PEL.Count, codec.PELTimePos.Compare, !g.PELUnknown && g.TimeIndexed)
 	e.gEdit.r = &e.pRun
 	return e
 }
@@ -181,7 +182,7 @@ func (e *pelEdit) settleTime() error {
 		e.tRun.forget()
 		return nil
 	}
-	added := sortedKeys(e.wAdded, codec.PELTimePos.Less)
+	added := sortedKeys(e.wAdded, codec.PELTimePos.Compare)
 	if emptied {
 		// Nothing was left after the first: the index is what the edit
 		// added since.
@@ -213,7 +214,7 @@ func (e *pelEdit) settleTime() error {
 	if err != nil {
 		return err
 	}
-	keys, complete := mergeRun(stored, added, len(stored) < want, codec.PELTimePos.Less)
+	keys, complete := mergeRun(stored, added, len(stored) < want, codec.PELTimePos.Compare)
 	if len(keys) == 0 {
 		e.g.TimeFirst = codec.PELTimePos{} // the index lacks keys (a group from before it): readers scan from its start
 		e.tRun.forget()
@@ -224,25 +225,12 @@ func (e *pelEdit) settleTime() error {
 	return nil
 }
 
-// sortedKeys returns the keys of m in order.
-func sortedKeys[T comparable](m map[T]bool, less func(a, b T) bool) []T {
+// sortedKeys returns the keys of m in the order cmp gives.
+func sortedKeys[T comparable](m map[T]bool, cmp func(a, b T) int) []T {
 	if len(m) == 0 {
 		return nil
 	}
-	keys := make([]T, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b T) int {
-		if less(a, b) {
-			return -1
-		}
-		if less(b, a) {
-			return 1
-		}
-		return 0
-	})
-	return keys
+	return slices.SortedFunc(maps.Keys(m), cmp)
 }
 
 // mergeRun merges the keys a seek found (stored, in order) with the keys
@@ -250,12 +238,12 @@ func sortedKeys[T comparable](m map[T]bool, less func(a, b T) bool) []T {
 // up to the last stored one, and every added key too when the seek reached
 // the index's end (exhausted), which makes the result complete. A key in
 // both (removed and added again by the edit) appears once.
-func mergeRun[T comparable](stored, added []T, exhausted bool, less func(a, b T) bool) (keys []T, complete bool) {
+func mergeRun[T comparable](stored, added []T, exhausted bool, cmp func(a, b T) int) (keys []T, complete bool) {
 	keys = make([]T, 0, len(stored)+len(added))
 	i, j := 0, 0
 	for i < len(stored) || j < len(added) {
 		switch {
-		case j == len(added) || i < len(stored) && less(stored[i], added[j]):
+		case j == len(added) || i < len(stored) && cmp(stored[i], added[j]) < 0:
 			keys = append(keys, stored[i])
 			i++
 		case i == len(stored):
@@ -501,7 +489,7 @@ func (d *pelDelta) settle(v *materialize.View, s *codec.PELStats, p []byte) erro
 		}
 		return nil
 	}
-	added := sortedKeys(d.added, codec.ID.Less)
+	added := sortedKeys(d.added, codec.ID.Compare)
 	if emptied {
 		if len(added) == 0 {
 			return codec.ErrCorrupt // Count says an entry is pending and none is
@@ -531,7 +519,7 @@ func (d *pelDelta) settle(v *materialize.View, s *codec.PELStats, p []byte) erro
 	if err != nil {
 		return err
 	}
-	keys, complete := mergeRun(stored, added, len(stored) < want, codec.ID.Less)
+	keys, complete := mergeRun(stored, added, len(stored) < want, codec.ID.Compare)
 	if len(keys) == 0 {
 		return codec.ErrCorrupt // Count says an entry is pending and none is
 	}

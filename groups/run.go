@@ -18,8 +18,8 @@ import (
 type run[T comparable] struct {
 	items    []T
 	complete bool
-	less     func(a, b T) bool
-	on       bool // false: the group keeps no run for this index
+	cmp      func(a, b T) int // the index's order
+	on       bool             // false: the group keeps no run for this index
 	// buf backs items while they fit (a trimmed run and one insertion):
 	// an edit's runs cost no allocation.
 	buf [codec.PELRunMax + 1]T
@@ -28,9 +28,9 @@ type run[T comparable] struct {
 // init starts the run in place from a decoded one (copied): complete when
 // it holds every key but the first (n keys in all). on false keeps the run
 // unused.
-func (r *run[T]) init(items []T, n uint64, less func(a, b T) bool, on bool) {
+func (r *run[T]) init(items []T, n uint64, cmp func(a, b T) int, on bool) {
 	r.items = append(r.buf[:0], items...)
-	r.complete, r.less, r.on = on && uint64(len(items))+1 == n, less, on
+	r.complete, r.cmp, r.on = on && uint64(len(items))+1 == n, cmp, on
 }
 
 // empty resets the run for an index whose only key is the new first.
@@ -67,22 +67,14 @@ func (r *run[T]) add(x T) {
 		return
 	}
 	n := len(r.items)
-	if n == 0 || !r.less(x, r.items[n-1]) {
+	if n == 0 || r.cmp(x, r.items[n-1]) >= 0 {
 		if r.complete {
 			r.items = append(r.items, x)
 			r.trim()
 		}
 		return
 	}
-	i, _ := slices.BinarySearchFunc(r.items, x, func(a, b T) int {
-		if r.less(a, b) {
-			return -1
-		}
-		if r.less(b, a) {
-			return 1
-		}
-		return 0
-	})
+	i, _ := slices.BinarySearchFunc(r.items, x, r.cmp)
 	r.items = slices.Insert(r.items, i, x)
 	r.trim()
 }

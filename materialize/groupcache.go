@@ -125,6 +125,12 @@ func newGroupCache() *groupCache {
 	return &groupCache{committed: map[string]*streamVals{}, staged: map[string]*streamVals{}}
 }
 
+// streamOf returns the cache's key of stream (db, key): the db|keylen|key
+// part of its Pebble keys.
+func streamOf(db uint8, key []byte) []byte {
+	return codec.AppendKeyPrefix(nil, codec.TagGroup, db, key)[3:]
+}
+
 // splitGroupKey returns the stream part (db|keylen|key) and the suffix of
 // k, a Pebble key tag|slot|db|keylen|key|suffix; ok is false for a tag the
 // cache does not hold or a malformed key.
@@ -242,8 +248,7 @@ func (c *groupCache) stage(e codec.Event) {
 		if e.Op != codec.OpGroupDel && !bytes.ContainsAny(codec.EventTags(e, 3), groupTags) {
 			return
 		}
-		stream := codec.AppendKeyPrefix(nil, codec.TagGroup, e.DB, e.Key)[3:]
-		c.staged[string(stream)] = &streamVals{void: true}
+		c.staged[string(streamOf(e.DB, e.Key))] = &streamVals{void: true}
 	case codec.OpGroupSet:
 		if len(e.Args) >= 2 {
 			c.stageKey(codec.GroupKey(e.DB, e.Key, e.Args[0]), e.Args[1], true)
@@ -291,7 +296,7 @@ func (c *groupCache) stageTail(e codec.Event) {
 		if err != nil {
 			return
 		}
-		stream := codec.AppendKeyPrefix(nil, codec.TagGroup, e.DB, e.Key)[3:]
+		stream := streamOf(e.DB, e.Key)
 		sv := c.stagedOf(stream)
 		if sv.tailVoid {
 			return
@@ -344,7 +349,7 @@ func (c *groupCache) tailed(db uint8, key []byte) *streamVals {
 	if len(c.committed)+len(c.staged) == 0 {
 		return nil
 	}
-	stream := codec.AppendKeyPrefix(nil, codec.TagGroup, db, key)[3:]
+	stream := streamOf(db, key)
 	sv := c.staged[string(stream)]
 	if sv != nil && len(sv.adds) > 0 {
 		return sv
@@ -447,12 +452,9 @@ func (c *groupCache) eachTail(stream []byte, start codec.ID, fn func(TailEntry) 
 	}
 	var committed []TailEntry
 	if t != nil {
-		live := t.entries[t.head:]
-		i, _ := slices.BinarySearchFunc(live, start, func(te TailEntry, id codec.ID) int { return te.ID.Compare(id) })
-		committed = live[i:]
+		committed = tailFrom(t.entries[t.head:], start)
 	}
-	i, _ := slices.BinarySearchFunc(adds, start, func(te TailEntry, id codec.ID) int { return te.ID.Compare(id) })
-	for _, part := range [2][]TailEntry{committed, adds[i:]} {
+	for _, part := range [2][]TailEntry{committed, tailFrom(adds, start)} {
 		for _, te := range part {
 			if more, err := fn(te); err != nil || !more {
 				return true, err
@@ -476,11 +478,11 @@ func (c *groupCache) commitTail(stream string, sv *streamVals) {
 	}
 	adds := sv.adds
 	if sv.trimmed {
-		i, _ := slices.BinarySearchFunc(adds, sv.trimTo, func(te TailEntry, id codec.ID) int { return te.ID.Compare(id) })
-		if i < len(adds) && adds[i].ID == sv.trimTo {
-			i++
+		if next, ok := sv.trimTo.Next(); ok {
+			adds = tailFrom(adds, next)
+		} else {
+			adds = nil // trimmed up to the largest ID: nothing lies above it
 		}
-		adds = adds[i:]
 	}
 	if len(adds) == 0 {
 		return
@@ -505,11 +507,7 @@ func (c *groupCache) commitTail(stream string, sv *streamVals) {
 		c.tailBytes += n
 	}
 	for t.bytes > tailMaxBytes {
-		n := tailEntrySize(t.entries[t.head])
-		t.bytes -= n
-		c.tailBytes -= n
-		t.entries[t.head] = TailEntry{}
-		t.head++
+		c.dropHead(t)
 		t.from = t.entries[t.head].ID
 	}
 	// Move the live entries down once the dropped ones are half the
@@ -521,16 +519,27 @@ func (c *groupCache) commitTail(stream string, sv *streamVals) {
 	}
 }
 
+// tailFrom returns the entries of es (in ID order) at or above id.
+func tailFrom(es []TailEntry, id codec.ID) []TailEntry {
+	i, _ := slices.BinarySearchFunc(es, id, func(te TailEntry, id codec.ID) int { return te.ID.Compare(id) })
+	return es[i:]
+}
+
+// dropHead drops t's oldest entry (its start is the caller's to move).
+func (c *groupCache) dropHead(t *streamTail) {
+	n := tailEntrySize(t.entries[t.head])
+	t.bytes -= n
+	c.tailBytes -= n
+	t.entries[t.head] = TailEntry{}
+	t.head++
+}
+
 // trimTail drops t's entries at or below id, and moves its start above
 // id: a trim that listed some IDs may have left others below it, which the
 // tail no longer claims to hold.
 func (c *groupCache) trimTail(t *streamTail, id codec.ID) {
 	for t.head < len(t.entries) && !id.Less(t.entries[t.head].ID) {
-		n := tailEntrySize(t.entries[t.head])
-		t.bytes -= n
-		c.tailBytes -= n
-		t.entries[t.head] = TailEntry{}
-		t.head++
+		c.dropHead(t)
 	}
 	if next, ok := id.Next(); ok && t.from.Less(next) {
 		t.from = next
@@ -588,10 +597,8 @@ func (c *groupCache) commit() {
 		cur := c.committed[stream]
 		if sv.void && cur != nil {
 			c.entries -= len(cur.g) + len(cur.c) + len(cur.p)
-			if cur.tail != nil {
-				c.tailBytes -= cur.tail.bytes
-			}
-			delete(c.committed, stream)
+			cur.g, cur.c, cur.p = nil, nil, nil
+			c.dropTail(stream, cur) // and the entry, now empty
 			cur = nil
 		}
 		if !c.tailsVoid {
