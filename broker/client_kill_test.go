@@ -32,6 +32,11 @@ func init() {
 func TestClientKill(t *testing.T) {
 	ts := newTestServer(t)
 	a, b := confDial(t, ts.addr), confDial(t, ts.addr)
+	// b's PING is answered once the server has registered b: without it,
+	// the KILL could name a connection not accepted yet.
+	if _, err := b.do("PING"); err != nil {
+		t.Fatal(err)
+	}
 	if r, err := a.do("CLIENT", "KILL", b.nc.LocalAddr().String()); err != nil || r.str != "OK" {
 		t.Fatalf("CLIENT KILL addr = %v, %v", r, err)
 	}

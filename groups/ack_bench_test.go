@@ -94,7 +94,9 @@ func BenchmarkConsumersAck(b *testing.B) {
 	b.ReportMetric(float64(st.Seeks)/float64(b.N), "seeks/cycle")
 }
 
-// processCPU returns the process's user and system CPU time so far.
+// processCPU returns the process's user and system CPU time so far
+// (getrusage, which keeps the time of threads that exited; proccpu's
+// per-thread sum, made for another process, would lose it).
 func processCPU(b *testing.B) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
