@@ -137,11 +137,14 @@ func ZRemEvent(db uint8, key []byte, ranked bool, pairs [][]byte) Event {
 }
 
 // ZRanksEvent builds an OpZRanks event: on builds the set's rank blocks
-// from its score index, off drops them. floor is the set's floor once the
-// record has applied (Meta.Floor, at most ZFloorMax bytes): both walk from
-// it, not over the tombstones of the members popped below it. (Records
+// from its score index, off drops them. Both walk from floor (a Meta.Floor,
+// at most ZFloorMax bytes), not over the tombstones of the members popped
+// below it: for on, the set's floor once the record has applied; for off,
+// its floor before the removal that drops the blocks, at or below every
+// live block's upper fence (the removal's own members leave the blocks as
+// they were, so blocks wholly below the new floor are still live). Records
 // written before the floor argument have only the first: their walks start
-// at the prefix.)
+// at the prefix.
 func ZRanksEvent(db uint8, key []byte, on bool, floor []byte) Event {
 	return Event{Op: OpZRanks, DB: db, Key: key, Args: [][]byte{rankedArg(on), floor}}
 }

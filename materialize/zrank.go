@@ -90,7 +90,7 @@ func applyZRanks(b *pebble.Batch, e codec.Event) error {
 	if len(e.Args) < 1 || len(e.Args) > 2 || len(e.Args[0]) != 1 {
 		return fmt.Errorf("materialize: ZRANKS event: %w", codec.ErrCorrupt)
 	}
-	var floor []byte // the set's floor: no member, and no live block's upper fence, is below it
+	var floor []byte // no live block's upper fence is below it, nor (on) any member
 	if len(e.Args) == 2 {
 		floor = e.Args[1]
 	}

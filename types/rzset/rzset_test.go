@@ -294,3 +294,42 @@ func checkBlocks(t *testing.T, v *materialize.View, key []byte, n int64, step in
 	fences := his
 	return len(fences), true
 }
+
+// TestUnrankAfterLeadingBlocksGo: a removal that takes a ranked set below
+// RankOff and removes its lowest members past the first blocks' upper
+// fences drops every block, those below the new floor included.
+func TestUnrankAfterLeadingBlocksGo(t *testing.T) {
+	for _, pop := range []bool{false, true} {
+		s := open(t)
+		key := []byte("z")
+		ref := model{}
+		var ms []rzset.Member
+		for i := range 3 * materialize.ZBlockMerge {
+			m := rzset.Member{Member: fmt.Appendf(nil, "m%05d", i), Score: float64(i)}
+			ms = append(ms, m)
+			ref[string(m.Member)] = m.Score
+		}
+		write(t, s, func(v *materialize.View) ([]codec.Event, error) {
+			_, ev, err := rzset.Add(v, 0, key, ms, rzset.Flags{})
+			return ev, err
+		})
+		if _, ranked := checkBlocks(t, s.View(), key, int64(len(ref)), 0); !ranked {
+			t.Fatal("a set of 3 blocks' members is not ranked")
+		}
+		n := int64(len(ms) - rzset.RankOff + 1) // leaves RankOff-1 members, the highest
+		write(t, s, func(v *materialize.View) ([]codec.Event, error) {
+			if pop {
+				_, _, ev, err := rzset.Pop(v, 0, key, false, n)
+				return ev, err
+			}
+			_, ev, err := rzset.RemRange(v, 0, key, rzset.Query{By: rzset.ByRank, Start: 0, Stop: n - 1, Count: -1})
+			return ev, err
+		})
+		for _, m := range ms[:n] {
+			delete(ref, string(m.Member))
+		}
+		if _, ranked := check(t, s, key, ref, rand.New(rand.NewPCG(1, 2)), 1); ranked {
+			t.Fatalf("pop %v: %d members still ranked", pop, len(ref))
+		}
+	}
+}

@@ -180,10 +180,14 @@ func remove(v *materialize.View, db uint8, key []byte, m codec.Meta, gone []Memb
 		return nil, err
 	}
 	m.Count -= uint64(len(gone))
+	was := m.Floor
 	m.Floor = floor
 	if m.Ranked && m.Count < RankOff {
+		// The drop walks from the floor before the removal: the removal
+		// leaves the blocks as they were, and those wholly below the new
+		// floor go too.
 		m.Ranked = false
-		return []codec.Event{codec.ZRemEvent(db, key, false, pairs), codec.ZRanksEvent(db, key, false, floor), codec.SetMetaEvent(db, key, m, prev)}, nil
+		return []codec.Event{codec.ZRemEvent(db, key, false, pairs), codec.ZRanksEvent(db, key, false, was), codec.SetMetaEvent(db, key, m, prev)}, nil
 	}
 	return []codec.Event{codec.ZRemEvent(db, key, m.Ranked, pairs), codec.SetMetaEvent(db, key, m, prev)}, nil
 }
