@@ -36,10 +36,15 @@ func suffix(score float64, member []byte) []byte {
 // floorAfter returns the floor of the set m (Count 0: a new set) once the
 // members at the score-index suffixes in gone leave and those in added
 // arrive: the lowest suffix left, truncated to codec.ZFloorMax; nil when
-// none is left. With removals it walks the index from the floor past the
-// removed members it meets (one seek, plus those members).
+// none is left. With removals that may include the lowest member it walks
+// the index from the floor past the removed members it meets (one seek,
+// plus those members); removals all above it keep the floor.
 func floorAfter(v *materialize.View, yp []byte, m codec.Meta, gone map[string]bool, added [][]byte) ([]byte, error) {
 	cur, have := m.Floor, m.Count > 0
+	if len(gone) > 0 && have && !atFloor(gone, cur) {
+		// Every member leaving is above the lowest: it stays the floor.
+		gone = nil
+	}
 	if len(gone) > 0 && have {
 		have = false
 		err := v.IterateNoValues(low(yp, m), codec.PrefixEnd(yp), false, func(k []byte) (bool, error) {
@@ -63,4 +68,16 @@ func floorAfter(v *materialize.View, yp []byte, m codec.Meta, gone map[string]bo
 		return nil, nil
 	}
 	return bytes.Clone(cur[:min(len(cur), codec.ZFloorMax)]), nil
+}
+
+// atFloor reports whether a suffix in gone may be the set's lowest, whose
+// truncation (codec.ZFloorMax) is floor: one that starts with floor, as
+// the lowest does, or sorts below it.
+func atFloor(gone map[string]bool, floor []byte) bool {
+	for g := range gone {
+		if g < string(floor) || len(g) >= len(floor) && g[:len(floor)] == string(floor) {
+			return true
+		}
+	}
+	return false
 }
