@@ -18,8 +18,9 @@ const listPointDeleteMax = 64
 
 // applyEvent writes one event's effect into b. It is the one place that
 // turns change events into Pebble keys; replaying a change log calls it
-// again with the same events.
-func applyEvent(b *pebble.Batch, e codec.Event) error {
+// again with the same events. zc is the writer's copy of the rank blocks
+// the sorted-set events maintain (nil: none).
+func applyEvent(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 	a := e.Args
 	need := func(n int) error {
 		if len(a) < n {
@@ -171,13 +172,13 @@ func applyEvent(b *pebble.Batch, e codec.Event) error {
 		return b.DeleteRange(codec.ListKey(e.DB, e.Key, first), codec.ListKey(e.DB, e.Key, last+1), nil)
 
 	case codec.OpZAdd:
-		return applyZAdd(b, e)
+		return applyZAdd(b, e, zc)
 
 	case codec.OpZRem:
-		return applyZRem(b, e)
+		return applyZRem(b, e, zc)
 
 	case codec.OpZRanks:
-		return applyZRanks(b, e)
+		return applyZRanks(b, e, zc)
 
 	case codec.OpXAdd:
 		if err := need(1); err != nil {

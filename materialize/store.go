@@ -191,6 +191,7 @@ type Store struct {
 	reqs         chan *writeReq // to the writer goroutine
 	cache        *metaCache     // committed metadata; filled by the writer goroutine only
 	gcache       *groupCache    // consumer-group values; the writer goroutine's only
+	zblocks      *zBlockCache   // rank blocks of ranked sorted sets; the writer goroutine's only
 	staged       overlay        // the current group's metadata; writer goroutine only
 	counts       [256]dbCounts  // committed key counts (counts.go)
 	stagedCounts stagedCounts   // the current group's; writer goroutine only
@@ -316,6 +317,7 @@ func Open(opts Options) (*Store, error) {
 		commitCh:   make(chan struct{}, 1),
 		cache:      newMetaCache(),
 		gcache:     newGroupCache(),
+		zblocks:    newZBlockCache(),
 		staged:     overlay{m: map[string]cachedMeta{}},
 		logGroup:   ratelog.New(logEvery),
 		logSync:    ratelog.New(logEvery),
@@ -902,6 +904,7 @@ func (s *Store) beginGroup() {
 	s.staged.base = s.seq
 	s.stagedCounts.reset()
 	s.gcache.begin()
+	s.zblocks.begin()
 }
 
 // stage applies e to b within the current group: the key counts (v reads
@@ -912,11 +915,12 @@ func (s *Store) stage(v *View, b *pebble.Batch, e codec.Event) error {
 	if err := s.count(v, e); err != nil {
 		return err
 	}
-	if err := applyEvent(b, e); err != nil {
+	if err := applyEvent(b, e, s.zblocks); err != nil {
 		return err
 	}
 	s.staged.observe(e)
 	s.gcache.stage(e)
+	s.zblocks.stage(e)
 	return nil
 }
 
@@ -936,6 +940,7 @@ func (s *Store) seal(b *pebble.Batch, seq uint64) error {
 func (s *Store) publish(events []codec.Event, seq uint64) {
 	s.commitCounts()
 	s.gcache.commit()
+	s.zblocks.commit()
 	s.staged.publish(s.cache, seq)
 	for _, e := range events {
 		s.ttl.observe(e)

@@ -23,13 +23,16 @@ const (
 
 // applyZAdd applies an OpZAdd event: per member, the old score-index key
 // out, the new score written to both keys, and with ranked the rank blocks
-// moved along.
-func applyZAdd(b *pebble.Batch, e codec.Event) error {
+// moved along (zc: the writer's copy of them, or nil).
+func applyZAdd(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 	a := e.Args
 	if len(a) < 1 || len(a[0]) != 1 || (len(a)-1)%3 != 0 {
 		return fmt.Errorf("materialize: ZADD event with %d args: %w", len(a), codec.ErrCorrupt)
 	}
-	ranked := a[0][0] == 1
+	rb, err := rankedBlocks(b, e, zc)
+	if err != nil {
+		return err
+	}
 	for i := 1; i < len(a); i += 3 {
 		member := a[i]
 		score, err := codec.DecodeScoreArg(a[i+1])
@@ -41,7 +44,7 @@ func applyZAdd(b *pebble.Batch, e codec.Event) error {
 			if err != nil {
 				return err
 			}
-			if err := zIndexDel(b, e.DB, e.Key, prev, member, ranked); err != nil {
+			if err := zIndexDel(b, e.DB, e.Key, prev, member, rb); err != nil {
 				return err
 			}
 		}
@@ -52,8 +55,8 @@ func applyZAdd(b *pebble.Batch, e codec.Event) error {
 		if err := b.Set(yk, nil, nil); err != nil {
 			return err
 		}
-		if ranked {
-			if err := zBlockAdd(b, e.DB, e.Key, yk); err != nil {
+		if rb != nil {
+			if err := zBlockAdd(*rb, yk); err != nil {
 				return err
 			}
 		}
@@ -62,12 +65,15 @@ func applyZAdd(b *pebble.Batch, e codec.Event) error {
 }
 
 // applyZRem applies an OpZRem event.
-func applyZRem(b *pebble.Batch, e codec.Event) error {
+func applyZRem(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 	a := e.Args
 	if len(a) < 1 || len(a[0]) != 1 || (len(a)-1)%2 != 0 {
 		return fmt.Errorf("materialize: ZREM event with %d args: %w", len(a), codec.ErrCorrupt)
 	}
-	ranked := a[0][0] == 1
+	rb, err := rankedBlocks(b, e, zc)
+	if err != nil {
+		return err
+	}
 	for i := 1; i < len(a); i += 2 {
 		score, err := codec.DecodeScoreArg(a[i+1])
 		if err != nil {
@@ -76,7 +82,7 @@ func applyZRem(b *pebble.Batch, e codec.Event) error {
 		if err := b.Delete(codec.ZMemberKey(e.DB, e.Key, a[i]), nil); err != nil {
 			return err
 		}
-		if err := zIndexDel(b, e.DB, e.Key, score, a[i], ranked); err != nil {
+		if err := zIndexDel(b, e.DB, e.Key, score, a[i], rb); err != nil {
 			return err
 		}
 	}
@@ -85,8 +91,10 @@ func applyZRem(b *pebble.Batch, e codec.Event) error {
 
 // applyZRanks applies an OpZRanks event: build the blocks (dropping any
 // first) or drop them. Both are point writes: a set that shrinks below
-// RankOff leaves no range tombstone over its blocks.
-func applyZRanks(b *pebble.Batch, e codec.Event) error {
+// RankOff leaves no range tombstone over its blocks. The writer's copy of
+// the set's blocks (zc, or nil) is dropped: the next ranked event loads
+// the new ones.
+func applyZRanks(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 	if len(e.Args) < 1 || len(e.Args) > 2 || len(e.Args[0]) != 1 {
 		return fmt.Errorf("materialize: ZRANKS event: %w", codec.ErrCorrupt)
 	}
@@ -95,6 +103,10 @@ func applyZRanks(b *pebble.Batch, e codec.Event) error {
 		floor = e.Args[1]
 	}
 	bp := codec.KeyPrefix(codec.TagZBlock, e.DB, e.Key)
+	if zc != nil {
+		zc.dirty = true
+		zc.forget(bp)
+	}
 	old, err := collectKeys(b, bp, floor)
 	if err != nil {
 		return err
@@ -193,38 +205,41 @@ func zBlockAt(b *pebble.Batch, bp, from []byte) (zBlock, bool, error) {
 	return bl, ok && err == nil, err
 }
 
-// zBlockOf returns the block holding the score-index suffix s: the first
-// whose upper fence is above s.
-func zBlockOf(b *pebble.Batch, bp, s []byte) (zBlock, bool, error) {
-	return zBlockAt(b, bp, append(append(make([]byte, 0, len(s)+1), s...), 0))
+// rankedBlocks returns the rank blocks of e's set when e is flagged
+// ranked, else nil.
+func rankedBlocks(b *pebble.Batch, e codec.Event, zc *zBlockCache) (*zRankBlocks, error) {
+	if e.Args[0][0] != 1 {
+		return nil, nil
+	}
+	rb, err := zc.rankBlocks(b, codec.KeyPrefix(codec.TagZBlock, e.DB, e.Key))
+	return &rb, err
 }
 
-// zIndexDel deletes a member's score-index key and, with ranked, counts it
-// out of its block.
-func zIndexDel(b *pebble.Batch, db uint8, key []byte, score float64, member []byte, ranked bool) error {
+// zIndexDel deletes a member's score-index key and, with rb (the set's
+// rank blocks when it is ranked), counts it out of its block.
+func zIndexDel(b *pebble.Batch, db uint8, key []byte, score float64, member []byte, rb *zRankBlocks) error {
 	yk := codec.ZScoreKey(db, key, score, member)
-	if err := b.Delete(yk, nil); err != nil || !ranked {
+	if err := b.Delete(yk, nil); err != nil || rb == nil {
 		return err
 	}
-	return zBlockRemove(b, db, key, yk)
+	return zBlockRemove(*rb, yk)
 }
 
 // zBlockAdd counts the score-index key yk (already written) into its
 // block, splitting the block when it grows past ZBlockMax.
-func zBlockAdd(b *pebble.Batch, db uint8, key, yk []byte) error {
-	bp := codec.KeyPrefix(codec.TagZBlock, db, key)
-	yp := codec.KeyPrefix(codec.TagZScore, db, key)
-	bl, found, err := zBlockOf(b, bp, yk[len(yp):])
+func zBlockAdd(rb zRankBlocks, yk []byte) error {
+	yp := yk[:len(rb.bp):len(rb.bp)] // the Y prefix: the B prefix's length
+	bl, found, err := rb.of(yk[len(yp):])
 	if err != nil {
 		return err
 	}
 	if !found {
 		// No block at all: the set's members were all removed one by one
 		// (each block emptied was dropped); this member starts again.
-		return zBlock{hi: codec.ZBlockEnd, n: 1}.put(b, bp)
+		return rb.put(zBlock{hi: codec.ZBlockEnd, n: 1})
 	}
 	if bl.n++; bl.n <= ZBlockMax {
-		return bl.put(b, bp)
+		return rb.put(bl)
 	}
 	// Split: the member at index n/2 of the block starts its upper half.
 	// The first block (no lower fence) is walked back from its upper
@@ -235,7 +250,7 @@ func zBlockAdd(b *pebble.Batch, db uint8, key, yk []byte) error {
 	if string(bl.hi) != string(codec.ZBlockEnd) {
 		upper = append(append([]byte(nil), yp...), bl.hi...)
 	}
-	it, err := b.NewIter(&pebble.IterOptions{LowerBound: append(append([]byte(nil), yp...), bl.lo...), UpperBound: upper})
+	it, err := rb.b.NewIter(&pebble.IterOptions{LowerBound: append(append([]byte(nil), yp...), bl.lo...), UpperBound: upper})
 	if err != nil {
 		return err
 	}
@@ -258,20 +273,18 @@ func zBlockAdd(b *pebble.Batch, db uint8, key, yk []byte) error {
 	if mid == nil {
 		return fmt.Errorf("materialize: rank block of %d members ends after %d: %w", bl.n, i, codec.ErrCorrupt)
 	}
-	if err := (zBlock{hi: mid, lo: bl.lo, n: bl.n / 2}).put(b, bp); err != nil {
+	if err := rb.put(zBlock{hi: mid, lo: bl.lo, n: bl.n / 2}); err != nil {
 		return err
 	}
-	return zBlock{hi: bl.hi, lo: mid, n: bl.n - bl.n/2}.put(b, bp)
+	return rb.put(zBlock{hi: bl.hi, lo: mid, n: bl.n - bl.n/2})
 }
 
 // zBlockRemove counts the score-index key yk (already deleted) out of its
 // block. A block that holds ZBlockMerge or fewer members together with a
 // neighbour is merged with it (an emptied block always is: its range joins
 // the neighbour's); the last block emptied leaves none.
-func zBlockRemove(b *pebble.Batch, db uint8, key, yk []byte) error {
-	bp := codec.KeyPrefix(codec.TagZBlock, db, key)
-	yp := codec.KeyPrefix(codec.TagZScore, db, key)
-	bl, found, err := zBlockOf(b, bp, yk[len(yp):])
+func zBlockRemove(rb zRankBlocks, yk []byte) error {
+	bl, found, err := rb.of(yk[len(rb.bp):])
 	if err != nil {
 		return err
 	}
@@ -280,7 +293,7 @@ func zBlockRemove(b *pebble.Batch, db uint8, key, yk []byte) error {
 	}
 	bl.n--
 	if bl.n >= ZBlockMerge {
-		return bl.put(b, bp) // too full to merge with any neighbour
+		return rb.put(bl) // too full to merge with any neighbour
 	}
 	// The block before ends at bl.lo, the one after is the first above
 	// bl.hi: forward seeks both.
@@ -288,7 +301,7 @@ func zBlockRemove(b *pebble.Batch, db uint8, key, yk []byte) error {
 	hasPrev, hasNext := len(bl.lo) > 0, string(bl.hi) != string(codec.ZBlockEnd)
 	if hasPrev {
 		var ok bool
-		if prev, ok, err = zBlockAt(b, bp, bl.lo); err != nil {
+		if prev, ok, err = rb.at(bl.lo); err != nil {
 			return err
 		}
 		if !ok || string(prev.hi) != string(bl.lo) {
@@ -297,7 +310,7 @@ func zBlockRemove(b *pebble.Batch, db uint8, key, yk []byte) error {
 	}
 	if hasNext {
 		var ok bool
-		if next, ok, err = zBlockAt(b, bp, append(append([]byte(nil), bl.hi...), 0)); err != nil {
+		if next, ok, err = rb.of(bl.hi); err != nil {
 			return err
 		}
 		if !ok || string(next.lo) != string(bl.hi) {
@@ -306,17 +319,17 @@ func zBlockRemove(b *pebble.Batch, db uint8, key, yk []byte) error {
 	}
 	switch {
 	case hasPrev && (prev.n+bl.n <= ZBlockMerge || bl.n == 0 && !hasNext):
-		if err := prev.del(b, bp); err != nil {
+		if err := rb.del(prev); err != nil {
 			return err
 		}
-		return zBlock{hi: bl.hi, lo: prev.lo, n: prev.n + bl.n}.put(b, bp)
+		return rb.put(zBlock{hi: bl.hi, lo: prev.lo, n: prev.n + bl.n})
 	case hasNext && (bl.n+next.n <= ZBlockMerge || bl.n == 0):
-		if err := bl.del(b, bp); err != nil {
+		if err := rb.del(bl); err != nil {
 			return err
 		}
-		return zBlock{hi: next.hi, lo: bl.lo, n: bl.n + next.n}.put(b, bp)
+		return rb.put(zBlock{hi: next.hi, lo: bl.lo, n: bl.n + next.n})
 	case bl.n == 0:
-		return bl.del(b, bp) // the only block
+		return rb.del(bl) // the only block
 	}
-	return bl.put(b, bp)
+	return rb.put(bl)
 }
