@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sediment-dev/sediment/internal/proccpu"
 )
 
 // benchConn is a raw RESP connection that writes pipelines and counts replies.
@@ -132,7 +134,8 @@ func BenchmarkXReadGroupAck(b *testing.B) {
 // pipelines; the client side allocates next to nothing per command). Keys
 // cycle over 10,000 names so that writes hit existing keys and the
 // metadata cache, as redis-benchmark -r 10000 does; the -new and -absent
-// cases name a new key every time.
+// cases name a new key every time, and ZADD cycles over 100,000 members of
+// one sorted set.
 func BenchmarkCommands(b *testing.B) {
 	cmds := []struct {
 		name  string
@@ -155,6 +158,11 @@ func BenchmarkCommands(b *testing.B) {
 		{"XADD-IDMP-dup", func(i int) []string {
 			return []string{"XADD", "xd", "IDMP", "p", "r:" + strconv.Itoa(i%100), "MAXLEN", "~", "1000", "*", "field", "value"}
 		}, false},
+		// A leaderboard: members re-scored at random in a set of 100,000
+		// (ranked: rank blocks kept).
+		{"ZADD", func(i int) []string {
+			return []string{"ZADD", "z", strconv.Itoa(i * 7919 % 1000003 % 5000), "m:" + strconv.Itoa(i*104729%100000)}
+		}, true},
 		{"SET-new", func(i int) []string { return []string{"SET", "new:" + strconv.Itoa(i), "value-value-value"} }, true},
 		{"GET-absent", func(i int) []string { return []string{"GET", "absent:" + strconv.Itoa(i)} }, true},
 	}
@@ -188,10 +196,13 @@ func BenchmarkCommands(b *testing.B) {
 				send(batch, 100)
 			}
 			b.ReportAllocs()
+			cpu0 := proccpu.Self()
 			b.ResetTimer()
 			for i := 0; i < b.N; i += 100 {
 				send(batches[(i/100)%len(batches)], 100)
 			}
+			b.StopTimer()
+			b.ReportMetric(float64(proccpu.Self()-cpu0)/float64(b.N), "cpu-ns/op") // client and server
 		})
 	}
 }

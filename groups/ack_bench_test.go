@@ -1,12 +1,11 @@
 package groups_test
 
 import (
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/groups"
+	"github.com/sediment-dev/sediment/internal/proccpu"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/streams"
 )
@@ -83,24 +82,13 @@ func BenchmarkConsumersAck(b *testing.B) {
 		}
 	}
 	run(10_000)
-	before, cpu0 := s.IterStats(), processCPU(b)
+	before, cpu0 := s.IterStats(), proccpu.Self()
 	b.ReportAllocs()
 	b.ResetTimer()
 	run(b.N)
 	b.StopTimer()
-	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/cycle")
+	b.ReportMetric(float64(proccpu.Self()-cpu0)/float64(b.N), "cpu-ns/cycle")
 	st := s.IterStats().Sub(before)
 	b.ReportMetric(float64(st.Iterators)/float64(b.N), "iterators/cycle")
 	b.ReportMetric(float64(st.Seeks)/float64(b.N), "seeks/cycle")
-}
-
-// processCPU returns the process's user and system CPU time so far
-// (getrusage, which keeps the time of threads that exited; proccpu's
-// per-thread sum, made for another process, would lose it).
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
