@@ -1,6 +1,7 @@
 package materialize
 
 import (
+	"bytes"
 	"hash/maphash"
 	"sync"
 
@@ -27,6 +28,9 @@ type metaCache struct {
 type metaShard struct {
 	mu sync.RWMutex
 	m  map[string]*cachedMeta // pointers: an update of a cached key allocates nothing
+	// copied is the bytes of the values longer than metaCacheMaxValue the
+	// shard holds (copies): at most metaCacheCopiedMax/metaCacheShards.
+	copied int
 }
 
 type cachedMeta struct {
@@ -36,9 +40,9 @@ type cachedMeta struct {
 	// group that set it, or the last one committed when the writer read
 	// it. A read view pinned to an earlier state must not use it.
 	seq uint64
-	// noValue: a string too large to cache (metaCacheMaxValue); meta has
-	// its type and TTL, a nil Value, and a read that needs the value goes
-	// to Pebble.
+	// noValue: a string too large to cache (metaCacheMaxCopied); meta
+	// has its type and TTL, a nil Value, and a read that needs the value
+	// goes to Pebble.
 	noValue bool
 }
 
@@ -47,11 +51,21 @@ const (
 	// metaCacheShardMax bounds each shard (about 100 bytes an entry, 2^18
 	// entries in all); past it random entries are evicted.
 	metaCacheShardMax = (1 << 18) / metaCacheShards
-	// metaCacheMaxValue is the largest string value cached with its metadata.
+	// metaCacheMaxValue is the largest string value cached as the event
+	// or read left it (aliased, not copied).
 	metaCacheMaxValue = 256
 	// splitAboveCached fails to compile unless values of the split form
-	// (codec.SplitValueMin) are too long to be cached with their metadata.
+	// (codec.SplitValueMin, which alias the request) are longer than
+	// metaCacheMaxValue: the cache copies them.
 	splitAboveCached = uint(codec.SplitValueMin - metaCacheMaxValue)
+	// metaCacheMaxCopied is the largest string value the cache holds: one
+	// longer than metaCacheMaxValue is copied, within metaCacheCopiedMax
+	// bytes of such copies over all shards (past it, random entries of
+	// the shard are evicted). A GET of a 1 KB value the cache holds makes
+	// no Pebble lookup (docs/perf.md, "Values up to 4 KiB in the metadata
+	// cache").
+	metaCacheMaxCopied = 4 << 10
+	metaCacheCopiedMax = 32 << 20
 )
 
 func newMetaCache() *metaCache {
@@ -111,23 +125,51 @@ func (c *metaCache) putKey(k []byte, m codec.Meta, exists bool, seq uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := cachedMeta{meta: m, exists: exists, seq: seq}
-	if exists && len(m.Value) > metaCacheMaxValue {
+	switch n := len(m.Value); {
+	case !exists || n <= metaCacheMaxValue:
+	case n <= metaCacheMaxCopied:
+		e.meta.Value = bytes.Clone(m.Value)
+		s.copied += n
+	default:
 		e.meta.Value, e.noValue = nil, true
 	}
 	if p := s.m[string(k)]; p != nil {
+		s.copied -= copiedLen(p)
 		*p = e
-		return
-	}
-	if len(s.m) >= metaCacheShardMax {
-		n := 0
-		for k := range s.m { // map order is random: random eviction
-			delete(s.m, k)
-			if n++; n == metaCacheShardMax/16 {
-				break
-			}
+	} else {
+		if len(s.m) >= metaCacheShardMax {
+			s.evict(metaCacheShardMax/16, nil)
 		}
+		s.m[string(k)] = &e
 	}
-	s.m[string(k)] = &e
+	if s.copied > metaCacheCopiedMax/metaCacheShards {
+		s.evict(len(s.m), k)
+	}
+}
+
+// evict removes up to n random entries (map order is random) other than
+// the one of cache key keep, stopping early once a shard over its budget
+// of copied values (keep non-nil) is back within it.
+func (s *metaShard) evict(n int, keep []byte) {
+	for k, p := range s.m {
+		if n == 0 || keep != nil && s.copied <= metaCacheCopiedMax/metaCacheShards {
+			return
+		}
+		if keep != nil && k == string(keep) {
+			continue
+		}
+		s.copied -= copiedLen(p)
+		delete(s.m, k)
+		n--
+	}
+}
+
+// copiedLen is the bytes of e's value the shard counts as copied.
+func copiedLen(e *cachedMeta) int {
+	if n := len(e.meta.Value); n > metaCacheMaxValue {
+		return n
+	}
+	return 0
 }
 
 func (c *metaCache) clear() {
@@ -135,6 +177,7 @@ func (c *metaCache) clear() {
 		s := &c.shards[i]
 		s.mu.Lock()
 		s.m = make(map[string]*cachedMeta)
+		s.copied = 0
 		s.mu.Unlock()
 	}
 }
@@ -152,7 +195,7 @@ func metaEffect(e codec.Event) (cachedMeta, bool) {
 		// once built (and DecodeMeta caps it: an append copies). In the
 		// split form that is the request's value, valid until the group
 		// commits: longer than metaCacheMaxValue, so the committed cache
-		// keeps it without its value (splitAboveCached).
+		// copies it or keeps it without its value (splitAboveCached).
 		return cachedMeta{meta: m, exists: true}, true
 	case codec.OpDelKey:
 		return cachedMeta{}, true

@@ -12,7 +12,7 @@ import (
 
 // zBlockCacheMax is the most rank blocks the writer keeps in memory, over
 // all sets: about 64 million members' worth (a block holds 512 to 2048),
-// and under 10 MiB with 30-byte fences. A set that would take the cache
+// and about 10 MiB with 30-byte fences. A set that would take the cache
 // past it is not cached: its writes seek Pebble as before.
 const zBlockCacheMax = 1 << 16
 
