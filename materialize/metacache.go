@@ -140,7 +140,9 @@ func (c *metaCache) putKey(k []byte, m codec.Meta, exists bool, seq uint64) {
 		if len(s.m) >= metaCacheShardMax {
 			s.evict(metaCacheShardMax/16, nil)
 		}
-		s.m[string(k)] = &e
+		p = new(cachedMeta) // only here: e stays on the stack for updates
+		*p = e
+		s.m[string(k)] = p
 	}
 	if s.copied > metaCacheCopiedMax/metaCacheShards {
 		s.evict(len(s.m), k)
