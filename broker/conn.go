@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/command/reply"
 	"github.com/sediment-dev/sediment/materialize"
 )
@@ -575,7 +576,11 @@ type exec struct {
 	replied int
 	blocked time.Duration // time the command waited blocked, not counted as its run time
 	span    trace.Span    // the command's span; nil when not traced (telemetry.go)
-	pend    *pendingReply // its submitted write (writeAsync)
+	pend    *pendingReply // its submitted write (writeAsync): &pendBuf for the first
+	// The request's command.Ctx and its pending reply live here: one
+	// allocation per command instead of three.
+	ctx     command.Ctx
+	pendBuf pendingReply
 }
 
 // w returns the reply writer.
@@ -761,7 +766,11 @@ func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error
 		reply()
 		return nil
 	}
-	it := &pendingReply{cmd: x.cmd.name, stat: x.c.s.cmdstats.statFor(x.cmd, x.args), reply: reply}
+	it := &x.pendBuf
+	if x.pend != nil { // a second write of the command: the first's is queued
+		it = new(pendingReply)
+	}
+	*it = pendingReply{cmd: x.cmd.name, stat: x.c.s.cmdstats.statFor(x.cmd, x.args), reply: reply}
 	x.pend = it
 	db := x.db()
 	it.p = x.c.s.store.SubmitTagged(spanTag(x.span), func(v *materialize.View) ([]codec.Event, error) {

@@ -38,7 +38,7 @@ func registerSpecs(specs ...command.Spec) {
 			group: sp.Group, since: sp.Since, summary: sp.Summary, blockOption: sp.BlockOption,
 			run: func(x *exec) error {
 				lim := command.Limits{MaxBulkLen: x.c.rd.lim.MaxBulkLen, Databases: x.c.s.opts.Databases}
-				return run(command.NewCtx(x.args, x.db(), x.storageDB(), uint64(x.c.id), x.reply(), lim, execRuntime{x}))
+				return run(command.InitCtx(&x.ctx, x.args, x.db(), x.storageDB(), uint64(x.c.id), x.reply(), lim, execRuntime{x}))
 			}})
 	}
 }

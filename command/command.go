@@ -209,7 +209,14 @@ type Limits struct {
 // logical db the client selected, storage its storage db as of the View
 // the command's reads will see.
 func NewCtx(args [][]byte, db, storage uint8, client uint64, w reply.Writer, l Limits, rt Runtime) *Ctx {
-	return &Ctx{Args: args, DB: storage, Client: client, Reply: w, Limits: l, rt: rt, db: db}
+	return InitCtx(new(Ctx), args, db, storage, client, w, l, rt)
+}
+
+// InitCtx is NewCtx into x, which it returns: a broker that keeps the Ctx
+// inside its own per-request state spares an allocation per command.
+func InitCtx(x *Ctx, args [][]byte, db, storage uint8, client uint64, w reply.Writer, l Limits, rt Runtime) *Ctx {
+	*x = Ctx{Args: args, DB: storage, Client: client, Reply: w, Limits: l, rt: rt, db: db}
+	return x
 }
 
 // SelectedDB returns the logical db the client selected (SELECT's number).
