@@ -123,16 +123,23 @@ func walk(v *materialize.View, db uint8, key []byte, m codec.Meta, q Query, fn f
 		}
 		stop = min(stop, n-1)
 		left := stop - start + 1
-		if q.Rev {
-			start = n - 1 - start // the first member returned, in ascending rank
-		}
-		k0, err := seekRank(v, db, key, m, start)
-		if err != nil {
-			return err
-		}
-		lo, hi := k0, end
-		if q.Rev {
-			lo, hi = low(yp, m), append(k0, 0)
+		// From the lowest (with Rev the highest) member, as ZPOPMIN and a
+		// top-ten ZREVRANGE read, the walk needs no rank: it starts at an
+		// end of the index.
+		lo, hi := low(yp, m), end
+		if start > 0 {
+			if q.Rev {
+				start = n - 1 - start // the first member returned, in ascending rank
+			}
+			k0, err := seekRank(v, db, key, m, start)
+			if err != nil {
+				return err
+			}
+			if q.Rev {
+				hi = append(k0, 0)
+			} else {
+				lo = k0
+			}
 		}
 		return v.Iterate(lo, hi, q.Rev, func(k, val []byte) (bool, error) {
 			more, err := fn(k, val)
