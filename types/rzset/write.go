@@ -143,7 +143,7 @@ func Rem(v *materialize.View, db uint8, key []byte, members [][]byte) (int64, []
 			gone = append(gone, Member{mem, s})
 		}
 	}
-	rm, err := remove(v, db, key, m, gone)
+	rm, err := remove(v, db, key, m, gone, nil)
 	return int64(len(gone)), append(events, rm...), err
 }
 
@@ -154,7 +154,9 @@ const pointDeleteMax = 64
 // remove returns the events that take gone (distinct members of the set
 // m) out: the removals with the set's rank blocks kept or dropped, then
 // the metadata (its floor moved past them); all of them deletes the key.
-func remove(v *materialize.View, db uint8, key []byte, m codec.Meta, gone []Member) ([]codec.Event, error) {
+// next, when the caller read it, is the lowest member left: the new floor
+// without a walk of the index.
+func remove(v *materialize.View, db uint8, key []byte, m codec.Meta, gone []Member, next *Member) ([]codec.Event, error) {
 	if len(gone) == 0 {
 		return nil, nil
 	}
@@ -171,13 +173,19 @@ func remove(v *materialize.View, db uint8, key []byte, m codec.Meta, gone []Memb
 		// range tombstones over the key's prefix.
 		return []codec.Event{codec.ZRemEvent(db, key, m.Ranked, pairs), codec.DelMetaEvent(db, key, prev)}, nil
 	}
-	set := make(map[string]bool, len(gone))
-	for _, g := range gone {
-		set[string(suffix(g.Score, g.Member))] = true
-	}
-	floor, err := floorAfter(v, codec.KeyPrefix(codec.TagZScore, db, key), m, set, nil)
-	if err != nil {
-		return nil, err
+	var floor []byte
+	if next != nil {
+		s := suffix(next.Score, next.Member)
+		floor = s[:min(len(s), codec.ZFloorMax)]
+	} else {
+		set := make(map[string]bool, len(gone))
+		for _, g := range gone {
+			set[string(suffix(g.Score, g.Member))] = true
+		}
+		var err error
+		if floor, err = floorAfter(v, codec.KeyPrefix(codec.TagZScore, db, key), m, set, nil); err != nil {
+			return nil, err
+		}
 	}
 	m.Count -= uint64(len(gone))
 	was := m.Floor
@@ -203,7 +211,7 @@ func RemRange(v *materialize.View, db uint8, key []byte, q Query) (int64, []code
 	if err != nil {
 		return 0, nil, err
 	}
-	rm, err := remove(v, db, key, m, gone)
+	rm, err := remove(v, db, key, m, gone, nil)
 	return int64(len(gone)), append(events, rm...), err
 }
 
@@ -215,11 +223,24 @@ func Pop(v *materialize.View, db uint8, key []byte, max bool, count int64) ([]Me
 	if err != nil || !ok {
 		return nil, false, events, err
 	}
-	got, err := Range(v, db, key, Query{By: ByRank, Start: 0, Stop: count - 1, Rev: max})
+	if max {
+		got, err := Range(v, db, key, Query{By: ByRank, Start: 0, Stop: count - 1, Rev: true})
+		if err != nil {
+			return nil, false, nil, err
+		}
+		rm, err := remove(v, db, key, m, got, nil)
+		return got, true, append(events, rm...), err
+	}
+	// The lowest members, and the one after them: the set's new floor.
+	got, err := Range(v, db, key, Query{By: ByRank, Start: 0, Stop: count})
 	if err != nil {
 		return nil, false, nil, err
 	}
-	rm, err := remove(v, db, key, m, got)
+	var next *Member
+	if int64(len(got)) > count {
+		next, got = &got[count], got[:count]
+	}
+	rm, err := remove(v, db, key, m, got, next)
 	return got, true, append(events, rm...), err
 }
 
