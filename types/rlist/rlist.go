@@ -118,6 +118,16 @@ func each(v *materialize.View, db uint8, key []byte, m codec.Meta, from, to int6
 // (reverse order when rev). It always walks forwards: a backward walk
 // must pass every old version of the first key it meets.
 func read(v *materialize.View, db uint8, key []byte, m codec.Meta, from, to int64, rev bool) ([][]byte, error) {
+	if from == to {
+		// One element (LPOP, RPOP, LINDEX, BLMOVE): a point lookup, which
+		// the sstables' Bloom filters serve; a bounded iterator's first
+		// seek visits every level.
+		elem, ok, err := v.Get(codec.ListKey(db, key, m.Head+from))
+		if err == nil && !ok {
+			err = corrupt(key, from, to, 0)
+		}
+		return [][]byte{elem}, err
+	}
 	// One buffer for every element's bytes: an allocation per read, not
 	// per element.
 	var buf []byte
