@@ -181,8 +181,8 @@ func (r zRankBlocks) put(bl zBlock) error {
 	if r.c == nil {
 		return nil
 	}
-	i := r.c.search(bl.hi)
-	if i < len(r.c.bl) && bytes.Equal(r.c.bl[i].hi, bl.hi) {
+	i, found := r.c.find(bl.hi)
+	if found {
 		r.c.bl[i] = bl
 		return nil
 	}
@@ -201,13 +201,20 @@ func (r zRankBlocks) del(bl zBlock) error {
 	if r.c == nil {
 		return nil
 	}
-	i := r.c.search(bl.hi)
-	if i == len(r.c.bl) || !bytes.Equal(r.c.bl[i].hi, bl.hi) {
+	i, found := r.c.find(bl.hi)
+	if !found {
 		return fmt.Errorf("materialize: cached rank blocks lack the block ending at %q: %w", bl.hi, codec.ErrCorrupt)
 	}
 	r.c.bl = append(r.c.bl[:i], r.c.bl[i+1:]...)
 	r.zc.blocks--
 	return nil
+}
+
+// find returns the index of the block whose upper fence is hi, found
+// false (and where it would go) when there is none.
+func (zs *zBlocks) find(hi []byte) (int, bool) {
+	i := zs.search(hi)
+	return i, i < len(zs.bl) && bytes.Equal(zs.bl[i].hi, hi)
 }
 
 // search returns the index of the first block whose upper fence is at or
