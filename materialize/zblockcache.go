@@ -32,9 +32,12 @@ const zBlockCacheMax = 1 << 16
 // zrank.go drop that set (stage), and those that reach many keys (FLUSHDB,
 // FLUSHALL, SWAPDB, and any event kind it does not know) drop every set.
 type zBlockCache struct {
-	sets   map[string]*zBlocks // by B-key prefix (codec.KeyPrefix(TagZBlock, db, key))
-	blocks int                 // blocks held over all sets
-	dirty  bool                // used since the last committed group
+	// sets is by B-key prefix (codec.KeyPrefix(TagZBlock, db, key)); a
+	// nil entry marks a set loaded once and found too large for the
+	// bound, which is not loaded again until dropped.
+	sets   map[string]*zBlocks
+	blocks int  // blocks held over all sets, plus one per nil entry
+	dirty  bool // used since the last committed group
 }
 
 // zBlocks is one set's rank blocks in ascending order of upper fence
@@ -67,7 +70,7 @@ func (c *zBlockCache) clear() {
 // forget drops the set whose B keys start with bp.
 func (c *zBlockCache) forget(bp []byte) {
 	if zs, ok := c.sets[string(bp)]; ok {
-		c.blocks -= len(zs.bl)
+		c.blocks -= zs.size()
 		delete(c.sets, string(bp))
 	}
 }
@@ -91,9 +94,9 @@ func (c *zBlockCache) stage(e codec.Event) {
 	}
 }
 
-// blocks returns the rank blocks of the set whose B keys start with bp,
-// as apply reads and writes them: the batch's, with the cache's copy when
-// it holds (or can load) the set.
+// rankBlocks returns the rank blocks of the set whose B keys start with
+// bp, as apply reads and writes them: the batch's, with the cache's copy
+// when it holds (or can load) the set.
 func (c *zBlockCache) rankBlocks(b *pebble.Batch, bp []byte) (zRankBlocks, error) {
 	r := zRankBlocks{b: b, bp: bp}
 	if c == nil {
@@ -101,19 +104,25 @@ func (c *zBlockCache) rankBlocks(b *pebble.Batch, bp []byte) (zRankBlocks, error
 	}
 	c.dirty = true
 	if zs, ok := c.sets[string(bp)]; ok {
-		r.c, r.zc = zs, c
+		if zs != nil {
+			r.c, r.zc = zs, c
+		}
 		return r, nil
 	}
 	if c.blocks >= zBlockCacheMax {
 		return r, nil
 	}
 	zs, err := loadZBlocks(b, bp)
-	if err != nil || c.blocks+len(zs.bl) > zBlockCacheMax {
+	if err != nil {
 		return r, err
 	}
+	if c.blocks+len(zs.bl) > zBlockCacheMax {
+		zs = nil // too large: marked, so that its next writes do not load it again
+	} else {
+		r.c, r.zc = zs, c
+	}
 	c.sets[string(bp)] = zs
-	c.blocks += len(zs.bl)
-	r.c, r.zc = zs, c
+	c.blocks += zs.size()
 	return r, nil
 }
 
@@ -169,8 +178,19 @@ func (r zRankBlocks) at(from []byte) (zBlock, bool, error) {
 // of returns the block holding the score-index suffix s: the first whose
 // upper fence is above s.
 func (r zRankBlocks) of(s []byte) (zBlock, bool, error) {
-	return r.at(append(append(make([]byte, 0, len(s)+1), s...), 0))
+	if r.c == nil {
+		return zBlockAt(r.b, r.bp, append(append(make([]byte, 0, len(s)+1), s...), 0))
+	}
+	i := sort.Search(len(r.c.bl), func(i int) bool { return bytes.Compare(r.c.bl[i].hi, s) > 0 })
+	if i == len(r.c.bl) {
+		return zBlock{}, false, nil
+	}
+	return r.c.bl[i], true, nil
 }
+
+// ranked reports whether r is a set's rank blocks: the zero zRankBlocks
+// stands for a set without them.
+func (r zRankBlocks) ranked() bool { return r.b != nil }
 
 // put writes bl's B key, replacing the block of the same upper fence.
 // The cache keeps bl's fences: they must not change after.
@@ -208,6 +228,15 @@ func (r zRankBlocks) del(bl zBlock) error {
 	r.c.bl = append(r.c.bl[:i], r.c.bl[i+1:]...)
 	r.zc.blocks--
 	return nil
+}
+
+// size is what zs counts toward zBlockCacheMax: its blocks, or one for a
+// set marked too large (nil).
+func (zs *zBlocks) size() int {
+	if zs == nil {
+		return 1
+	}
+	return len(zs.bl)
 }
 
 // find returns the index of the block whose upper fence is hi, found

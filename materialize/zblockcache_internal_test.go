@@ -121,8 +121,8 @@ func TestZBlockCacheFollowsPebble(t *testing.T) {
 }
 
 // TestZBlockCacheBound: sets that would take the cache past
-// zBlockCacheMax blocks are not cached, and their writes go on from
-// Pebble.
+// zBlockCacheMax blocks are not cached, nor loaded again on their next
+// writes, and their writes go on from Pebble.
 func TestZBlockCacheBound(t *testing.T) {
 	c := newZBlockCache()
 	c.blocks = zBlockCacheMax - 1
@@ -138,8 +138,19 @@ func TestZBlockCacheBound(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.sets) != 0 || c.blocks != zBlockCacheMax-1 {
-		t.Fatalf("a set of 3 blocks was cached past the bound: %d sets, %d blocks", len(c.sets), c.blocks)
+	bp := string(codec.KeyPrefix(codec.TagZBlock, 0, []byte("z")))
+	if zs, marked := c.sets[bp]; len(c.sets) != 1 || !marked || zs != nil || c.blocks != zBlockCacheMax {
+		t.Fatalf("a set of 3 blocks past the bound: %d sets, marked %v, cached %v, %d blocks; want it marked (one block's worth)", len(c.sets), marked, zs != nil, c.blocks)
+	}
+	// With room again, the marked set is not loaded by its next write.
+	c.blocks = 1
+	if _, err := s.Write(func(*View) ([]codec.Event, error) {
+		return []codec.Event{codec.ZAddEvent(0, []byte("z"), true, zMembers("n", 10, 5))}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if zs := c.sets[bp]; zs != nil || c.blocks != 1 {
+		t.Fatalf("a marked set was loaded again: cached %v, %d blocks", zs != nil, c.blocks)
 	}
 	kvs, err := RawScan(s, codec.KeyPrefix(codec.TagZBlock, 0, []byte("z")))
 	if err != nil {
@@ -153,7 +164,7 @@ func TestZBlockCacheBound(t *testing.T) {
 		}
 		n += c
 	}
-	if len(kvs) != 3 || n != 3010 {
-		t.Fatalf("uncached writes left %d blocks counting %d members, want 3 counting 3010", len(kvs), n)
+	if len(kvs) != 3 || n != 3015 {
+		t.Fatalf("uncached writes left %d blocks counting %d members, want 3 counting 3015", len(kvs), n)
 	}
 }

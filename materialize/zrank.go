@@ -55,8 +55,8 @@ func applyZAdd(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 		if err := b.Set(yk, nil, nil); err != nil {
 			return err
 		}
-		if rb != nil {
-			if err := zBlockAdd(*rb, yk); err != nil {
+		if rb.ranked() {
+			if err := zBlockAdd(rb, yk); err != nil {
 				return err
 			}
 		}
@@ -206,23 +206,22 @@ func zBlockAt(b *pebble.Batch, bp, from []byte) (zBlock, bool, error) {
 }
 
 // rankedBlocks returns the rank blocks of e's set when e is flagged
-// ranked, else nil.
-func rankedBlocks(b *pebble.Batch, e codec.Event, zc *zBlockCache) (*zRankBlocks, error) {
+// ranked, else the zero zRankBlocks.
+func rankedBlocks(b *pebble.Batch, e codec.Event, zc *zBlockCache) (zRankBlocks, error) {
 	if e.Args[0][0] != 1 {
-		return nil, nil
+		return zRankBlocks{}, nil
 	}
-	rb, err := zc.rankBlocks(b, codec.KeyPrefix(codec.TagZBlock, e.DB, e.Key))
-	return &rb, err
+	return zc.rankBlocks(b, codec.KeyPrefix(codec.TagZBlock, e.DB, e.Key))
 }
 
-// zIndexDel deletes a member's score-index key and, with rb (the set's
-// rank blocks when it is ranked), counts it out of its block.
-func zIndexDel(b *pebble.Batch, db uint8, key []byte, score float64, member []byte, rb *zRankBlocks) error {
+// zIndexDel deletes a member's score-index key and, when rb is a ranked
+// set's blocks, counts it out of its block.
+func zIndexDel(b *pebble.Batch, db uint8, key []byte, score float64, member []byte, rb zRankBlocks) error {
 	yk := codec.ZScoreKey(db, key, score, member)
-	if err := b.Delete(yk, nil); err != nil || rb == nil {
+	if err := b.Delete(yk, nil); err != nil || !rb.ranked() {
 		return err
 	}
-	return zBlockRemove(*rb, yk)
+	return zBlockRemove(rb, yk)
 }
 
 // zBlockAdd counts the score-index key yk (already written) into its

@@ -223,16 +223,12 @@ func Pop(v *materialize.View, db uint8, key []byte, max bool, count int64) ([]Me
 	if err != nil || !ok {
 		return nil, false, events, err
 	}
+	// ZPOPMIN reads one member more: the lowest left, the set's new floor.
+	stop := count
 	if max {
-		got, err := Range(v, db, key, Query{By: ByRank, Start: 0, Stop: count - 1, Rev: true})
-		if err != nil {
-			return nil, false, nil, err
-		}
-		rm, err := remove(v, db, key, m, got, nil)
-		return got, true, append(events, rm...), err
+		stop = count - 1
 	}
-	// The lowest members, and the one after them: the set's new floor.
-	got, err := Range(v, db, key, Query{By: ByRank, Start: 0, Stop: count})
+	got, err := Range(v, db, key, Query{By: ByRank, Start: 0, Stop: stop, Rev: max})
 	if err != nil {
 		return nil, false, nil, err
 	}
