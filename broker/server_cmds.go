@@ -467,6 +467,9 @@ func runInfo(x *exec) error {
 		// Reads of a stream's newest entries (XREADGROUP `>`) the writer's
 		// tail cache answered without a Pebble iterator.
 		kv("sediment_tail_cache_hits", st.TailHits)
+		// Hash fields, set members and sorted-set scores the writer's
+		// field cache answered without a Pebble lookup.
+		kv("sediment_field_cache_hits", st.FieldHits)
 		// Group commit: commits and the change-log records they held.
 		groups, records := s.store.GroupStats()
 		kv("sediment_commit_groups", groups)

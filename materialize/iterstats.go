@@ -38,6 +38,9 @@ type IterStats struct {
 	// TailHits counts the reads of a stream's newest entries (XREADGROUP
 	// `>`) that the writer's tail cache answered without an iterator.
 	TailHits uint64
+	// FieldHits counts the lookups of hash fields, set members and
+	// sorted-set scores the writer's field cache answered (fieldcache.go).
+	FieldHits uint64
 }
 
 // Sub returns s minus o, field by field.
@@ -55,13 +58,14 @@ func (s IterStats) Sub(o IterStats) IterStats {
 		MetaLookups:   s.MetaLookups - o.MetaLookups,
 		GroupHits:     s.GroupHits - o.GroupHits,
 		TailHits:      s.TailHits - o.TailHits,
+		FieldHits:     s.FieldHits - o.FieldHits,
 	}
 }
 
 // iterCounters accumulates IterStats; safe for concurrent use.
 type iterCounters struct {
-	gets, iterators, seeks, steps, internalSteps, points, covered atomic.Uint64
-	metaHits, metaAbsent, metaLookups, groupHits, tailHits        atomic.Uint64
+	gets, iterators, seeks, steps, internalSteps, points, covered     atomic.Uint64
+	metaHits, metaAbsent, metaLookups, groupHits, tailHits, fieldHits atomic.Uint64
 }
 
 // record adds the stats of it, which is about to be closed. c may be nil.
@@ -103,6 +107,7 @@ func (c *iterCounters) load() IterStats {
 		MetaLookups:   c.metaLookups.Load(),
 		GroupHits:     c.groupHits.Load(),
 		TailHits:      c.tailHits.Load(),
+		FieldHits:     c.fieldHits.Load(),
 	}
 }
 
@@ -112,6 +117,12 @@ func (c *iterCounters) load() IterStats {
 func (c *iterCounters) groupHit() {
 	if c != nil {
 		c.groupHits.Add(1)
+	}
+}
+
+func (c *iterCounters) fieldHit() {
+	if c != nil {
+		c.fieldHits.Add(1)
 	}
 }
 

@@ -192,6 +192,7 @@ type Store struct {
 	cache        *metaCache     // committed metadata; filled by the writer goroutine only
 	gcache       *groupCache    // consumer-group values; the writer goroutine's only
 	zblocks      *zBlockCache   // rank blocks of ranked sorted sets; the writer goroutine's only
+	fields       *fieldCache    // hash fields, set members, sorted-set scores; the writer goroutine's only
 	staged       overlay        // the current group's metadata; writer goroutine only
 	counts       [256]dbCounts  // committed key counts (counts.go)
 	stagedCounts stagedCounts   // the current group's; writer goroutine only
@@ -318,6 +319,7 @@ func Open(opts Options) (*Store, error) {
 		cache:      newMetaCache(),
 		gcache:     newGroupCache(),
 		zblocks:    newZBlockCache(),
+		fields:     newFieldCache(),
 		staged:     overlay{m: map[string]cachedMeta{}},
 		logGroup:   ratelog.New(logEvery),
 		logSync:    ratelog.New(logEvery),
@@ -795,7 +797,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 	// One View for the group's decisions (a decision must not keep it),
 	// its time set per write; one hook for the blocked clients served.
 	g.v = View{r: g.b, cache: s.cache, staged: &s.staged, iters: &s.iters,
-		counts: &s.counts, stagedCounts: &s.stagedCounts, dbm: s.staged.dbBase, filters: &s.filters, gcache: s.gcache}
+		counts: &s.counts, stagedCounts: &s.stagedCounts, dbm: s.staged.dbBase, filters: &s.filters, gcache: s.gcache, fcache: s.fields}
 	v := &g.v
 	for _, r := range group {
 		g.now = s.opts.Now()
@@ -845,6 +847,9 @@ func (s *Store) commitGroup(group []*writeReq) {
 	}
 	seq := g.seq
 	if seq == s.seq {
+		// Nothing staged: what the group's lookups put in the field cache
+		// is the committed state.
+		s.fields.commit()
 		s.doneServed(g.served, nil)
 		return
 	}
@@ -905,6 +910,7 @@ func (s *Store) beginGroup() {
 	s.stagedCounts.reset()
 	s.gcache.begin()
 	s.zblocks.begin()
+	s.fields.begin()
 }
 
 // stage applies e to b within the current group: the key counts (v reads
@@ -921,6 +927,7 @@ func (s *Store) stage(v *View, b *pebble.Batch, e codec.Event) error {
 	s.staged.observe(e)
 	s.gcache.stage(e)
 	s.zblocks.stage(e)
+	s.fields.stage(e)
 	return nil
 }
 
@@ -941,6 +948,7 @@ func (s *Store) publish(events []codec.Event, seq uint64) {
 	s.commitCounts()
 	s.gcache.commit()
 	s.zblocks.commit()
+	s.fields.commit()
 	s.staged.publish(s.cache, seq)
 	for _, e := range events {
 		s.ttl.observe(e)

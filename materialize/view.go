@@ -31,7 +31,10 @@ type View struct {
 	filters *keyFilters // nil: always look keys up
 	// gcache answers Gets of consumer-group values (groupcache.go); set in
 	// the writer's decision view only.
-	gcache  *groupCache
+	gcache *groupCache
+	// fcache answers lookups of hash fields, set members and sorted-set
+	// scores (fieldcache.go); set in the writer's decision view only.
+	fcache  *fieldCache
 	tailKey []byte   // StreamTail's scratch
 	lookups *Lookups // counts Meta and MetaWith results; nil: none
 }
@@ -73,11 +76,21 @@ func (v *View) Get(k []byte) ([]byte, bool, error) {
 			return append([]byte(nil), val...), exists, nil
 		}
 	}
+	fc := v.fieldCache(k)
+	if fc != nil {
+		if val, exists, ok := fc.get(k, true); ok {
+			v.iters.fieldHit()
+			return append([]byte(nil), val...), exists, nil
+		}
+	}
 	v.iters.get()
 	val, closer, err := v.get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
 		if gc != nil {
 			gc.fill(k, nil, false)
+		}
+		if fc != nil {
+			fc.fill(k, nil, false, true)
 		}
 		return nil, false, nil
 	}
@@ -89,20 +102,58 @@ func (v *View) Get(k []byte) ([]byte, bool, error) {
 	if gc != nil {
 		gc.fill(k, bytes.Clone(out), true)
 	}
+	if fc != nil {
+		fc.fill(k, out, true, true)
+	}
 	return out, true, nil
+}
+
+// fieldCache returns the field cache when it holds keys like k: in the
+// writer's decision view, for H, S and Z keys.
+func (v *View) fieldCache(k []byte) *fieldCache {
+	if v.fcache == nil || !fieldCached(k) {
+		return nil
+	}
+	return v.fcache
+}
+
+// cachedHas answers an existence check of k from the field cache; ok is
+// false when it must read Pebble.
+func (v *View) cachedHas(fc *fieldCache, k []byte) (exists, ok bool) {
+	if fc == nil {
+		return false, false
+	}
+	if _, exists, ok = fc.get(k, false); ok {
+		v.iters.fieldHit()
+	}
+	return exists, ok
+}
+
+// filledHas records an existence check's answer in the field cache: a
+// set member's value is always empty, other values stay unknown.
+func filledHas(fc *fieldCache, k []byte, exists bool) {
+	if fc != nil {
+		fc.fill(k, nil, exists, !exists || codec.Tag(k[0]) == codec.TagSet)
+	}
 }
 
 // Has reports whether k exists.
 func (v *View) Has(k []byte) (bool, error) {
+	fc := v.fieldCache(k)
+	if exists, ok := v.cachedHas(fc, k); ok {
+		return exists, nil
+	}
 	v.iters.get()
 	_, closer, err := v.get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
+		filledHas(fc, k, false)
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
 	closer.Close()
+	filledHas(fc, k, true)
 	return true, nil
 }
 
@@ -116,6 +167,10 @@ func (v *View) Has(k []byte) (bool, error) {
 // where the value is likely large (docs/perf.md, "Field existence by
 // prefix seek").
 func (v *View) HasKey(k []byte) (bool, error) {
+	fc := v.fieldCache(k)
+	if exists, ok := v.cachedHas(fc, k); ok {
+		return exists, nil
+	}
 	v.iters.get()
 	if err := v.pinned(); err != nil {
 		return false, err
@@ -129,7 +184,11 @@ func (v *View) HasKey(k []byte) (bool, error) {
 		it.Close()
 		return false, err
 	}
-	return ok, it.Close()
+	if err := it.Close(); err != nil {
+		return false, err
+	}
+	filledHas(fc, k, ok)
+	return ok, nil
 }
 
 // rawMeta returns the stored metadata of key, expired or not.
