@@ -774,6 +774,7 @@ func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error
 	x.pend = it
 	db := x.db()
 	it.p = x.c.s.store.SubmitTagged(spanTag(x.span), func(v *materialize.View) ([]codec.Event, error) {
+		x.ctx.Resolve(v)
 		evs, err := decide(v)
 		x.traceAdds(evs)
 		it.events = evs
@@ -790,6 +791,7 @@ func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error
 // for after the commit.
 func (x *exec) txWrite(decide func(v *materialize.View) ([]codec.Event, error)) error {
 	return x.tx.write(func(v *materialize.View) ([]codec.Event, error) {
+		x.ctx.Resolve(v)
 		evs, err := decide(v)
 		x.traceAdds(evs)
 		if err == nil && len(evs) > 0 {
@@ -811,6 +813,7 @@ func (x *exec) write(decide func(v *materialize.View) ([]codec.Event, error)) er
 	var notes []note
 	db := x.db()
 	seq, err := x.c.s.store.WriteTagged(spanTag(x.span), func(v *materialize.View) ([]codec.Event, error) {
+		x.ctx.Resolve(v)
 		evs, err := decide(v)
 		x.traceAdds(evs)
 		events = evs

@@ -87,7 +87,9 @@ type Runtime interface {
 	View() *materialize.View
 	// Write runs decide on the write path, then reply once the write has
 	// committed (outside EXEC, possibly after later pipelined requests were
-	// read). decide's error is the command's reply instead.
+	// read). decide's error is the command's reply instead. Before decide
+	// runs, the Runtime resolves its Ctx's DB on decide's View
+	// (Ctx.Resolve).
 	Write(decide func(v *materialize.View) ([]codec.Event, error), reply func()) error
 	// InTxn reports whether the command runs inside EXEC, where a
 	// blocking command acts as if its timeout passed at once.
@@ -256,11 +258,13 @@ func (x *Ctx) StreamConfig() streams.Config { return x.rt.StreamConfig() }
 // (Runtime.Write). x.DB is the selected db's storage db on decide's View
 // while decide runs.
 func (x *Ctx) Write(decide func(v *materialize.View) ([]codec.Event, error), reply func()) error {
-	return x.rt.Write(func(v *materialize.View) ([]codec.Event, error) {
-		x.DB = v.StorageDB(x.db)
-		return decide(v)
-	}, reply)
+	return x.rt.Write(decide, reply)
 }
+
+// Resolve sets x.DB to the storage db of the selected db on v, the View a
+// write decides on (a SWAPDB committed since the command was read may
+// have moved it). The Runtime calls it before Write's decide.
+func (x *Ctx) Resolve(v *materialize.View) { x.DB = v.StorageDB(x.db) }
 
 // WriteHelp writes a container command's HELP reply: its lines as status
 // replies, as Redis's addReplyHelp does.
