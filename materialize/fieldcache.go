@@ -18,6 +18,13 @@ const (
 	// fieldEntryCost is the overhead counted per entry: the map slot with
 	// its string header and value, and a share of the map's growth.
 	fieldEntryCost = 64
+	// listValueMax is the largest list element the cache copies; a list
+	// whose element is larger is not read ahead (fieldColl.noRun).
+	listValueMax = 1 << 10
+	// listRunMax and listRunBytes bound one read-ahead of a list's
+	// elements (View.GetRun): elements, and bytes of values.
+	listRunMax   = 32
+	listRunBytes = 16 << 10
 )
 
 // fieldCache is the writer's cache of collection elements: hash fields
@@ -53,9 +60,13 @@ type fieldCache struct {
 	dirty bool                  // changed since the last committed group
 }
 
-// fieldColl is one collection's cached elements, by field or member.
+// fieldColl is one collection's cached elements, by field or member (a
+// list's by position, codec.ListKey's last 8 bytes).
 type fieldColl struct {
 	m map[string]fieldVal
+	// noRun: a list read ahead met an element over listValueMax; its
+	// elements are looked up one at a time.
+	noRun bool
 }
 
 // fieldVal is one cached element. val is the cache's own copy when known.
@@ -68,17 +79,26 @@ func newFieldCache() *fieldCache {
 	return &fieldCache{colls: map[string]*fieldColl{}, max: fieldCacheMaxBytes}
 }
 
-// fieldCached reports whether k is a key the cache holds: an H, S or Z
-// key.
+// fieldCached reports whether k is a key the cache holds: an H, S, Z or
+// I key.
 func fieldCached(k []byte) bool {
 	if len(k) == 0 {
 		return false
 	}
 	switch codec.Tag(k[0]) {
-	case codec.TagHash, codec.TagSet, codec.TagZMember:
+	case codec.TagHash, codec.TagSet, codec.TagZMember, codec.TagList:
 		return true
 	}
 	return false
+}
+
+// valueMax returns the largest value the cache copies for the collection
+// coll.
+func valueMax(coll []byte) int {
+	if codec.Tag(coll[0]) == codec.TagList {
+		return listValueMax
+	}
+	return fieldValueMax
 }
 
 // splitFieldKey returns the collection prefix (tag|slot|db|keylen|key)
@@ -140,7 +160,7 @@ func (c *fieldCache) fill(k, val []byte, exists, known bool) {
 // put sets the entry of field in the collection coll, copying both.
 func (c *fieldCache) put(coll, field, val []byte, exists, known bool) {
 	c.dirty = true
-	if known && len(val) > fieldValueMax {
+	if known && len(val) > valueMax(coll) {
 		val, known = nil, false
 	}
 	if known && len(val) > 0 {
@@ -185,10 +205,44 @@ func (c *fieldCache) evict(keep *fieldColl) {
 	}
 }
 
+// drop forgets field of the collection coll, if cached.
+func (c *fieldCache) drop(coll, field []byte) {
+	fc := c.colls[string(coll)]
+	if fc == nil {
+		return
+	}
+	if e, ok := fc.m[string(field)]; ok {
+		c.dirty = true
+		c.bytes -= len(field) + len(e.val) + fieldEntryCost
+		delete(fc.m, string(field))
+		if len(fc.m) == 0 && !fc.noRun {
+			delete(c.colls, string(coll))
+		}
+	}
+}
+
+// markNoRun marks the list coll as one not to read ahead, counting the
+// mark as an entry.
+func (c *fieldCache) markNoRun(coll []byte) {
+	fc := c.colls[string(coll)]
+	if fc == nil {
+		fc = &fieldColl{m: map[string]fieldVal{}}
+		c.colls[string(coll)] = fc
+	}
+	if !fc.noRun {
+		fc.noRun = true
+		c.dirty = true
+		c.bytes += fieldEntryCost
+	}
+}
+
 // dropColl forgets one collection.
 func (c *fieldCache) dropColl(coll string, fc *fieldColl) {
 	for f, e := range fc.m {
 		c.bytes -= len(f) + len(e.val) + fieldEntryCost
+	}
+	if fc.noRun {
+		c.bytes -= fieldEntryCost
 	}
 	delete(c.colls, coll)
 }
@@ -200,7 +254,7 @@ func (c *fieldCache) forget(db uint8, key []byte) {
 	}
 	c.dirty = true
 	p := codec.KeyPrefix(codec.TagHash, db, key)
-	for _, tag := range [...]codec.Tag{codec.TagHash, codec.TagSet, codec.TagZMember} {
+	for _, tag := range [...]codec.Tag{codec.TagHash, codec.TagSet, codec.TagZMember, codec.TagList} {
 		p[0] = byte(tag)
 		if fc := c.colls[string(p)]; fc != nil {
 			c.dropColl(string(p), fc)
@@ -241,9 +295,11 @@ func (c *fieldCache) stage(e codec.Event) {
 		for i := 1; i+1 < len(a); i += 2 {
 			c.put(p, a[i], nil, false, true)
 		}
+	case codec.OpLSet, codec.OpLDel:
+		c.stageList(e)
 	case codec.OpDelKey, codec.OpCopyKey: // the key's, or the copy's destination's
 		c.forget(e.DB, e.Key)
-	case codec.OpSetMeta, codec.OpTTLDel, codec.OpZRanks, codec.OpLSet, codec.OpLDel,
+	case codec.OpSetMeta, codec.OpTTLDel, codec.OpZRanks,
 		codec.OpXAdd, codec.OpXDel, codec.OpXTrim, codec.OpXNodeSet, codec.OpXNodeDel,
 		codec.OpGroupSet, codec.OpGroupDel, codec.OpConsumerSet, codec.OpConsumerDel,
 		codec.OpPELSet, codec.OpPELDel, codec.OpIDMPSet, codec.OpIDMPDel, codec.OpIDMPState,
@@ -252,5 +308,42 @@ func (c *fieldCache) stage(e codec.Event) {
 		if len(c.colls) > 0 {
 			c.clear()
 		}
+	}
+}
+
+// stageList records an OpLSet or OpLDel event of a list the cache holds
+// elements of (the elements of others are not cached as they are
+// written: a list's elements are cached by read-ahead, GetRun). A set
+// element replaces its cached copy; a deleted one is dropped; a deletion
+// of more than listPointDeleteMax elements drops the list.
+func (c *fieldCache) stageList(e codec.Event) {
+	if len(c.colls) == 0 {
+		return
+	}
+	coll := codec.KeyPrefix(codec.TagList, e.DB, e.Key)
+	fc := c.colls[string(coll)]
+	if fc == nil {
+		return
+	}
+	a := e.Args
+	first, err := codec.DecodeInt64Arg(a[0]) // applyEvent checked the event
+	if err != nil {
+		c.dropColl(string(coll), fc)
+		return
+	}
+	var pos [codec.ListPosLen]byte
+	if e.Op == codec.OpLSet {
+		for i, elem := range a[1:] {
+			c.put(coll, codec.AppendListPos(pos[:0], first+int64(i)), elem, true, true)
+		}
+		return
+	}
+	last, err := codec.DecodeInt64Arg(a[1])
+	if err != nil || last-first >= listPointDeleteMax {
+		c.dropColl(string(coll), fc)
+		return
+	}
+	for p := first; p <= last; p++ {
+		c.drop(coll, codec.AppendListPos(pos[:0], p))
 	}
 }

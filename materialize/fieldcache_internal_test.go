@@ -17,8 +17,11 @@ func fieldCacheMatches(t *testing.T, s *Store, step string) int {
 	t.Helper()
 	n, total := 0, 0
 	for coll, fc := range s.fields.colls {
-		if len(fc.m) == 0 {
+		if len(fc.m) == 0 && !fc.noRun {
 			t.Fatalf("%s: an empty collection %x is kept", step, coll)
+		}
+		if fc.noRun {
+			total += fieldEntryCost
 		}
 		for f, e := range fc.m {
 			n++
@@ -193,4 +196,106 @@ func TestFieldCacheBound(t *testing.T) {
 			t.Fatalf("round %d: nothing cached", round)
 		}
 	}
+}
+
+// TestFieldCacheListRuns: a head or tail read of a list (View.GetRun)
+// reads its next elements ahead into the field cache, and the cache
+// follows the list through pops, an overwrite of a cached element (LSET),
+// a push, a deletion too large to follow, and a list whose elements are
+// too large to cache; every read returns what Pebble holds.
+func TestFieldCacheListRuns(t *testing.T) {
+	s, err := Open(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l := []byte("l")
+	lk := func(p int64) []byte { return codec.ListKey(0, l, p) }
+	elems := func(prefix string, n int) [][]byte {
+		var es [][]byte
+		for i := range n {
+			es = append(es, fmt.Appendf(nil, "%s%03d", prefix, i))
+		}
+		return es
+	}
+	write := func(decide func(v *View) ([]codec.Event, error)) {
+		t.Helper()
+		if _, err := s.Write(decide); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(func(*View) ([]codec.Event, error) {
+		return []codec.Event{codec.ListSetEvent(0, l, 0, elems("e", 200))}, nil
+	})
+	// pop reads the element at p as LPOP (or RPOP: reverse) does, checks
+	// it, and deletes it.
+	pop := func(p int64, reverse bool, want string) {
+		t.Helper()
+		write(func(v *View) ([]codec.Event, error) {
+			var val []byte
+			var ok bool
+			var err error
+			if reverse {
+				val, ok, err = v.GetRun(lk(p), lk(0), nil, true)
+			} else {
+				val, ok, err = v.GetRun(lk(p), nil, lk(1000), false)
+			}
+			if err != nil {
+				return nil, err
+			}
+			if !ok || string(val) != want {
+				t.Fatalf("read of position %d: %q, %v; want %q", p, val, ok, want)
+			}
+			return []codec.Event{codec.ListDelEvent(0, l, p, p)}, nil
+		})
+		fieldCacheMatches(t, s, fmt.Sprint("pop ", p))
+	}
+	hits := s.IterStats().FieldHits
+	for p := range int64(40) {
+		pop(p, false, fmt.Sprintf("e%03d", p))
+	}
+	for p := int64(199); p > 160; p-- {
+		pop(p, true, fmt.Sprintf("e%03d", p))
+	}
+	// Two read-aheads each way, the other reads from the cache.
+	if n := s.IterStats().FieldHits - hits; n != 40+39-4 {
+		t.Fatalf("%d of 79 pops answered by the cache, want 75", n)
+	}
+	// LSET of a cached element, a push at the head, then pops over them.
+	write(func(*View) ([]codec.Event, error) {
+		return []codec.Event{codec.ListSetEvent(0, l, 40, [][]byte{[]byte("x040")}), codec.ListSetEvent(0, l, 39, [][]byte{[]byte("p039")})}, nil
+	})
+	fieldCacheMatches(t, s, "LSET and push")
+	pop(39, false, "p039")
+	pop(40, false, "x040")
+	// A deletion of more than listPointDeleteMax elements drops the list.
+	write(func(*View) ([]codec.Event, error) {
+		return []codec.Event{codec.ListDelEvent(0, l, 41, 41+listPointDeleteMax)}, nil
+	})
+	if fc := s.fields.colls[string(codec.KeyPrefix(codec.TagList, 0, l))]; fc != nil {
+		t.Fatalf("a range deletion left %d cached elements", len(fc.m))
+	}
+	fieldCacheMatches(t, s, "range deletion")
+	pop(42+listPointDeleteMax, false, fmt.Sprintf("e%03d", 42+listPointDeleteMax))
+
+	// Elements over listValueMax: the list is marked and read one element
+	// at a time.
+	big := []byte("b")
+	large := strings.Repeat("x", listValueMax+1)
+	write(func(*View) ([]codec.Event, error) {
+		return []codec.Event{codec.ListSetEvent(0, big, 0, [][]byte{[]byte(large), []byte("small"), []byte(large)})}, nil
+	})
+	for p, want := range []string{large, "small"} {
+		write(func(v *View) ([]codec.Event, error) {
+			val, ok, err := v.GetRun(codec.ListKey(0, big, int64(p)), nil, codec.ListKey(0, big, 3), false)
+			if err != nil || !ok || string(val) != want {
+				t.Fatalf("read of position %d: %d bytes, %v, %v; want %d bytes", p, len(val), ok, err, len(want))
+			}
+			return []codec.Event{codec.ListDelEvent(0, big, int64(p), int64(p))}, nil
+		})
+	}
+	if fc := s.fields.colls[string(codec.KeyPrefix(codec.TagList, 0, big))]; fc == nil || !fc.noRun || len(fc.m) != 0 {
+		t.Fatalf("a list of large elements: %+v, want marked, with nothing cached", fc)
+	}
+	fieldCacheMatches(t, s, "large elements")
 }

@@ -108,6 +108,66 @@ func (v *View) Get(k []byte) ([]byte, bool, error) {
 	return out, true, nil
 }
 
+// GetRun is Get of k, the first of the keys of [lower, upper) that the
+// caller reads one at a time from k on, upwards (reverse: downwards): the
+// head or tail elements of a list that LPOP or RPOP takes. In the
+// writer's decision view, a lookup the field cache cannot answer reads
+// ahead with one iterator, up to listRunMax keys and listRunBytes of
+// values, and keeps them in the cache, so that the next reads of the run
+// need no Pebble lookup. Elsewhere, and for a collection whose values are
+// too large to cache, it is Get.
+func (v *View) GetRun(k, lower, upper []byte, reverse bool) ([]byte, bool, error) {
+	fc := v.fieldCache(k)
+	if fc == nil {
+		return v.Get(k)
+	}
+	if val, exists, ok := fc.get(k, true); ok {
+		v.iters.fieldHit()
+		return append([]byte(nil), val...), exists, nil
+	}
+	coll, _, ok := splitFieldKey(k)
+	if !ok {
+		return v.Get(k)
+	}
+	if col := fc.colls[string(coll)]; col != nil && col.noRun {
+		return v.Get(k)
+	}
+	if reverse {
+		upper = append(k[:len(k):len(k)], 0) // the smallest key above k
+	} else {
+		lower = k
+	}
+	var (
+		out          []byte
+		found, large bool
+		n, size      int
+	)
+	err := v.iterate(lower, upper, reverse, true, func(key, val []byte) (bool, error) {
+		if n == 0 && bytes.Equal(key, k) {
+			out, found = append([]byte(nil), val...), true
+		}
+		if len(val) > valueMax(coll) {
+			large = true
+			return false, nil
+		}
+		c, f, _ := splitFieldKey(key)
+		fc.put(c, f, val, true, true)
+		n++
+		size += len(val)
+		return n < listRunMax && size < listRunBytes, nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if !found {
+		fc.fill(k, nil, false, true)
+	}
+	if large {
+		fc.markNoRun(coll)
+	}
+	return out, found, nil
+}
+
 // fieldCache returns the field cache when it holds keys like k: in the
 // writer's decision view, for H, S and Z keys.
 func (v *View) fieldCache(k []byte) *fieldCache {

@@ -121,8 +121,22 @@ func read(v *materialize.View, db uint8, key []byte, m codec.Meta, from, to int6
 	if from == to {
 		// One element (LPOP, RPOP, LINDEX, BLMOVE): a point lookup, which
 		// the sstables' Bloom filters serve; a bounded iterator's first
-		// seek visits every level.
-		elem, ok, err := v.Get(codec.ListKey(db, key, m.Head+from))
+		// seek visits every level. The head or tail element is read with
+		// the ones a queue pops next (View.GetRun).
+		k := codec.ListKey(db, key, m.Head+from)
+		var (
+			elem []byte
+			ok   bool
+			err  error
+		)
+		switch n := int64(m.Count); {
+		case from == 0 && n > 1:
+			elem, ok, err = v.GetRun(k, nil, codec.ListKey(db, key, m.Head+n), false)
+		case from == n-1 && n > 1:
+			elem, ok, err = v.GetRun(k, codec.ListKey(db, key, m.Head), nil, true)
+		default:
+			elem, ok, err = v.Get(k)
+		}
 		if err == nil && !ok {
 			err = corrupt(key, from, to, 0)
 		}
