@@ -84,21 +84,8 @@ func fieldLookups(t *testing.T, s *Store, keys ...[]byte) []string {
 // and a commit group that fails after changing fields; and a decision
 // reads through it what Pebble holds.
 func TestFieldCacheFollowsPebble(t *testing.T) {
-	s, err := Open(Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	write := func(events ...codec.Event) error {
-		_, err := s.Write(func(*View) ([]codec.Event, error) { return events, nil })
-		return err
-	}
-	must := func(events ...codec.Event) {
-		t.Helper()
-		if err := write(events...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := openTemp(t)
+	write, must := eventWriters(t, s)
 	h, st, z := []byte("h"), []byte("s"), []byte("z")
 	hk := func(key []byte, f string) []byte { return codec.ElementKey(codec.TagHash, 0, key, []byte(f)) }
 	sk := func(m string) []byte { return codec.ElementKey(codec.TagSet, 0, st, []byte(m)) }
@@ -171,11 +158,7 @@ func TestFieldCacheFollowsPebble(t *testing.T) {
 // TestFieldCacheBound: the cache stays within its byte bound, evicting
 // entries at random, and what it keeps agrees with Pebble.
 func TestFieldCacheBound(t *testing.T) {
-	s, err := Open(Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	s.fields.max = 40 * (fieldEntryCost + 8)
 	for round := range 4 {
 		var events []codec.Event
@@ -204,11 +187,7 @@ func TestFieldCacheBound(t *testing.T) {
 // a push, a deletion too large to follow, and a list whose elements are
 // too large to cache; every read returns what Pebble holds.
 func TestFieldCacheListRuns(t *testing.T) {
-	s, err := Open(Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	l := []byte("l")
 	lk := func(p int64) []byte { return codec.ListKey(0, l, p) }
 	elems := func(prefix string, n int) [][]byte {

@@ -59,21 +59,8 @@ func zCacheMatches(t *testing.T, s *Store, db uint8, key, step string) {
 // what replaces a set's keys behind it: DEL and a COPY onto a cached set,
 // FLUSHDB, and a commit group that fails after changing blocks.
 func TestZBlockCacheFollowsPebble(t *testing.T) {
-	s, err := Open(Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	write := func(events ...codec.Event) error {
-		_, err := s.Write(func(*View) ([]codec.Event, error) { return events, nil })
-		return err
-	}
-	must := func(events ...codec.Event) {
-		t.Helper()
-		if err := write(events...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := openTemp(t)
+	write, must := eventWriters(t, s)
 	// A ranked set built from 3000 members (blocks of 1024), written to:
 	// loaded, then a split (past ZBlockMax).
 	ranked := func(key, prefix string) {
@@ -126,11 +113,7 @@ func TestZBlockCacheFollowsPebble(t *testing.T) {
 func TestZBlockCacheBound(t *testing.T) {
 	c := newZBlockCache()
 	c.blocks = zBlockCacheMax - 1
-	s, err := Open(Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	s.zblocks = c
 	if _, err := s.Write(func(*View) ([]codec.Event, error) {
 		return []codec.Event{codec.ZAddEvent(0, []byte("z"), false, zMembers("m", 0, 3000)), codec.ZRanksEvent(0, []byte("z"), true, nil),
