@@ -31,7 +31,9 @@ const (
 
 // fieldCache is the writer's cache of collection elements: hash fields
 // (H keys, with their values up to fieldValueMax bytes), set members (S)
-// and sorted-set members' scores (Z), present or absent, by Pebble key.
+// and sorted-set members' scores (Z), present or absent, and list
+// elements (I, up to listValueMax bytes) read ahead of LPOP and RPOP
+// (View.GetRun), by Pebble key.
 // Every HSET, SADD and ZADD looks up the field or member it writes: a
 // Pebble point lookup that walks the memtable skiplist and consults every
 // level's filter, a third of HSET's CPU at `-P 16` and a quarter of
@@ -42,9 +44,10 @@ const (
 // zBlockCache, with one level that follows the batch the writer stages:
 //
 //   - every event that writes H, S or Z keys updates it (stage): HSET,
-//     HDEL, SADD, SREM, ZADD and ZREM events set entries; DEL and COPY
-//     (its destination) drop the key's collection; FLUSHDB, FLUSHALL,
-//     SWAPDB and any event kind it does not know drop everything;
+//     HDEL, SADD, SREM, ZADD and ZREM events set entries, as list events
+//     do for a list it holds (stageList); DEL and COPY (its destination)
+//     drop the key's collections; FLUSHDB, FLUSHALL, SWAPDB and any event
+//     kind it does not know drop everything;
 //   - a lookup it cannot answer reads the batch (the committed state with
 //     the group's staged writes, which the cache already holds) and fills
 //     it with what it found;
@@ -314,10 +317,11 @@ func (c *fieldCache) stage(e codec.Event) {
 }
 
 // stageList records an OpLSet or OpLDel event of a list the cache holds
-// elements of (the elements of others are not cached as they are
-// written: a list's elements are cached by read-ahead, GetRun). A set
-// element replaces its cached copy; a deleted one is dropped; a deletion
-// of more than listPointDeleteMax elements drops the list.
+// elements of (the elements of other lists are not cached as they are
+// written: a list enters the cache by a lookup, GetRun's read-ahead
+// above all). A set element is cached, replacing any copy; a deleted one
+// is dropped; a deletion of more than listPointDeleteMax elements drops
+// the list.
 func (c *fieldCache) stageList(e codec.Event) {
 	if len(c.colls) == 0 {
 		return

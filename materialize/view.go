@@ -32,8 +32,9 @@ type View struct {
 	// gcache answers Gets of consumer-group values (groupcache.go); set in
 	// the writer's decision view only.
 	gcache *groupCache
-	// fcache answers lookups of hash fields, set members and sorted-set
-	// scores (fieldcache.go); set in the writer's decision view only.
+	// fcache answers lookups of hash fields, set members, sorted-set
+	// scores and list elements (fieldcache.go); set in the writer's
+	// decision view only.
 	fcache  *fieldCache
 	tailKey []byte   // StreamTail's scratch
 	lookups *Lookups // counts Meta and MetaWith results; nil: none
@@ -169,7 +170,7 @@ func (v *View) GetRun(k, lower, upper []byte, reverse bool) ([]byte, bool, error
 }
 
 // fieldCache returns the field cache when it holds keys like k: in the
-// writer's decision view, for H, S and Z keys.
+// writer's decision view, for H, S, Z and I keys.
 func (v *View) fieldCache(k []byte) *fieldCache {
 	if v.fcache == nil || !fieldCached(k) {
 		return nil
