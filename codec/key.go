@@ -230,6 +230,22 @@ func DecodeChangeLogKey(k []byte) (uint64, error) {
 	return binary.BigEndian.Uint64(k[1:]), nil
 }
 
+// SplitKeyPrefix splits a user-key compound key tag|slot|db|keylen|key|suffix
+// after its user key: prefix is KeyPrefix's bytes, suffix the rest (both
+// alias k). ok is false when k is shorter than its length prefix says.
+// Unlike DecodeKey it does not hash the key to check the slot: it is for
+// hot paths over keys the store itself built.
+func SplitKeyPrefix(k []byte) (prefix, suffix []byte, ok bool) {
+	if len(k) < keyHeaderLen {
+		return nil, nil, false
+	}
+	end := keyHeaderLen + uint64(binary.BigEndian.Uint32(k[4:]))
+	if uint64(len(k)) < end {
+		return nil, nil, false
+	}
+	return k[:end:end], k[end:], true
+}
+
 // DecodedKey is a user-key compound key split into its parts. Key and Suffix
 // alias the decoded bytes.
 type DecodedKey struct {

@@ -1,8 +1,6 @@
 package materialize
 
 import (
-	"encoding/binary"
-
 	"github.com/sediment-dev/sediment/codec"
 )
 
@@ -108,15 +106,13 @@ func valueMax(coll []byte) int {
 
 // splitFieldKey returns the collection prefix (tag|slot|db|keylen|key)
 // and the field of an element key k; ok is false for a malformed key.
-func splitFieldKey(k []byte) (coll, field []byte, ok bool) {
-	if len(k) < 8 {
-		return nil, nil, false
-	}
-	end := 8 + uint64(binary.BigEndian.Uint32(k[4:8]))
-	if uint64(len(k)) < end {
-		return nil, nil, false
-	}
-	return k[:end], k[end:], true
+func splitFieldKey(k []byte) (coll, field []byte, ok bool) { return codec.SplitKeyPrefix(k) }
+
+// readsAhead reports whether GetRun may read ahead in the list coll: it
+// is not marked as holding elements too large to cache.
+func (c *fieldCache) readsAhead(coll []byte) bool {
+	fc := c.colls[string(coll)]
+	return fc == nil || !fc.noRun
 }
 
 // begin starts a commit group: a cache changed by a group that did not

@@ -2,7 +2,6 @@ package materialize
 
 import (
 	"bytes"
-	"encoding/binary"
 	"slices"
 
 	"github.com/sediment-dev/sediment/codec"
@@ -135,14 +134,14 @@ func streamOf(db uint8, key []byte) []byte {
 // k, a Pebble key tag|slot|db|keylen|key|suffix; ok is false for a tag the
 // cache does not hold or a malformed key.
 func splitGroupKey(k []byte) (stream, suffix []byte, ok bool) {
-	if !groupCached(k) || len(k) < 8 {
+	if !groupCached(k) {
 		return nil, nil, false
 	}
-	end := 8 + uint64(binary.BigEndian.Uint32(k[4:8]))
-	if uint64(len(k)) < end {
+	p, suffix, ok := codec.SplitKeyPrefix(k)
+	if !ok {
 		return nil, nil, false
 	}
-	return k[3:end], k[end:], true
+	return p[3:], suffix, true
 }
 
 // groupCached reports whether k is a key the group cache holds: a group,

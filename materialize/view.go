@@ -130,7 +130,7 @@ func (v *View) GetRun(k, lower, upper []byte, reverse bool) ([]byte, bool, error
 	if !ok {
 		return v.Get(k)
 	}
-	if col := fc.colls[string(coll)]; col != nil && col.noRun {
+	if !fc.readsAhead(coll) {
 		return v.Get(k)
 	}
 	if reverse {
