@@ -481,6 +481,9 @@ func New(opts Options) (*Server, error) {
 		s.feed.Interest = acc.SubscriptionInterest
 		s.feed.Active = func() bool { return acc.NumConnections() > 1 } // more than the wake connection
 	}
+	if capture == nil {
+		s.feed.Start() // the feed's place, taken before any client writes
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

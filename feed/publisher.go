@@ -58,6 +58,12 @@ type Publisher struct {
 	Capture *Capture
 
 	published atomic.Uint64 // the last sequence published (or skipped)
+	// start is the place Start took: the newest committed record and the
+	// db map after it.
+	start struct {
+		taken   bool
+		logical [256]uint8
+	}
 	// oldest is the record the lag in time is measured from (LagTime).
 	oldest struct {
 		mu  sync.Mutex
@@ -102,10 +108,22 @@ func (p *Publisher) setOldest(seq uint64, ms int64) {
 	p.oldest.mu.Unlock()
 }
 
+// Start takes the publisher's place: Run publishes every record committed
+// after the newest one now. A server calls it before it serves clients, so
+// that the writes it accepts before Run's goroutine runs are published;
+// Run takes its place itself when Start was not called. Unused with a
+// Capture.
+func (p *Publisher) Start() {
+	seq, logical := p.Store.CommittedDBMap()
+	p.published.Store(seq)
+	p.start.logical, p.start.taken = logical, true
+}
+
 // Run publishes every record committed after the one current when it
-// starts, until ctx ends. It follows SWAPDB's db map through the records.
-// With a Capture it starts where the capture's stream ends instead
-// (NewCapture), and publishes every record after it.
+// starts (or when Start was called), until ctx ends. It follows SWAPDB's
+// db map through the records. With a Capture it starts where the
+// capture's stream ends instead (NewCapture), and publishes every record
+// after it.
 func (p *Publisher) Run(ctx context.Context) error {
 	if p.Capture != nil {
 		return p.runCapture(ctx)
@@ -118,9 +136,11 @@ func (p *Publisher) Run(ctx context.Context) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	from, logical := p.Store.CommittedDBMap()
-	p.published.Store(from)
-	tail := p.Store.TailLog(from + 1)
+	if !p.start.taken {
+		p.Start()
+	}
+	logical := p.start.logical
+	tail := p.Store.TailLog(p.published.Load() + 1)
 	defer func() { tail.Close() }() // the tail current when Run returns
 	mapDB := func(s uint8) uint8 { return logical[s] }
 	idle := false // the tail's place is behind published: reposition it

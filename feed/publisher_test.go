@@ -133,3 +133,48 @@ func TestPublisherDelayedXAdd(t *testing.T) {
 		}
 	}
 }
+
+// TestPublisherStartTakesItsPlace: Run publishes the records committed
+// after Start, those written before Run's goroutine runs among them, and
+// none before.
+func TestPublisherStartTakesItsPlace(t *testing.T) {
+	s, err := materialize.Open(materialize.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	write := func(key string) {
+		t.Helper()
+		if _, err := s.Write(func(*materialize.View) ([]codec.Event, error) {
+			return []codec.Event{codec.SetMetaEvent(0, []byte(key), strMeta("v"), 0)}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		mu  sync.Mutex
+		got []string
+	)
+	p := &feed.Publisher{Store: s, Prefix: "p", Publish: func(subj string, _ []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, subj)
+		return nil
+	}}
+	write("before")
+	p.Start()
+	write("after")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Published() < s.LastSeq() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0] != "p.chg.0.string.after" {
+		t.Fatalf("published %v, want only the write after Start", got)
+	}
+}
