@@ -30,46 +30,10 @@ func applyEvent(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 	}
 	switch e.Op {
 	case codec.OpSetMeta:
-		if err := need(2); err != nil {
+		if err := applySetMetaTTL(b, e); err != nil {
 			return err
 		}
-		// The header alone: the value is stored as it is, and the
-		// decisions that built it decoded it (a stream's node state
-		// would be decoded for nothing here).
-		exp, err := codec.MetaExpireAt(a[0])
-		if err != nil {
-			return err
-		}
-		prev, err := codec.DecodeInt64Arg(a[1])
-		if err != nil {
-			return err
-		}
-		if prev != 0 && prev != exp {
-			if err := b.Delete(codec.TTLKey(e.DB, e.Key, prev), nil); err != nil {
-				return err
-			}
-		}
-		if exp != 0 {
-			if err := b.Set(codec.TTLKey(e.DB, e.Key, exp), nil, nil); err != nil {
-				return err
-			}
-		}
-		if codec.IsSplitSetMeta(e) {
-			// The split form (codec.EventMeta): the stored metadata is
-			// encoded straight into the batch, no copy of its own.
-			m, err := codec.EventMeta(e)
-			if err != nil {
-				return err
-			}
-			k := codec.MetaKey(e.DB, e.Key)
-			op := b.SetDeferred(len(k), codec.MetaLen(m))
-			copy(op.Key, k)
-			if got := codec.AppendMeta(op.Value[:0], m); len(got) != len(op.Value) {
-				return fmt.Errorf("materialize: metadata encoded to %d bytes, %d reserved", len(got), len(op.Value))
-			}
-			return op.Finish()
-		}
-		return b.Set(codec.MetaKey(e.DB, e.Key), a[0], nil)
+		return applyMetaKey(b, e)
 
 	case codec.OpDelKey:
 		if err := need(2); err != nil {
@@ -394,6 +358,58 @@ func applyEvent(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 	return fmt.Errorf("materialize: unknown event op %q: %w", e.Op, codec.ErrCorrupt)
 }
 
+// applySetMetaTTL applies the TTL index part of an OpSetMeta event: its
+// previous E key goes, its new one is set. It checks the arguments
+// applyMetaKey uses too.
+func applySetMetaTTL(b *pebble.Batch, e codec.Event) error {
+	a := e.Args
+	if len(a) < 2 {
+		return fmt.Errorf("materialize: event %q with %d args: %w", e.Op, len(a), codec.ErrCorrupt)
+	}
+	exp, err := codec.MetaExpireAt(a[0])
+	if err != nil {
+		return err
+	}
+	prev, err := codec.DecodeInt64Arg(a[1])
+	if err != nil {
+		return err
+	}
+	if prev != 0 && prev != exp {
+		if err := b.Delete(codec.TTLKey(e.DB, e.Key, prev), nil); err != nil {
+			return err
+		}
+	}
+	if exp != 0 {
+		if err := b.Set(codec.TTLKey(e.DB, e.Key, exp), nil, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyMetaKey sets the M key of an OpSetMeta event whose arguments
+// applySetMetaTTL checked. The header alone is checked: the value is
+// stored as it is, and the decisions that built it decoded it (a stream's
+// node state would be decoded for nothing here).
+func applyMetaKey(b *pebble.Batch, e codec.Event) error {
+	k := codec.MetaKey(e.DB, e.Key)
+	if !codec.IsSplitSetMeta(e) {
+		return b.Set(k, e.Args[0], nil)
+	}
+	// The split form (codec.EventMeta): the stored metadata is encoded
+	// straight into the batch, no copy of its own.
+	m, err := codec.EventMeta(e)
+	if err != nil {
+		return err
+	}
+	op := b.SetDeferred(len(k), codec.MetaLen(m))
+	copy(op.Key, k)
+	if got := codec.AppendMeta(op.Value[:0], m); len(got) != len(op.Value) {
+		return fmt.Errorf("materialize: metadata encoded to %d bytes, %d reserved", len(got), len(op.Value))
+	}
+	return op.Finish()
+}
+
 // applyXTrim removes a trim's entries: point deletions when the event lists
 // them, else one range deletion starting at the trim's first entry, never at
 // the start of the stream's prefix, so that successive trims leave range
@@ -570,4 +586,22 @@ func copyIDMPExpiry(b *pebble.Batch, srcDB uint8, src []byte, db uint8, dst []by
 		}
 	}
 	return nil
+}
+
+// keepsMeta reports whether applyEvent leaves M keys alone for an event
+// of op: it neither writes, deletes nor reads one in the batch, so the
+// group's deferred M-key writes (overlay.deferMeta) need not precede it.
+// Unknown ops answer false.
+func keepsMeta(op codec.Op) bool {
+	switch op {
+	case codec.OpHSet, codec.OpSAdd, codec.OpHDel, codec.OpSRem,
+		codec.OpLSet, codec.OpLDel,
+		codec.OpZAdd, codec.OpZRem, codec.OpZRanks,
+		codec.OpXAdd, codec.OpXDel, codec.OpXTrim, codec.OpXNodeSet, codec.OpXNodeDel,
+		codec.OpGroupSet, codec.OpGroupDel, codec.OpConsumerSet, codec.OpConsumerDel,
+		codec.OpPELSet, codec.OpPELDel, codec.OpTTLDel,
+		codec.OpIDMPSet, codec.OpIDMPDel, codec.OpIDMPState, codec.OpIDMPClear:
+		return true
+	}
+	return false
 }

@@ -100,10 +100,10 @@ func (s *Store) ExpireCycle(limit int) ([]ExpiredKey, error) {
 	var out []ExpiredKey
 	_, err := s.Write(func(v *View) ([]codec.Event, error) {
 		out = out[:0]
-		it, err := v.r.NewIter(&pebble.IterOptions{
+		it, err := v.newIter(&pebble.IterOptions{
 			LowerBound: []byte{byte(codec.TagTTL)},
 			UpperBound: []byte{byte(codec.TagTTL) + 1},
-		})
+		}, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package materialize
 
 import (
 	"bytes"
+	"github.com/cockroachdb/pebble/v2"
 	"hash/maphash"
 	"sync"
 
@@ -44,6 +45,10 @@ type cachedMeta struct {
 	// has its type and TTL, a nil Value, and a read that needs the value
 	// goes to Pebble.
 	noValue bool
+	// pend, in the overlay only: 1 + the index in overlay.pend of the
+	// key's deferred M-key write, if that entry is still this key's (an
+	// index from before the last flushMeta may name another key's).
+	pend uint32
 }
 
 const (
@@ -228,12 +233,57 @@ type overlay struct {
 	dbBase  *dbMap // the committed db map as the group started
 	dbs     *dbMap // the db map after the group's swaps; nil: none staged
 	base    uint64 // the last committed sequence as the group started
+	// pend holds the group's deferred M-key writes (deferMeta), the last
+	// OpSetMeta event of each key, to be written into pendB by flushMeta.
+	pend  []codec.Event
+	pendB *pebble.Batch
 }
 
 func (o *overlay) reset() {
+	clear(o.pend) // the events alias requests
+	o.pend, o.pendB = o.pend[:0], nil
 	clear(o.m)
 	o.flushed = false
 	o.dbs = nil
+}
+
+// deferMeta stages e, an OpSetMeta event whose TTL keys are in b already
+// (applySetMetaTTL), without writing its M key: the overlay answers the
+// group's reads of the key's metadata, and the key's last such event is
+// written once, by flushMeta, before anything else could read or delete
+// M keys in b, and when the group is sealed. A stream, list, hash or set
+// written by every command of a group rewrote its M key once per command,
+// each version one more memtable insert (docs/perf.md, "One metadata
+// write per key and group"). It reports false, staging nothing, for an
+// event whose metadata does not decode (stage applies it as it is).
+func (o *overlay) deferMeta(b *pebble.Batch, e codec.Event) bool {
+	cm, ok := metaEffect(e)
+	if !ok {
+		return false
+	}
+	k := cacheKey(e.DB, e.Key)
+	if old := o.m[k].pend; old != 0 && int(old) <= len(o.pend) && o.pend[old-1].DB == e.DB && bytes.Equal(o.pend[old-1].Key, e.Key) {
+		cm.pend = old
+		o.pend[old-1] = e
+	} else {
+		o.pend = append(o.pend, e)
+		cm.pend = uint32(len(o.pend))
+	}
+	o.pendB = b
+	o.m[k] = cm
+	return true
+}
+
+// flushMeta writes the deferred M keys into their batch.
+func (o *overlay) flushMeta() error {
+	for _, e := range o.pend {
+		if err := applyMetaKey(o.pendB, e); err != nil {
+			return err
+		}
+	}
+	clear(o.pend)
+	o.pend = o.pend[:0]
+	return nil
 }
 
 func (o *overlay) observe(e codec.Event) {

@@ -932,10 +932,30 @@ func (s *Store) stage(v *View, b *pebble.Batch, e codec.Event) error {
 	if err := s.count(v, e); err != nil {
 		return err
 	}
-	if err := applyEvent(b, e, s.zblocks); err != nil {
-		return err
+	switch {
+	case e.Op == codec.OpSetMeta:
+		if err := applySetMetaTTL(b, e); err != nil {
+			return err
+		}
+		if !s.staged.deferMeta(b, e) {
+			if err := applyMetaKey(b, e); err != nil {
+				return err
+			}
+			s.staged.observe(e)
+		}
+	default:
+		if !keepsMeta(e.Op) {
+			// It may read or delete M keys in b (DEL, COPY, FLUSHDB,
+			// SWAPDB): the deferred writes go first, in their order.
+			if err := s.staged.flushMeta(); err != nil {
+				return err
+			}
+		}
+		if err := applyEvent(b, e, s.zblocks); err != nil {
+			return err
+		}
+		s.staged.observe(e)
 	}
-	s.staged.observe(e)
 	s.gcache.stage(e)
 	s.zblocks.stage(e)
 	s.fields.stage(e)
@@ -944,6 +964,9 @@ func (s *Store) stage(v *View, b *pebble.Batch, e codec.Event) error {
 
 // seal adds the group's key counts and its last sequence (the A key) to b.
 func (s *Store) seal(b *pebble.Batch, seq uint64) error {
+	if err := s.staged.flushMeta(); err != nil {
+		return fmt.Errorf("materialize: metadata: %w", err)
+	}
 	if err := s.stageCounts(b); err != nil {
 		return fmt.Errorf("materialize: key counts: %w", err)
 	}

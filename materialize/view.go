@@ -236,7 +236,7 @@ func (v *View) HasKey(k []byte) (bool, error) {
 	if err := v.pinned(); err != nil {
 		return false, err
 	}
-	it, err := v.r.NewIter(nil)
+	it, err := v.newIter(nil, k)
 	if err != nil {
 		return false, err
 	}
@@ -442,7 +442,7 @@ func (v *View) iterate(lower, upper []byte, reverse, values bool, fn func(k, val
 	if err := v.pinned(); err != nil {
 		return err
 	}
-	it, err := v.r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := v.newIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper}, nil)
 	if err != nil {
 		return err
 	}
@@ -485,7 +485,7 @@ func (v *View) IterateKeys(lower, upper []byte, fn func(k, val []byte) (bool, er
 	if err := v.pinned(); err != nil {
 		return err
 	}
-	it, err := v.r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := v.newIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper}, nil)
 	if err != nil {
 		return err
 	}
@@ -522,7 +522,7 @@ func (v *View) IterateCheapSteps(lower, upper []byte, fn func(k, val []byte) (bo
 	if err := v.pinned(); err != nil {
 		return err
 	}
-	it, err := v.r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := v.newIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper}, nil)
 	if err != nil {
 		return err
 	}
@@ -566,10 +566,10 @@ func (v *View) SeekSlots(tag codec.Tag, db uint8, from uint16, fn func(slot uint
 	if err := v.pinned(); err != nil {
 		return err
 	}
-	it, err := v.r.NewIter(&pebble.IterOptions{
+	it, err := v.newIter(&pebble.IterOptions{
 		LowerBound: codec.SlotPrefix(tag, from),
 		UpperBound: []byte{byte(tag) + 1},
-	})
+	}, nil)
 	if err != nil {
 		return err
 	}
@@ -603,3 +603,28 @@ func (v *View) SeekSlots(tag codec.Tag, db uint8, from uint16, fn func(slot uint
 // ErrWrongType is returned when a command meets a key of another data type
 // (Redis's WRONGTYPE).
 var ErrWrongType = errors.New("materialize: wrong type")
+
+// newIter opens an iterator on the view's reader. In the writer's view it
+// first writes the group's deferred M keys (overlay.deferMeta) into the
+// batch when the iterator could see one: its bounds o reach the M keys,
+// or, with no bounds, point (the key a prefix seek will look for; nil:
+// any) is one.
+func (v *View) newIter(o *pebble.IterOptions, point []byte) (*pebble.Iterator, error) {
+	if v.staged != nil && len(v.staged.pend) > 0 && mayReadMeta(o, point) {
+		if err := v.staged.flushMeta(); err != nil {
+			return nil, err
+		}
+	}
+	return v.r.NewIter(o)
+}
+
+// mayReadMeta reports whether an iterator with bounds o (nil: none) can
+// meet an M key; point is as for newIter.
+func mayReadMeta(o *pebble.IterOptions, point []byte) bool {
+	lo, hi := []byte{byte(codec.TagMeta)}, []byte{byte(codec.TagMeta) + 1}
+	if o == nil {
+		return point == nil || bytes.HasPrefix(point, lo)
+	}
+	return (o.UpperBound == nil || bytes.Compare(o.UpperBound, lo) > 0) &&
+		(o.LowerBound == nil || bytes.Compare(o.LowerBound, hi) < 0)
+}
