@@ -2,9 +2,10 @@ package materialize
 
 import (
 	"bytes"
-	"github.com/cockroachdb/pebble/v2"
 	"hash/maphash"
 	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/sediment-dev/sediment/codec"
 )

@@ -624,9 +624,10 @@ func (s *Store) writer() {
 			// it would commit that one write alone while other connections'
 			// goroutines, made runnable by the same poll, wait behind it.
 			// Yielding once lets them submit first: unpipelined SET from 50
-			// clients went from 1.2 to 16 writes per group and 19 to 17 µs
-			// of CPU per request (docs/perf.md, "Commit groups of
-			// unpipelined clients"); a lone client loses nothing measurable.
+			// clients went from 1.4 to 7 writes per group and 16.5–16.9 to
+			// 13.6–14.3 µs of CPU per request (docs/perf.md, "Commit groups
+			// of unpipelined clients"); a lone client loses nothing
+			// measurable.
 			runtime.Gosched()
 		}
 	drain:
