@@ -65,12 +65,12 @@ func TestMetaWrittenOncePerGroup(t *testing.T) {
 		t.Fatalf("the sealed batch holds %d keys, want 4", n)
 	}
 	for _, k := range []string{"a", "b"} {
-		val, ok, err := b.Get(codec.MetaKey(0, []byte(k)))
-		if err != nil || ok == nil {
+		val, closer, err := b.Get(codec.MetaKey(0, []byte(k)))
+		if err != nil {
 			t.Fatalf("%s not in the batch: %v", k, err)
 		}
 		m, err := codec.DecodeMeta(val)
-		ok.Close()
+		closer.Close()
 		if err != nil || string(m.Value) != k+"4" {
 			t.Fatalf("%s in the batch: %q %v, want %s4", k, m.Value, err, k)
 		}
