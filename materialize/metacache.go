@@ -3,6 +3,7 @@ package materialize
 import (
 	"bytes"
 	"hash/maphash"
+	"math/rand/v2"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -33,6 +34,11 @@ type metaShard struct {
 	// copied is the bytes of the values longer than metaCacheMaxValue the
 	// shard holds (copies): at most metaCacheCopiedMax/metaCacheShards.
 	copied int
+	// held lists the entries that hold such copies (cachedMeta.held is 1 +
+	// the index). Past the budget a random one of them drops its value and
+	// keeps its metadata: the keys whose values do not fit keep their type
+	// and TTL in the cache, and small keys are not evicted for large values.
+	held []*cachedMeta
 }
 
 type cachedMeta struct {
@@ -50,6 +56,9 @@ type cachedMeta struct {
 	// key's deferred M-key write, if that entry is still this key's (an
 	// index from before the last flushMeta may name another key's).
 	pend uint32
+	// held, in the committed cache only: 1 + the entry's index in its
+	// shard's held list; 0 when it holds no copied value.
+	held uint32
 }
 
 const (
@@ -65,13 +74,19 @@ const (
 	// metaCacheMaxValue: the cache copies them.
 	splitAboveCached = uint(codec.SplitValueMin - metaCacheMaxValue)
 	// metaCacheMaxCopied is the largest string value the cache holds: one
-	// longer than metaCacheMaxValue is copied, within metaCacheCopiedMax
-	// bytes of such copies over all shards (past it, random entries of
-	// the shard are evicted). A GET of a 1 KB value the cache holds makes
-	// no Pebble lookup (docs/perf.md, "Values up to 4 KiB in the metadata
-	// cache").
-	metaCacheMaxCopied = 4 << 10
-	metaCacheCopiedMax = 32 << 20
+	// longer than metaCacheMaxValue is copied when its group commits,
+	// within metaCacheCopiedMax bytes of such copies over all shards (past
+	// it, random values of the shard are dropped; their keys' metadata
+	// stays). A GET of a value the cache holds makes no Pebble lookup: for
+	// 10 KB and 100 KB values that was a third of its CPU, the blob file
+	// read (docs/perf.md, "Values up to 4 KiB in the metadata cache" and
+	// "Values up to 256 KiB in the metadata cache"). It is a quarter of a
+	// shard's budget, so that a shard holds several.
+	metaCacheMaxCopied = 256 << 10
+	metaCacheCopiedMax = 64 << 20
+	// copiedFitsShard fails to compile unless a shard's budget holds four
+	// values of metaCacheMaxCopied (putKey relies on one fitting).
+	copiedFitsShard = uint(metaCacheCopiedMax/metaCacheShards - 4*metaCacheMaxCopied)
 )
 
 func newMetaCache() *metaCache {
@@ -131,42 +146,74 @@ func (c *metaCache) putKey(k []byte, m codec.Meta, exists bool, seq uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := cachedMeta{meta: m, exists: exists, seq: seq}
-	switch n := len(m.Value); {
-	case !exists || n <= metaCacheMaxValue:
-	case n <= metaCacheMaxCopied:
-		e.meta.Value = bytes.Clone(m.Value)
-		s.copied += n
+	n := 0 // bytes copied
+	switch l := len(m.Value); {
+	case !exists || l <= metaCacheMaxValue:
+	case l <= metaCacheMaxCopied:
+		e.meta.Value, n = bytes.Clone(m.Value), l
 	default:
 		e.meta.Value, e.noValue = nil, true
 	}
-	if p := s.m[string(k)]; p != nil {
+	p := s.m[string(k)]
+	if p != nil {
 		s.copied -= copiedLen(p)
+		e.held = p.held
 		*p = e
 	} else {
 		if len(s.m) >= metaCacheShardMax {
-			s.evict(metaCacheShardMax/16, nil)
+			s.evict(metaCacheShardMax / 16)
 		}
 		p = new(cachedMeta) // only here: e stays on the stack for updates
 		*p = e
 		s.m[string(k)] = p
 	}
-	if s.copied > metaCacheCopiedMax/metaCacheShards {
-		s.evict(len(s.m), k)
+	s.copied += n
+	switch {
+	case n > 0 && p.held == 0:
+		s.held = append(s.held, p)
+		p.held = uint32(len(s.held))
+	case n == 0 && p.held != 0:
+		s.unhold(p)
+	}
+	// p's own value fits (n <= metaCacheMaxCopied, a quarter of the
+	// budget), so while the shard is over it others hold values.
+	for s.copied > metaCacheCopiedMax/metaCacheShards {
+		i := rand.IntN(len(s.held))
+		if s.held[i] == p {
+			i = (i + 1) % len(s.held)
+		}
+		s.dropValue(s.held[i])
 	}
 }
 
-// evict removes up to n random entries (map order is random) other than
-// the one of cache key keep, stopping early once a shard over its budget
-// of copied values (keep non-nil) is back within it.
-func (s *metaShard) evict(n int, keep []byte) {
+// dropValue removes the copied value of e, a held entry, keeping its
+// metadata: a read that needs the value reads it from Pebble.
+func (s *metaShard) dropValue(e *cachedMeta) {
+	s.copied -= copiedLen(e)
+	e.meta.Value, e.noValue = nil, true
+	s.unhold(e)
+}
+
+// unhold removes e from the shard's held list.
+func (s *metaShard) unhold(e *cachedMeta) {
+	i, last := int(e.held)-1, len(s.held)-1
+	s.held[i] = s.held[last]
+	s.held[i].held = uint32(i + 1)
+	s.held[last] = nil
+	s.held = s.held[:last]
+	e.held = 0
+}
+
+// evict removes n random entries (map order is random).
+func (s *metaShard) evict(n int) {
 	for k, p := range s.m {
-		if n == 0 || keep != nil && s.copied <= metaCacheCopiedMax/metaCacheShards {
+		if n == 0 {
 			return
 		}
-		if keep != nil && k == string(keep) {
-			continue
-		}
 		s.copied -= copiedLen(p)
+		if p.held != 0 {
+			s.unhold(p)
+		}
 		delete(s.m, k)
 		n--
 	}
@@ -186,6 +233,7 @@ func (c *metaCache) clear() {
 		s.mu.Lock()
 		s.m = make(map[string]*cachedMeta)
 		s.copied = 0
+		s.held = nil
 		s.mu.Unlock()
 	}
 }

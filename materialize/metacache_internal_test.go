@@ -15,9 +15,20 @@ func copiedSum(t *testing.T, c *metaCache) int {
 	total := 0
 	for i := range c.shards {
 		s := &c.shards[i]
-		n := 0
-		for _, e := range s.m {
+		n, held := 0, 0
+		for k, e := range s.m {
 			n += copiedLen(e)
+			switch {
+			case copiedLen(e) > 0 && (e.held == 0 || int(e.held) > len(s.held) || s.held[e.held-1] != e):
+				t.Fatalf("shard %d: entry %q holds a copied value and is not in the held list at %d", i, k, e.held)
+			case copiedLen(e) > 0:
+				held++
+			case e.held != 0:
+				t.Fatalf("shard %d: entry %q holds no copied value and is in the held list at %d", i, k, e.held)
+			}
+		}
+		if held != len(s.held) {
+			t.Fatalf("shard %d: %d entries hold copied values, the held list has %d", i, held, len(s.held))
 		}
 		if n != s.copied {
 			t.Fatalf("shard %d holds %d bytes of copied values and counts %d", i, n, s.copied)
@@ -75,30 +86,89 @@ func TestMetaCacheCopiesMidSizeValues(t *testing.T) {
 	}
 }
 
-// TestMidSizeValueReadFromCache: a 1 KB string value, once written, is
-// read without a Pebble lookup.
+// TestMetaCacheDropsValuesNotKeys: past a shard's budget of copied
+// values, the cache drops values and keeps every key's metadata: small
+// keys are not evicted to make room for large values, and a key whose value
+// was dropped still answers its type and TTL without its value.
+func TestMetaCacheDropsValuesNotKeys(t *testing.T) {
+	c := newMetaCache()
+	const small = 2000
+	for i := range small {
+		c.put(0, fmt.Appendf(nil, "s%d", i), codec.Meta{Type: codec.TypeHash, Count: uint64(i + 1)}, true, 1)
+	}
+	val := bytes.Repeat([]byte("v"), 100_000)
+	big := 2 * metaCacheCopiedMax / len(val)
+	for i := range big {
+		c.put(0, fmt.Appendf(nil, "b%d", i), codec.Meta{Type: codec.TypeString, Value: val, ExpireAtMs: 5}, true, 2)
+	}
+	if got := copiedSum(t, c); got < metaCacheCopiedMax/2 {
+		t.Fatalf("%d bytes of values cached, want most of the budget (%d)", got, metaCacheCopiedMax)
+	}
+	for i := range small {
+		if e, ok := c.get(0, fmt.Appendf(nil, "s%d", i)); !ok || e.meta.Count != uint64(i+1) {
+			t.Fatalf("small key s%d evicted for large values (found %v)", i, ok)
+		}
+	}
+	withValue := 0
+	for i := range big {
+		e, ok := c.get(0, fmt.Appendf(nil, "b%d", i))
+		switch {
+		case !ok || e.meta.Type != codec.TypeString || e.meta.ExpireAtMs != 5:
+			t.Fatalf("key b%d: found %v, metadata %+v; want its metadata kept", i, ok, e.meta)
+		case e.noValue != (e.meta.Value == nil):
+			t.Fatalf("key b%d: noValue %v with %d bytes of value", i, e.noValue, len(e.meta.Value))
+		case !e.noValue && !bytes.Equal(e.meta.Value, val):
+			t.Fatalf("key b%d: cached value differs", i)
+		case !e.noValue:
+			withValue++
+		}
+	}
+	if withValue == 0 || withValue == big {
+		t.Fatalf("%d of %d large values cached, want some dropped and some kept", withValue, big)
+	}
+	// Replacing held values by small ones and deleting keys keeps the
+	// shards' lists and counts exact.
+	for i := range big / 2 {
+		c.put(0, fmt.Appendf(nil, "b%d", i), codec.Meta{Type: codec.TypeString, Value: []byte("x")}, true, 3)
+		c.put(0, fmt.Appendf(nil, "b%d", big-1-i), codec.Meta{}, false, 3)
+	}
+	if got := copiedSum(t, c); got != 0 {
+		t.Fatalf("%d bytes of values cached after replacing and deleting every large value", got)
+	}
+}
+
+// TestMidSizeValueReadFromCache: string values of 1 KB and 100 KB, once
+// written, are read without a Pebble lookup; one over metaCacheMaxCopied is
+// read from Pebble.
 func TestMidSizeValueReadFromCache(t *testing.T) {
 	s, err := Open(Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	val := bytes.Repeat([]byte("v"), 1000)
-	if _, err := s.Write(func(*View) ([]codec.Event, error) {
-		return []codec.Event{codec.SetMetaEvent(0, []byte("k"), codec.Meta{Type: codec.TypeString, Value: val}, 0)}, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	before := s.IterStats()
-	var got []byte
-	ok, err := s.View().MetaWith(0, []byte("k"), func(m codec.Meta) error {
-		got = bytes.Clone(m.Value)
-		return nil
-	})
-	if err != nil || !ok || !bytes.Equal(got, val) {
-		t.Fatalf("read %d bytes, found %v, err %v", len(got), ok, err)
-	}
-	if st := s.IterStats().Sub(before); st.Gets != 0 || st.MetaLookups != 0 || st.MetaHits != 1 {
-		t.Fatalf("the read made %d gets and %d metadata lookups, %d cache hits; want 0, 0, 1", st.Gets, st.MetaLookups, st.MetaHits)
+	for _, size := range []int{1000, 100_000, metaCacheMaxCopied + 1} {
+		val := bytes.Repeat([]byte("v"), size)
+		key := fmt.Appendf(nil, "k%d", size)
+		if _, err := s.Write(func(*View) ([]codec.Event, error) {
+			return []codec.Event{codec.SetMetaEvent(0, key, codec.Meta{Type: codec.TypeString, Value: val}, 0)}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		before := s.IterStats()
+		var got []byte
+		ok, err := s.View().MetaWith(0, key, func(m codec.Meta) error {
+			got = bytes.Clone(m.Value)
+			return nil
+		})
+		if err != nil || !ok || !bytes.Equal(got, val) {
+			t.Fatalf("size %d: read %d bytes, found %v, err %v", size, len(got), ok, err)
+		}
+		gets := uint64(0)
+		if size > metaCacheMaxCopied {
+			gets = 1
+		}
+		if st := s.IterStats().Sub(before); st.Gets != gets || st.MetaLookups != 0 || st.MetaHits != 1 {
+			t.Fatalf("size %d: the read made %d gets and %d metadata lookups, %d cache hits; want %d, 0, 1", size, st.Gets, st.MetaLookups, st.MetaHits, gets)
+		}
 	}
 }
