@@ -115,6 +115,14 @@
 #   BENCH_TIMEOUT    seconds one redis-benchmark run may take (default 120)
 #   LARGE_BYTES      bytes of values per large-value run (default 300000000)
 #   LARGE_SIZES      value sizes of the large part (default "1000 10000 100000")
+#   PREFAULT_MB      MiB of memory to touch once before the large part (default:
+#                    what the machine has available less 3 GiB, at most 16 GiB;
+#                    0: none). On a virtual machine the first use of a page of
+#                    guest memory is a fault to the host, several times the cost
+#                    of a page the guest already used: the server that first
+#                    grows the page cache pays it: here it made a 100 KB SET
+#                    cost redis-server up to three times its CPU
+#                    (docs/perf.md, "First touch of guest memory").
 #   CHURN_N          commands per churn workload (default 1000000)
 #   CHURN_BLOCKS     blocks each churn workload is measured in (default 10)
 #   CHURN_WORKLOADS  comma-separated churn workloads, in order (default: all,
@@ -176,6 +184,7 @@ PUBSUB_SUBS=${PUBSUB_SUBS:-1 100}
 PUBSUB_N=${PUBSUB_N:-20000}
 LARGE_BYTES=${LARGE_BYTES:-300000000}
 LARGE_SIZES=${LARGE_SIZES:-1000 10000 100000}
+PREFAULT_MB=${PREFAULT_MB:-}
 MEMORY_ENTRIES=${MEMORY_ENTRIES:-10000000}
 SYNC=everysec # the servers' appendfsync policy (the always part changes it)
 HOST=127.0.0.1
@@ -720,11 +729,30 @@ run_large() {
     'BEGIN { printf "%s %.1f %s\n", r, d * 10000 / n, (t == "get") ? "-" : sprintf("%.2f", w / (n * sz)) }'
 }
 
+# prefault_memory touches PREFAULT_MB MiB of memory (default: available
+# less 3 GiB, at most 16 GiB) through a file in /dev/shm, then frees it, so
+# that the servers' page cache and heaps reuse pages the guest has used.
+prefault_memory() {
+  local mb=$PREFAULT_MB avail
+  if [[ -z $mb ]]; then
+    avail=$(awk '$1 == "MemAvailable:" { print int($2 / 1024) }' /proc/meminfo)
+    mb=$((avail - 3072))
+    ((mb <= 16384)) || mb=16384
+  fi
+  [[ $mb =~ ^[0-9]+$ ]] || die "PREFAULT_MB must be a number of MiB, got '$mb'"
+  ((mb > 0)) && [[ -d /dev/shm ]] || return 0
+  local f=/dev/shm/sediment-bench-prefault.$$ start=$SECONDS
+  head -c "${mb}M" /dev/zero >"$f" 2>/dev/null
+  rm -f "$f"
+  log "touched $mb MiB of memory in $((SECONDS - start)) s (PREFAULT_MB)"
+}
+
 # large_part runs SET, HSET, XADD and GET with values of each LARGE_SIZES size,
 # LARGE_BYTES of values per run (GET reads what SET wrote), on sediment
 # then redis-server, and prints the table.
 large_part() {
   local size n test sed red
+  prefault_memory
   log "large values: sizes $LARGE_SIZES, $LARGE_BYTES bytes of values per run, 20 clients, 1,000 keys"
   echo
   echo "large values: redis-benchmark -c 20 -r 1000 -d SIZE, LARGE_BYTES=$LARGE_BYTES bytes of values per run"
