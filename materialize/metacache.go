@@ -12,8 +12,9 @@ import (
 )
 
 // metaCache is an in-memory index of key metadata over the T keys: a
-// cache of each key's type, TTL, stream metadata and (small) string value,
-// so that commands usually find them without a Pebble lookup.
+// cache of each key's type, TTL, stream metadata and string value (up to
+// 256 KiB, within a byte budget), so that commands usually find them
+// without a Pebble lookup.
 //
 // It holds committed state only. The writer goroutine is its only writer:
 // after each group commit it records the metadata the group's events set or
