@@ -79,8 +79,8 @@ const (
 	// within metaCacheCopiedMax bytes of such copies over all shards (past
 	// it, random values of the shard are dropped; their keys' metadata
 	// stays). A GET of a value the cache holds makes no Pebble lookup: for
-	// 10 KB and 100 KB values that was a third of its CPU, the blob file
-	// read (docs/perf.md, "Values up to 4 KiB in the metadata cache" and
+	// 100 KB values that was a third of its CPU, the blob file read
+	// (docs/perf.md, "Values up to 4 KiB in the metadata cache" and
 	// "Values up to 256 KiB in the metadata cache"). It is a quarter of a
 	// shard's budget, so that a shard holds several.
 	metaCacheMaxCopied = 256 << 10

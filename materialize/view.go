@@ -316,8 +316,8 @@ func (v *View) rawMetaPartial(db uint8, key []byte, needValue, lend bool) (codec
 // MetaWith is Meta for a read that uses the metadata only while fn runs: a
 // string's value the cache does not hold (one over metaCacheMaxCopied, one
 // dropped past the cache's budget, or any when the key is not cached at
-// all, as after a restart) is read from Pebble without the copy Meta makes, and m.Value aliases
-// Pebble's buffer until fn returns. It reports whether the key exists; fn
+// all, as after a restart) is read from Pebble without the copy Meta
+// makes, and m.Value aliases Pebble's buffer until fn returns. It reports whether the key exists; fn
 // is not called otherwise. GET of a 10 KB value spent a tenth of its CPU
 // on that copy; GET of 100 KB values after a restart, a third
 // (docs/perf.md, "GET of large values after a restart").

@@ -115,8 +115,8 @@
 #   BENCH_TIMEOUT    seconds one redis-benchmark run may take (default 120)
 #   LARGE_BYTES      bytes of values per large-value run (default 300000000)
 #   LARGE_SIZES      value sizes of the large part (default "1000 10000 100000")
-#   PREFAULT_MB      MiB of memory to touch once before the large part (default:
-#                    what the machine has available less 3 GiB, at most 16 GiB;
+#   PREFAULT_MB      MiB of memory to touch once before the large part (default
+#                    16384; never more than the memory available less 3 GiB;
 #                    0: none). On a virtual machine the first use of a page of
 #                    guest memory is a fault to the host, several times the cost
 #                    of a page the guest already used: the server that first
@@ -733,14 +733,19 @@ run_large() {
 # less 3 GiB, at most 16 GiB) through a file in /dev/shm, then frees it, so
 # that the servers' page cache and heaps reuse pages the guest has used.
 prefault_memory() {
-  local mb=$PREFAULT_MB avail
+  local mb=$PREFAULT_MB avail shm
+  avail=$(awk '$1 == "MemAvailable:" { print int($2 / 1024) }' /proc/meminfo)
   if [[ -z $mb ]]; then
-    avail=$(awk '$1 == "MemAvailable:" { print int($2 / 1024) }' /proc/meminfo)
-    mb=$((avail - 3072))
-    ((mb <= 16384)) || mb=16384
+    mb=16384
   fi
   [[ $mb =~ ^[0-9]+$ ]] || die "PREFAULT_MB must be a number of MiB, got '$mb'"
-  ((mb > 0)) && [[ -d /dev/shm ]] || return 0
+  # Never more than the memory available less 3 GiB, nor than tmpfs holds.
+  ((mb <= avail - 3072)) || mb=$((avail - 3072))
+  [[ -d /dev/shm ]] || return 0
+  shm=$(df --output=avail -m /dev/shm | tail -1 | tr -d ' ')
+  [[ $shm =~ ^[0-9]+$ ]] || return 0
+  ((mb <= shm - 64)) || mb=$((shm - 64))
+  ((mb > 0)) || return 0
   local f=/dev/shm/sediment-bench-prefault.$$ start=$SECONDS
   head -c "${mb}M" /dev/zero >"$f" 2>/dev/null
   rm -f "$f"
