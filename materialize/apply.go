@@ -247,8 +247,11 @@ func applyEvent(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 		if err != nil {
 			return err
 		}
+		// The Q and W keys are set once per delivery and removed before the
+		// next (singleDelete): a pending entry's re-delivery removes the old
+		// ones first, in the same batch.
 		if len(a) > 3 {
-			if err := b.Delete(codec.ConsumerPELKey(e.DB, e.Key, a[0], a[3], id), nil); err != nil {
+			if err := b.SingleDelete(codec.ConsumerPELKey(e.DB, e.Key, a[0], a[3], id), nil); err != nil {
 				return err
 			}
 		}
@@ -257,7 +260,7 @@ func applyEvent(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 			if err != nil {
 				return err
 			}
-			if err := b.Delete(codec.PELTimeKey(e.DB, e.Key, a[0], prev, id), nil); err != nil {
+			if err := b.SingleDelete(codec.PELTimeKey(e.DB, e.Key, a[0], prev, id), nil); err != nil {
 				return err
 			}
 		}
@@ -279,7 +282,7 @@ func applyEvent(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 		if err != nil {
 			return err
 		}
-		if err := b.Delete(codec.ConsumerPELKey(e.DB, e.Key, a[0], a[2], id), nil); err != nil {
+		if err := b.SingleDelete(codec.ConsumerPELKey(e.DB, e.Key, a[0], a[2], id), nil); err != nil {
 			return err
 		}
 		if len(a) > 3 {
@@ -287,7 +290,7 @@ func applyEvent(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 			if err != nil {
 				return err
 			}
-			if err := b.Delete(codec.PELTimeKey(e.DB, e.Key, a[0], t, id), nil); err != nil {
+			if err := b.SingleDelete(codec.PELTimeKey(e.DB, e.Key, a[0], t, id), nil); err != nil {
 				return err
 			}
 		}

@@ -87,6 +87,10 @@ type faults struct {
 	free        atomic.Int64 // free bytes at the last space check; -1: unknown
 	reserve     atomic.Int64 // Options.MinFreeDisk; 0: no reserve
 	sinceCheck  int64        // change-log bytes written since the last space check; writer goroutine only
+	// singleDelMisuse counts the SingleDelete misuses Pebble's flushes and
+	// compactions met (a SingleDelete over two Sets): 0 unless a path
+	// writes a Q or W key twice without removing it between (apply.go).
+	singleDelMisuse atomic.Int64
 }
 
 // Fault returns why writes are refused, or nil. Safe for concurrent use.
@@ -242,6 +246,15 @@ func (s *Store) pebbleEvents(log *atomic.Pointer[changeLog]) *pebble.EventListen
 		},
 		BackgroundError: func(err error) {
 			s.logPebble.Warn(s.opts.Logger, "pebble background error", "err", err)
+		},
+		PossibleAPIMisuse: func(info pebble.PossibleAPIMisuseInfo) {
+			// IneffectualSingleDelete is not counted: a SingleDelete of a
+			// key that was never set (the Q key of an entry NACKed before
+			// its re-delivery) is allowed.
+			if info.Kind == pebble.NondeterministicSingleDelete {
+				s.faults.singleDelMisuse.Add(1)
+				s.logPebble.Warn(s.opts.Logger, "pebble: a SingleDelete met two Sets of one key", "key", fmt.Sprintf("%q", info.UserKey))
+			}
 		},
 	}
 }

@@ -1319,6 +1319,10 @@ type StorageStats struct {
 	// Bytes written since Open: to the change log (the data written, once),
 	// by Pebble's flushes and by its compactions (sstables and blob files).
 	ChangeLogBytes, FlushBytes, CompactionBytes int64
+	// SingleDeleteMisuses counts the SingleDeletes of a PEL index key (Q,
+	// W) that Pebble found over two Sets of the key since Open: always 0
+	// unless Sediment has a bug (docs/key-format.md, "PEL index keys").
+	SingleDeleteMisuses int64
 }
 
 // WriteAmp is the write amplification since Open: bytes written to disk
@@ -1355,6 +1359,8 @@ func (s *Store) StorageStats() StorageStats {
 		ChangeLogBytes:   s.logBytes.Load(),
 		FlushBytes:       int64(t.TableBytesFlushed + t.BlobBytesFlushed),
 		CompactionBytes:  int64(t.TableBytesCompacted + t.BlobBytesCompacted),
+
+		SingleDeleteMisuses: s.faults.singleDelMisuse.Load(),
 	}
 }
 
