@@ -1,7 +1,6 @@
 package groups_test
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -114,7 +113,7 @@ func TestPELIndexChurnThroughFlushes(t *testing.T) {
 		t.Error(v)
 	}
 	if rep.NumViolations > 0 {
-		t.Fatal(fmt.Sprintf("%d violations", rep.NumViolations))
+		t.Fatalf("%d violations", rep.NumViolations)
 	}
 	t.Logf("%d flushes, %d compactions, %d pending at the end", st.Flushes, st.Compactions, rep.Pending)
 }

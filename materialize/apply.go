@@ -247,9 +247,10 @@ func applyEvent(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 		if err != nil {
 			return err
 		}
-		// The Q and W keys are set once per delivery and removed before the
-		// next (singleDelete): a pending entry's re-delivery removes the old
-		// ones first, in the same batch.
+		// Q and W keys are set once per delivery and removed with
+		// SingleDelete before the next: a pending entry's re-delivery
+		// removes the old ones first, in the same batch
+		// (docs/key-format.md, "PEL index keys").
 		if len(a) > 3 {
 			if err := b.SingleDelete(codec.ConsumerPELKey(e.DB, e.Key, a[0], a[3], id), nil); err != nil {
 				return err
