@@ -314,6 +314,11 @@ func (c *conn) flush() error {
 		c.takePushes(true)
 	}
 	c.replyMark = 0
+	if len(c.w.Buffer()) == 0 {
+		// Nothing to send: redcon's Flush would still make a write system
+		// call of 0 bytes (a blocking command flushes before it waits).
+		return nil
+	}
 	if l := c.s.outLimits.Load().normal; (l.Hard > 0 || l.Soft > 0) && !c.subscribed() {
 		return c.flushLimited(l)
 	}
