@@ -406,8 +406,8 @@ func runInfo(x *exec) error {
 		kv("sediment_flush_bytes_written", st.FlushBytes)
 		kv("sediment_compaction_bytes_written", st.CompactionBytes)
 		kv("sediment_write_amplification", strconv.FormatFloat(st.WriteAmp(), 'f', 2, 64))
-		// Always 0 unless a PEL index key was set twice before its
-		// SingleDelete (docs/key-format.md, "PEL index keys").
+		// Always 0 unless a PEL key was set twice before its SingleDelete
+		// (docs/key-format.md, "PEL keys: removed with SingleDelete").
 		kv("sediment_singledelete_misuses", st.SingleDeleteMisuses)
 		// The change feed: the last record published and how far behind
 		// the log it is.

@@ -37,6 +37,7 @@ const (
 	TagCount       Tag = 'K' // K|db → key counts (keys, keys with a TTL)
 	TagDBMap       Tag = 'D' // D → the db map: storage db of each logical db
 	TagApplied     Tag = 'A' // A → the sequence of the last change-log record applied
+	TagFormat      Tag = 'F' // F → the store's format flags (u64)
 )
 
 // StreamTags lists the tags of a stream's sub-keys other than its metadata.
@@ -96,6 +97,23 @@ func CountKey(db uint8) []byte { return []byte{byte(TagCount), db} }
 // applied, so that after a crash the records after it are replayed from
 // the change-log files.
 func AppliedKey() []byte { return []byte{byte(TagApplied)} }
+
+// FormatKey returns F: the key of the store's format flags, a u64
+// (big-endian) of Format* bits naming the rules its keys follow, which a
+// store written by an earlier version may not. A missing key means 0.
+func FormatKey() []byte { return []byte{byte(TagFormat)} }
+
+// Format flags (the value of FormatKey).
+const (
+	// FormatPELSingleDelete: each P key was set once since its last
+	// deletion (a rewrite removes it first), so that it may be removed
+	// with Pebble's SingleDelete (docs/key-format.md, "PEL keys: removed
+	// with SingleDelete"). Versions before it rewrote a P key in place.
+	FormatPELSingleDelete uint64 = 1 << 0
+
+	// FormatCurrent is every flag this version's stores have.
+	FormatCurrent = FormatPELSingleDelete
+)
 
 // DBMapKey returns D: the key of the db map, which SWAPDB changes. Its
 // value holds one byte per logical db, in order: the storage db (the db

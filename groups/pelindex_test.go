@@ -14,7 +14,7 @@ import (
 // (history reads, XCLAIM with and without TIME, FORCE, CLAIM reads),
 // NACKs, acknowledgements, consumer and group deletions through a store
 // whose small memtable flushes every few hundred steps, so that Pebble's
-// flushes and compactions meet the SingleDeletes of Q and W keys
+// flushes and compactions meet the SingleDeletes of P, Q and W keys
 // (materialize/apply.go) with their Sets. Pebble must report no
 // SingleDelete that met two Sets, the W index must hold exactly the
 // pending entries after every step, and sediment check must pass.

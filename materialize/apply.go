@@ -247,11 +247,14 @@ func applyEvent(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 		if err != nil {
 			return err
 		}
-		// Q and W keys are set once per delivery and removed with
+		// P, Q and W keys are set once per delivery and removed with
 		// SingleDelete before the next: a pending entry's re-delivery
-		// removes the old ones first, in the same batch
-		// (docs/key-format.md, "PEL index keys").
+		// removes the old ones first, in the same batch (docs/key-format.md,
+		// "PEL keys: removed with SingleDelete").
 		if len(a) > 3 {
+			if err := b.SingleDelete(codec.PELKey(e.DB, e.Key, a[0], id), nil); err != nil {
+				return err
+			}
 			if err := b.SingleDelete(codec.ConsumerPELKey(e.DB, e.Key, a[0], a[3], id), nil); err != nil {
 				return err
 			}
@@ -295,7 +298,7 @@ func applyEvent(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 				return err
 			}
 		}
-		return b.Delete(codec.PELKey(e.DB, e.Key, a[0], id), nil)
+		return b.SingleDelete(codec.PELKey(e.DB, e.Key, a[0], id), nil)
 
 	case codec.OpTTLDel:
 		if err := need(1); err != nil {

@@ -2,6 +2,7 @@ package materialize
 
 import (
 	"cmp"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -706,6 +708,9 @@ func (s *Store) recover() error {
 	if err := s.migrateLegacyLog(&applied); err != nil {
 		return fmt.Errorf("materialize: moving the change log to files: %w", err)
 	}
+	if err := s.migrateFormat(); err != nil {
+		return fmt.Errorf("materialize: format: %w", err)
+	}
 	last := s.log.last
 	switch {
 	case last < applied:
@@ -727,6 +732,67 @@ func (s *Store) recover() error {
 }
 
 func (s *Store) readApplied() (uint64, error) { return readApplied(s.db) }
+
+// migrateFormat brings the keys of a store written by an earlier version
+// under the rules of codec.FormatCurrent, before anything is replayed or
+// written, then records the flags (the F key).
+//
+// FormatPELSingleDelete: earlier versions rewrote a P key in place on
+// re-delivery, so one may have two Sets, and a SingleDelete meeting the
+// newer would let the older reappear. A manual compaction of the P keys
+// leaves one version of each (nothing else reads the store yet: no
+// snapshot keeps older ones). The F key needs no flush of its own:
+// Pebble flushes memtables in order, so it is durable before anything
+// written after it, and if a crash loses it the next Open compacts again,
+// which changes nothing.
+func (s *Store) migrateFormat() error {
+	f, err := readFormat(s.db)
+	if err != nil {
+		return err
+	}
+	if f == codec.FormatCurrent {
+		return nil
+	}
+	if f&^codec.FormatCurrent != 0 {
+		return fmt.Errorf("materialize: format flags %#x: the store was written by a later version (this one knows %#x)", f, codec.FormatCurrent)
+	}
+	if f&codec.FormatPELSingleDelete == 0 {
+		lower, upper := []byte{byte(codec.TagPEL)}, []byte{byte(codec.TagPEL) + 1}
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+		if err != nil {
+			return err
+		}
+		found := it.First()
+		if err := it.Close(); err != nil {
+			return err
+		}
+		if found {
+			start := time.Now()
+			if err := s.db.Compact(context.Background(), lower, upper, true); err != nil {
+				return err
+			}
+			s.opts.Logger.Info("compacted the PEL keys of a store from an earlier version", "took", time.Since(start))
+		}
+	}
+	return s.db.Set(codec.FormatKey(), binary.BigEndian.AppendUint64(nil, codec.FormatCurrent), pebble.NoSync)
+}
+
+// readFormat returns the F key of r: the store's format flags (0 when
+// missing). Errors: codec.ErrCorrupt for a value that is not 8 bytes.
+func readFormat(r pebble.Reader) (uint64, error) {
+	v, closer, err := r.Get(codec.FormatKey())
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, fmt.Errorf("materialize: format flags: %w", codec.ErrCorrupt)
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
 
 // readApplied returns the A key of r (a DB, a snapshot): the last change-log record its state
 // holds (0: none).

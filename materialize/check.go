@@ -224,6 +224,9 @@ func (s *Store) Check(maxViolations int) (CheckReport, error) {
 	if err := c.checkApplied(lo, hi); err != nil {
 		return c.rep, err
 	}
+	if err := c.checkFormat(); err != nil {
+		return c.rep, err
+	}
 	return c.rep, nil
 }
 
@@ -284,7 +287,7 @@ var keyedTags = []codec.Tag{codec.TagZBlock, codec.TagConsumer, codec.TagGroup, 
 // knownTags are every tag of docs/key-format.md.
 var knownTags = func() (t [256]bool) {
 	for _, tag := range append([]codec.Tag{codec.TagMeta, codec.TagTTL, codec.TagIDMPExpiry, codec.TagChangeLog,
-		codec.TagApplied, codec.TagCount, codec.TagDBMap}, keyedTags...) {
+		codec.TagApplied, codec.TagFormat, codec.TagCount, codec.TagDBMap}, keyedTags...) {
 		t[tag] = true
 	}
 	return t
@@ -826,6 +829,25 @@ func (c *checker) checkTags() error {
 		ok = it.Next()
 	}
 	return errors.Join(it.Error(), it.Close())
+}
+
+// checkFormat checks the F key: the flags of an open store are
+// codec.FormatCurrent (Open sets them).
+func (c *checker) checkFormat() error {
+	v, ok, err := c.get(codec.FormatKey())
+	if err != nil {
+		return err
+	}
+	want := u64(codec.FormatCurrent)
+	switch {
+	case !ok:
+		c.report(Violation{Raw: codec.FormatKey(), Check: "format flags", Stored: "missing", Counted: want})
+	case len(v) != 8:
+		c.report(Violation{Raw: codec.FormatKey(), Check: "format flags", Stored: fmt.Sprintf("%d bytes", len(v)), Counted: "8 bytes"})
+	case binary.BigEndian.Uint64(v) != codec.FormatCurrent:
+		c.report(Violation{Raw: codec.FormatKey(), Check: "format flags", Stored: u64(binary.BigEndian.Uint64(v)), Counted: want})
+	}
+	return nil
 }
 
 // checkApplied checks the A key: the last record applied, between lo

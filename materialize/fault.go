@@ -89,7 +89,7 @@ type faults struct {
 	sinceCheck  int64        // change-log bytes written since the last space check; writer goroutine only
 	// singleDelMisuse counts the SingleDelete misuses Pebble's flushes and
 	// compactions met (a SingleDelete over two Sets): 0 unless a path
-	// writes a Q or W key twice without removing it between (apply.go).
+	// writes a P, Q or W key twice without removing it between (apply.go).
 	singleDelMisuse atomic.Int64
 }
 

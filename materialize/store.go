@@ -117,6 +117,9 @@ type Options struct {
 	// snapshot, whatever ChangeLogRetention says: Rebuild needs them.
 	SnapshotEvery time.Duration
 	SnapshotKeep  int
+
+	// pebbleOptions, set by tests, changes Pebble's options last.
+	pebbleOptions func(*pebble.Options)
 }
 
 // Observer sees the write path's commit groups and change-log syncs. Commit
@@ -307,6 +310,9 @@ func Open(opts Options) (*Store, error) {
 	// keeps none, and syncs them before each flush makes its own state
 	// durable.
 	po.DisableWAL = true
+	if o.pebbleOptions != nil {
+		o.pebbleOptions(po)
+	}
 	s := &Store{
 		opts:    o,
 		fs:      po.FS,
@@ -1319,9 +1325,10 @@ type StorageStats struct {
 	// Bytes written since Open: to the change log (the data written, once),
 	// by Pebble's flushes and by its compactions (sstables and blob files).
 	ChangeLogBytes, FlushBytes, CompactionBytes int64
-	// SingleDeleteMisuses counts the SingleDeletes of a PEL index key (Q,
-	// W) that Pebble found over two Sets of the key since Open: always 0
-	// unless Sediment has a bug (docs/key-format.md, "PEL index keys").
+	// SingleDeleteMisuses counts the SingleDeletes of a PEL key (P, Q, W)
+	// that Pebble found over two Sets of the key since Open: always 0
+	// unless Sediment has a bug (docs/key-format.md, "PEL keys: removed
+	// with SingleDelete").
 	SingleDeleteMisuses int64
 }
 

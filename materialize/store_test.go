@@ -1338,7 +1338,7 @@ func TestFlushAll(t *testing.T) {
 	seq := write(t, s, codec.FlushAllEvent())
 	v := s.View()
 	for _, k := range allKeys(t, v) {
-		if codec.Tag(k[0]) != codec.TagApplied {
+		if tag := codec.Tag(k[0]); tag != codec.TagApplied && tag != codec.TagFormat {
 			t.Fatalf("FLUSHALL left key %q", k)
 		}
 	}
