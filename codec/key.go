@@ -168,7 +168,12 @@ func StreamEntryKey(db uint8, key []byte, id ID) []byte {
 
 // GroupKey returns G|slot|db|key|group.
 func GroupKey(db uint8, key, group []byte) []byte {
-	return AppendName(newKey(TagGroup, db, key, nameLen(group)), group)
+	return AppendGroupKey(make([]byte, 0, keyHeaderLen+len(key)+nameLen(group)), db, key, group)
+}
+
+// AppendGroupKey appends GroupKey(db, key, group) to b.
+func AppendGroupKey(b []byte, db uint8, key, group []byte) []byte {
+	return AppendName(AppendKeyPrefix(b, TagGroup, db, key), group)
 }
 
 // GroupPrefix returns tag|slot|db|key|group, the prefix of a group's consumers
@@ -179,8 +184,12 @@ func GroupPrefix(tag Tag, db uint8, key, group []byte) []byte {
 
 // ConsumerKey returns C|slot|db|key|group|consumer.
 func ConsumerKey(db uint8, key, group, consumer []byte) []byte {
-	b := newKey(TagConsumer, db, key, nameLen(group)+nameLen(consumer))
-	return AppendName(AppendName(b, group), consumer)
+	return AppendConsumerKey(make([]byte, 0, keyHeaderLen+len(key)+nameLen(group)+nameLen(consumer)), db, key, group, consumer)
+}
+
+// AppendConsumerKey appends ConsumerKey(db, key, group, consumer) to b.
+func AppendConsumerKey(b []byte, db uint8, key, group, consumer []byte) []byte {
+	return AppendName(AppendName(AppendKeyPrefix(b, TagConsumer, db, key), group), consumer)
 }
 
 // PELKey returns P|slot|db|key|group|id.
@@ -188,11 +197,21 @@ func PELKey(db uint8, key, group []byte, id ID) []byte {
 	return AppendID(GroupPrefix(TagPEL, db, key, group), id)
 }
 
+// AppendPELKey appends PELKey(db, key, group, id) to b.
+func AppendPELKey(b []byte, db uint8, key, group []byte, id ID) []byte {
+	return AppendID(AppendName(AppendKeyPrefix(b, TagPEL, db, key), group), id)
+}
+
 // PELTimeKey returns W|slot|db|key|group|time|id: the group's PEL in
 // delivery-time order (time: Unix ms, big-endian, negative times as 0), for
 // XREADGROUP CLAIM.
 func PELTimeKey(db uint8, key, group []byte, timeMs int64, id ID) []byte {
-	b := GroupPrefix(TagPELTime, db, key, group)
+	return AppendPELTimeKey(make([]byte, 0, keyHeaderLen+len(key)+nameLen(group)+8+IDLen), db, key, group, timeMs, id)
+}
+
+// AppendPELTimeKey appends PELTimeKey(db, key, group, timeMs, id) to b.
+func AppendPELTimeKey(b []byte, db uint8, key, group []byte, timeMs int64, id ID) []byte {
+	b = AppendName(AppendKeyPrefix(b, TagPELTime, db, key), group)
 	b = binary.BigEndian.AppendUint64(b, uint64(max(timeMs, 0)))
 	return AppendID(b, id)
 }
@@ -206,6 +225,12 @@ func ConsumerPELPrefix(db uint8, key, group, consumer []byte) []byte {
 // ConsumerPELKey returns Q|slot|db|key|group|consumer|id.
 func ConsumerPELKey(db uint8, key, group, consumer []byte, id ID) []byte {
 	return AppendID(ConsumerPELPrefix(db, key, group, consumer), id)
+}
+
+// AppendConsumerPELKey appends ConsumerPELKey(db, key, group, consumer, id)
+// to b.
+func AppendConsumerPELKey(b []byte, db uint8, key, group, consumer []byte, id ID) []byte {
+	return AppendID(AppendName(AppendName(AppendKeyPrefix(b, TagConsumerPEL, db, key), group), consumer), id)
 }
 
 // TTLKey returns E|slot|deadline|db|keylen|key, where deadline is Unix

@@ -25,3 +25,32 @@ func TestSplitKeyPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendKeys checks that each Append*Key appends exactly the key its
+// constructor returns, after what the buffer holds (binary names, an empty
+// group or consumer, a negative delivery time).
+func TestAppendKeys(t *testing.T) {
+	id := codec.ID{Ms: 1<<40 + 3, Seq: 9}
+	for _, tc := range []struct{ key, group, consumer []byte }{
+		{[]byte("s"), []byte("g"), []byte("c")},
+		{[]byte("k\x00\xff"), []byte{}, []byte{}},
+		{bytes.Repeat([]byte("x"), 300), []byte("group\r\n"), bytes.Repeat([]byte{0}, 200)},
+	} {
+		prefix := []byte("held")
+		for _, c := range []struct {
+			name        string
+			made, added []byte
+		}{
+			{"GroupKey", codec.GroupKey(3, tc.key, tc.group), codec.AppendGroupKey(bytes.Clone(prefix), 3, tc.key, tc.group)},
+			{"ConsumerKey", codec.ConsumerKey(3, tc.key, tc.group, tc.consumer), codec.AppendConsumerKey(bytes.Clone(prefix), 3, tc.key, tc.group, tc.consumer)},
+			{"PELKey", codec.PELKey(3, tc.key, tc.group, id), codec.AppendPELKey(bytes.Clone(prefix), 3, tc.key, tc.group, id)},
+			{"ConsumerPELKey", codec.ConsumerPELKey(3, tc.key, tc.group, tc.consumer, id), codec.AppendConsumerPELKey(bytes.Clone(prefix), 3, tc.key, tc.group, tc.consumer, id)},
+			{"PELTimeKey", codec.PELTimeKey(3, tc.key, tc.group, 1234, id), codec.AppendPELTimeKey(bytes.Clone(prefix), 3, tc.key, tc.group, 1234, id)},
+			{"PELTimeKey negative", codec.PELTimeKey(3, tc.key, tc.group, -5, id), codec.AppendPELTimeKey(bytes.Clone(prefix), 3, tc.key, tc.group, -5, id)},
+		} {
+			if !bytes.HasPrefix(c.added, prefix) || !bytes.Equal(c.added[len(prefix):], c.made) {
+				t.Errorf("%s(%q, %q, %q): appended %x, want %x after the prefix", c.name, tc.key, tc.group, tc.consumer, c.added, c.made)
+			}
+		}
+	}
+}

@@ -22,12 +22,7 @@ const listPointDeleteMax = 64
 // the sorted-set events maintain (nil: none).
 func applyEvent(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 	a := e.Args
-	need := func(n int) error {
-		if len(a) < n {
-			return fmt.Errorf("materialize: event %q with %d args: %w", e.Op, len(a), codec.ErrCorrupt)
-		}
-		return nil
-	}
+	need := func(n int) error { return needArgs(e, n) }
 	switch e.Op {
 	case codec.OpSetMeta:
 		if err := applySetMetaTTL(b, e); err != nil {
@@ -203,11 +198,8 @@ func applyEvent(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 		}
 		return applyXNodeDel(b, e)
 
-	case codec.OpGroupSet:
-		if err := need(2); err != nil {
-			return err
-		}
-		return b.Set(codec.GroupKey(e.DB, e.Key, a[0]), a[1], nil)
+	case codec.OpGroupSet, codec.OpConsumerSet, codec.OpPELSet, codec.OpPELDel:
+		return applyGroupWrite(b, e)
 
 	case codec.OpGroupDel:
 		if err := need(1); err != nil {
@@ -220,12 +212,6 @@ func applyEvent(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 		}
 		return b.Delete(codec.GroupKey(e.DB, e.Key, a[0]), nil)
 
-	case codec.OpConsumerSet:
-		if err := need(3); err != nil {
-			return err
-		}
-		return b.Set(codec.ConsumerKey(e.DB, e.Key, a[0], a[1]), a[2], nil)
-
 	case codec.OpConsumerDel:
 		if err := need(2); err != nil {
 			return err
@@ -234,71 +220,6 @@ func applyEvent(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 			return err
 		}
 		return b.Delete(codec.ConsumerKey(e.DB, e.Key, a[0], a[1]), nil)
-
-	case codec.OpPELSet:
-		if err := need(3); err != nil {
-			return err
-		}
-		id, err := codec.DecodeIDArg(a[1])
-		if err != nil {
-			return err
-		}
-		pe, err := codec.DecodePELEntry(a[2])
-		if err != nil {
-			return err
-		}
-		// P, Q and W keys are set once per delivery and removed with
-		// SingleDelete before the next: a pending entry's re-delivery
-		// removes the old ones first, in the same batch (docs/key-format.md,
-		// "PEL keys: removed with SingleDelete").
-		if len(a) > 3 {
-			if err := b.SingleDelete(codec.PELKey(e.DB, e.Key, a[0], id), nil); err != nil {
-				return err
-			}
-			if err := b.SingleDelete(codec.ConsumerPELKey(e.DB, e.Key, a[0], a[3], id), nil); err != nil {
-				return err
-			}
-		}
-		if len(a) > 4 { // records before the delivery-time index have no previous time
-			prev, err := codec.DecodeInt64Arg(a[4])
-			if err != nil {
-				return err
-			}
-			if err := b.SingleDelete(codec.PELTimeKey(e.DB, e.Key, a[0], prev, id), nil); err != nil {
-				return err
-			}
-		}
-		if err := b.Set(codec.PELTimeKey(e.DB, e.Key, a[0], pe.IndexTime(), id), nil, nil); err != nil {
-			return err
-		}
-		if !pe.Nacked() { // a NACKed entry has no owner, so no Q key
-			if err := b.Set(codec.ConsumerPELKey(e.DB, e.Key, a[0], pe.Consumer, id), nil, nil); err != nil {
-				return err
-			}
-		}
-		return b.Set(codec.PELKey(e.DB, e.Key, a[0], id), a[2], nil)
-
-	case codec.OpPELDel:
-		if err := need(3); err != nil {
-			return err
-		}
-		id, err := codec.DecodeIDArg(a[1])
-		if err != nil {
-			return err
-		}
-		if err := b.SingleDelete(codec.ConsumerPELKey(e.DB, e.Key, a[0], a[2], id), nil); err != nil {
-			return err
-		}
-		if len(a) > 3 {
-			t, err := codec.DecodeInt64Arg(a[3])
-			if err != nil {
-				return err
-			}
-			if err := b.SingleDelete(codec.PELTimeKey(e.DB, e.Key, a[0], t, id), nil); err != nil {
-				return err
-			}
-		}
-		return b.SingleDelete(codec.PELKey(e.DB, e.Key, a[0], id), nil)
 
 	case codec.OpTTLDel:
 		if err := need(1); err != nil {
@@ -363,6 +284,103 @@ func applyEvent(b *pebble.Batch, e codec.Event, zc *zBlockCache) error {
 		return nil
 	}
 	return fmt.Errorf("materialize: unknown event op %q: %w", e.Op, codec.ErrCorrupt)
+}
+
+// needArgs returns codec.ErrCorrupt unless e has n arguments or more.
+func needArgs(e codec.Event, n int) error {
+	if len(e.Args) < n {
+		return fmt.Errorf("materialize: event %q with %d args: %w", e.Op, len(e.Args), codec.ErrCorrupt)
+	}
+	return nil
+}
+
+// applyGroupWrite applies the events a consumer-group cycle writes most
+// (OpGroupSet, OpConsumerSet, OpPELSet, OpPELDel). Their keys are built in
+// a buffer on the stack: Pebble copies a key into the batch.
+func applyGroupWrite(b *pebble.Batch, e codec.Event) error {
+	a := e.Args
+	need := func(n int) error { return needArgs(e, n) }
+	var kb [160]byte
+	switch e.Op {
+	case codec.OpGroupSet:
+		if err := need(2); err != nil {
+			return err
+		}
+		return b.Set(codec.AppendGroupKey(kb[:0], e.DB, e.Key, a[0]), a[1], nil)
+
+	case codec.OpConsumerSet:
+		if err := need(3); err != nil {
+			return err
+		}
+		return b.Set(codec.AppendConsumerKey(kb[:0], e.DB, e.Key, a[0], a[1]), a[2], nil)
+
+	case codec.OpPELSet:
+		if err := need(3); err != nil {
+			return err
+		}
+		id, err := codec.DecodeIDArg(a[1])
+		if err != nil {
+			return err
+		}
+		pe, err := codec.DecodePELEntry(a[2])
+		if err != nil {
+			return err
+		}
+		// P, Q and W keys are set once per delivery and removed with
+		// SingleDelete before the next: a pending entry's re-delivery
+		// removes the old ones first, in the same batch (docs/key-format.md,
+		// "PEL keys: removed with SingleDelete").
+		if len(a) > 3 {
+			if err := b.SingleDelete(codec.AppendPELKey(kb[:0], e.DB, e.Key, a[0], id), nil); err != nil {
+				return err
+			}
+			if err := b.SingleDelete(codec.AppendConsumerPELKey(kb[:0], e.DB, e.Key, a[0], a[3], id), nil); err != nil {
+				return err
+			}
+		}
+		if len(a) > 4 { // records before the delivery-time index have no previous time
+			prev, err := codec.DecodeInt64Arg(a[4])
+			if err != nil {
+				return err
+			}
+			if err := b.SingleDelete(codec.AppendPELTimeKey(kb[:0], e.DB, e.Key, a[0], prev, id), nil); err != nil {
+				return err
+			}
+		}
+		if err := b.Set(codec.AppendPELTimeKey(kb[:0], e.DB, e.Key, a[0], pe.IndexTime(), id), nil, nil); err != nil {
+			return err
+		}
+		if !pe.Nacked() { // a NACKed entry has no owner, so no Q key
+			if err := b.Set(codec.AppendConsumerPELKey(kb[:0], e.DB, e.Key, a[0], pe.Consumer, id), nil, nil); err != nil {
+				return err
+			}
+		}
+		return b.Set(codec.AppendPELKey(kb[:0], e.DB, e.Key, a[0], id), a[2], nil)
+
+	case codec.OpPELDel:
+		if err := need(3); err != nil {
+			return err
+		}
+		id, err := codec.DecodeIDArg(a[1])
+		if err != nil {
+			return err
+		}
+		if err := b.SingleDelete(codec.AppendConsumerPELKey(kb[:0], e.DB, e.Key, a[0], a[2], id), nil); err != nil {
+			return err
+		}
+		if len(a) > 3 {
+			t, err := codec.DecodeInt64Arg(a[3])
+			if err != nil {
+				return err
+			}
+			if err := b.SingleDelete(codec.AppendPELTimeKey(kb[:0], e.DB, e.Key, a[0], t, id), nil); err != nil {
+				return err
+			}
+		}
+		return b.SingleDelete(codec.AppendPELKey(kb[:0], e.DB, e.Key, a[0], id), nil)
+
+	}
+	return fmt.Errorf("materialize: applyGroupWrite: event op %q: %w", e.Op, codec.ErrCorrupt)
 }
 
 // applySetMetaTTL applies the TTL index part of an OpSetMeta event: its

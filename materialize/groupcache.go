@@ -235,6 +235,7 @@ func (c *groupCache) begin() {
 // stage records the effect of an event the writer staged.
 func (c *groupCache) stage(e codec.Event) {
 	c.stageTail(e)
+	var kb [160]byte // stageKey keeps copies of the parts of a key it is given
 	switch e.Op {
 	case codec.OpFlushDB, codec.OpFlushAll:
 		clear(c.staged)
@@ -250,15 +251,15 @@ func (c *groupCache) stage(e codec.Event) {
 		c.staged[string(streamOf(e.DB, e.Key))] = &streamVals{void: true}
 	case codec.OpGroupSet:
 		if len(e.Args) >= 2 {
-			c.stageKey(codec.GroupKey(e.DB, e.Key, e.Args[0]), e.Args[1], true)
+			c.stageKey(codec.AppendGroupKey(kb[:0], e.DB, e.Key, e.Args[0]), e.Args[1], true)
 		}
 	case codec.OpConsumerSet:
 		if len(e.Args) >= 3 {
-			c.stageKey(codec.ConsumerKey(e.DB, e.Key, e.Args[0], e.Args[1]), e.Args[2], true)
+			c.stageKey(codec.AppendConsumerKey(kb[:0], e.DB, e.Key, e.Args[0], e.Args[1]), e.Args[2], true)
 		}
 	case codec.OpConsumerDel:
 		if len(e.Args) >= 2 {
-			c.stageKey(codec.ConsumerKey(e.DB, e.Key, e.Args[0], e.Args[1]), nil, false)
+			c.stageKey(codec.AppendConsumerKey(kb[:0], e.DB, e.Key, e.Args[0], e.Args[1]), nil, false)
 		}
 	case codec.OpPELSet, codec.OpPELDel:
 		if len(e.Args) < 3 {
@@ -268,7 +269,7 @@ func (c *groupCache) stage(e codec.Event) {
 		if err != nil {
 			return // applyEvent refused the event: the group fails
 		}
-		k := codec.PELKey(e.DB, e.Key, e.Args[0], id)
+		k := codec.AppendPELKey(kb[:0], e.DB, e.Key, e.Args[0], id)
 		if e.Op == codec.OpPELSet {
 			c.stageKey(k, e.Args[2], true)
 		} else {
