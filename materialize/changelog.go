@@ -780,24 +780,20 @@ func (s *Store) migrateFormat() error {
 // readFormat returns the F key of r: the store's format flags (0 when
 // missing). Errors: codec.ErrCorrupt for a value that is not 8 bytes.
 func readFormat(r pebble.Reader) (uint64, error) {
-	v, closer, err := r.Get(codec.FormatKey())
-	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	defer closer.Close()
-	if len(v) != 8 {
-		return 0, fmt.Errorf("materialize: format flags: %w", codec.ErrCorrupt)
-	}
-	return binary.BigEndian.Uint64(v), nil
+	return readU64(r, codec.FormatKey(), "format flags")
 }
 
 // readApplied returns the A key of r (a DB, a snapshot): the last change-log record its state
 // holds (0: none).
 func readApplied(r pebble.Reader) (uint64, error) {
-	v, closer, err := r.Get(codec.AppliedKey())
+	return readU64(r, codec.AppliedKey(), "applied sequence")
+}
+
+// readU64 returns the u64 (big-endian) value of key k in r, 0 when k is
+// missing. Errors: codec.ErrCorrupt (naming what) for a value that is not
+// 8 bytes.
+func readU64(r pebble.Reader, k []byte, what string) (uint64, error) {
+	v, closer, err := r.Get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return 0, nil
 	}
@@ -806,7 +802,7 @@ func readApplied(r pebble.Reader) (uint64, error) {
 	}
 	defer closer.Close()
 	if len(v) != 8 {
-		return 0, fmt.Errorf("materialize: applied sequence: %w", codec.ErrCorrupt)
+		return 0, fmt.Errorf("materialize: %s: %w", what, codec.ErrCorrupt)
 	}
 	return binary.BigEndian.Uint64(v), nil
 }
