@@ -48,6 +48,14 @@ type groupCache struct {
 	// ...): every committed tail is void.
 	tailBytes int
 	tailsVoid bool
+
+	// heads are hints of each stream's head node key (its first ID), by
+	// stream, for the trims of capped streams: the head's reverse seek
+	// (streams, nodeEditor.first) walked every version of the head node
+	// key that the memtable held, and an exact MAXLEN rewrites it on
+	// every XADD. A hint is only checked and used (View.StreamHeadHint),
+	// so it needs no staging: a wrong one costs the seek.
+	heads map[string]codec.ID
 }
 
 // streamTail is a stream's newest entries, learnt from the OpXAdd events
@@ -121,7 +129,19 @@ var groupTags = string([]byte{byte(codec.TagGroup), byte(codec.TagConsumer), byt
 const groupCacheMax = 1 << 16
 
 func newGroupCache() *groupCache {
-	return &groupCache{committed: map[string]*streamVals{}, staged: map[string]*streamVals{}}
+	return &groupCache{committed: map[string]*streamVals{}, staged: map[string]*streamVals{}, heads: map[string]codec.ID{}}
+}
+
+// noteHead records first as stream's head hint; past groupCacheMax hints
+// they are all dropped.
+func (c *groupCache) noteHead(stream []byte, first codec.ID) {
+	if cur, ok := c.heads[string(stream)]; ok && cur == first {
+		return
+	}
+	if len(c.heads) >= groupCacheMax {
+		clear(c.heads)
+	}
+	c.heads[string(stream)] = first
 }
 
 // streamOf returns the cache's key of stream (db, key): the db|keylen|key
@@ -587,6 +607,7 @@ func (c *groupCache) stageKey(k, val []byte, exists bool) {
 func (c *groupCache) commit() {
 	if c.flushed {
 		clear(c.committed)
+		clear(c.heads)
 		c.entries = 0
 		c.tailBytes = 0
 	}

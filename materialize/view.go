@@ -421,6 +421,33 @@ func (v *View) StreamTail(db uint8, key []byte, start codec.ID, fn func(TailEntr
 	return ok, err
 }
 
+// StreamHeadHint returns the first ID last noted (NoteStreamHead) for the
+// head node key of stream (db, key): a hint, which the caller checks
+// against the node key it names (that it exists and ends at the stream's
+// HeadLast) before using it. ok is false without one, and in views other
+// than the writer's (or a nil View).
+func (v *View) StreamHeadHint(db uint8, key []byte) (first codec.ID, ok bool) {
+	if v == nil || v.gcache == nil {
+		return codec.ID{}, false
+	}
+	stream := codec.AppendKeyPrefix(v.tailKey[:0], codec.TagGroup, db, key)
+	v.tailKey = stream
+	first, ok = v.gcache.heads[string(stream[3:])]
+	return first, ok
+}
+
+// NoteStreamHead records first as the hint of stream (db, key)'s head
+// node key (StreamHeadHint). A no-op in views other than the writer's
+// (and on a nil View).
+func (v *View) NoteStreamHead(db uint8, key []byte, first codec.ID) {
+	if v == nil || v.gcache == nil {
+		return
+	}
+	stream := codec.AppendKeyPrefix(v.tailKey[:0], codec.TagGroup, db, key)
+	v.tailKey = stream
+	v.gcache.noteHead(stream[3:], first)
+}
+
 // Iterate calls fn for every key in [lower, upper) in ascending order, or
 // descending when reverse is set, until fn returns false or an error. k and
 // val are valid only during the call. A nil upper means no upper bound.

@@ -128,6 +128,9 @@ func (ed *nodeEditor) setHead(r *nodeRef) {
 		return
 	}
 	s.HeadLast, s.HeadLive, s.HeadMigrated = r.n.Last, r.n.Live, r.n.Count > 1
+	if !r.tail {
+		ed.v.NoteStreamHead(ed.db, ed.key, r.n.First)
+	}
 }
 
 // changed records that r's counts changed.
@@ -240,11 +243,45 @@ func (ed *nodeEditor) first() (*nodeRef, error) {
 	if !ed.hasKeys() {
 		return ed.tail, nil
 	}
+	if r, err := ed.hintedHead(); err != nil || r != nil {
+		return r, err
+	}
 	r, err := ed.keyAtOrBefore(ed.s.HeadLast)
 	if err == nil && (r == nil || r.n.Last != ed.s.HeadLast) {
 		err = fmt.Errorf("streams: %q: no node key ends at the head's last ID %s: %w", ed.key, ed.s.HeadLast, codec.ErrCorrupt)
 	}
+	if err == nil {
+		ed.v.NoteStreamHead(ed.db, ed.key, r.n.First)
+	}
 	return r, err
+}
+
+// hintedHead returns the head node key named by the writer's hint
+// (View.StreamHeadHint) when the key exists, the decision has not removed
+// it and it ends at the head's last ID: node keys cover disjoint ranges,
+// so it is the one keyAtOrBefore(HeadLast) would find. A point lookup
+// reads the key's newest version at once, where the reverse seek walked
+// every version the memtable holds (an exact MAXLEN rewrites the head on
+// each XADD). nil when the hint does not hold.
+func (ed *nodeEditor) hintedHead() (*nodeRef, error) {
+	first, ok := ed.v.StreamHeadHint(ed.db, ed.key)
+	if !ok {
+		return nil, nil
+	}
+	r := ed.keys[first]
+	if r == nil {
+		val, found, err := ed.v.Get(codec.StreamNodeKey(ed.db, ed.key, first))
+		if err != nil || !found {
+			return nil, err
+		}
+		if r, err = ed.ref(first, val); err != nil {
+			return nil, err
+		}
+	}
+	if r.gone || r.n.Last != ed.s.HeadLast {
+		return nil, nil
+	}
+	return r, nil
 }
 
 // after returns the node after r (the tail after the last node key), or

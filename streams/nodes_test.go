@@ -1,6 +1,7 @@
 package streams_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -300,4 +301,71 @@ func TestXAddNodeCost(t *testing.T) {
 		t.Fatalf("%d nodes, %d opened, %d quiet XADDs", m.Nodes, opened, quiet)
 	}
 	mustCheck(t, s, "5000 capped XADDs")
+}
+
+// TestStaleHeadHint: the writer's hint of a stream's head node key
+// (View.StreamHeadHint) is only used once checked. A trim decided and
+// then abandoned notes its new head without committing, so the hint names
+// a node key that exists but is not the head; the next trims must find
+// the real head, and a stream deleted and made again must not inherit
+// the old one's hint.
+func TestStaleHeadHint(t *testing.T) {
+	s, c := open(t)
+	key := []byte("s")
+	cfg := streams.Config{NodeMaxEntries: 2, NodeMaxBytes: 4096}
+	add := func(tr *streams.Trim) codec.ID {
+		t.Helper()
+		c.Advance(1)
+		got, ok, err := tryAdd(t, s, string(key), fv1, streams.AddArgs{ID: streams.IDSpec{Auto: true}, Config: cfg, Trim: tr})
+		if err != nil || !ok {
+			t.Fatalf("XADD: %v, %v", ok, err)
+		}
+		return got
+	}
+	var ids []codec.ID
+	for range 9 { // nodes of 2 entries: 4 node keys and the tail
+		ids = append(ids, add(nil))
+	}
+	abandoned := errors.New("abandoned")
+	if _, err := s.Write(func(v *materialize.View) ([]codec.Event, error) {
+		// Drops the first two node keys: the third is noted as the head.
+		if _, _, err := streams.TrimStream(v, 0, key, streams.Trim{Strategy: streams.TrimMaxLen, MaxLen: 5}); err != nil {
+			return nil, err
+		}
+		return nil, abandoned
+	}); !errors.Is(err, abandoned) {
+		t.Fatalf("abandoned trim: %v", err)
+	}
+	mustCheck(t, s, "after the abandoned trim")
+	exact := streams.Trim{Strategy: streams.TrimMaxLen, MaxLen: 8}
+	for i := range 6 {
+		ids = append(ids, add(&exact))
+		mustCheck(t, s, fmt.Sprintf("capped XADD %d", i))
+		if m := meta(t, s, string(key)); m.Length != 8 || m.FirstID != ids[len(ids)-8] {
+			t.Fatalf("capped XADD %d: length %d, first ID %s; want 8, %s", i, m.Length, m.FirstID, ids[len(ids)-8])
+		}
+	}
+
+	// Deleted and made again with explicit IDs below the old ones: the
+	// hint names a first ID the new stream's nodes may reuse.
+	if _, err := s.Write(func(v *materialize.View) ([]codec.Event, error) {
+		return []codec.Event{codec.DelKeyEvent(0, key, codec.TypeStream, 0)}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var again []codec.ID
+	for i := range 9 {
+		id := id(uint64(i+1), 0)
+		if _, ok, err := tryAdd(t, s, string(key), fv1, streams.AddArgs{ID: streams.IDSpec{ID: id}, Config: cfg}); err != nil || !ok {
+			t.Fatalf("XADD %s: %v, %v", id, ok, err)
+		}
+		again = append(again, id)
+	}
+	for i := range 3 {
+		again = append(again, add(&exact))
+		mustCheck(t, s, fmt.Sprintf("capped XADD %d of the new stream", i))
+		if m := meta(t, s, string(key)); m.Length != 8 || m.FirstID != again[len(again)-8] {
+			t.Fatalf("new stream, capped XADD %d: length %d, first ID %s; want 8, %s", i, m.Length, m.FirstID, again[len(again)-8])
+		}
+	}
 }
