@@ -36,7 +36,7 @@ type View struct {
 	// scores and list elements (fieldcache.go); set in the writer's
 	// decision view only.
 	fcache  *fieldCache
-	tailKey []byte   // StreamTail's scratch
+	tailKey []byte   // streamOf's scratch
 	lookups *Lookups // counts Meta and MetaWith results; nil: none
 }
 
@@ -412,13 +412,18 @@ func (v *View) StreamTail(db uint8, key []byte, start codec.ID, fn func(TailEntr
 	if v.gcache == nil {
 		return false, nil
 	}
-	stream := codec.AppendKeyPrefix(v.tailKey[:0], codec.TagGroup, db, key)
-	v.tailKey = stream
-	ok, err = v.gcache.eachTail(stream[3:], start, fn)
+	ok, err = v.gcache.eachTail(v.streamOf(db, key), start, fn)
 	if ok {
 		v.iters.tailHit()
 	}
 	return ok, err
+}
+
+// streamOf returns the group cache's key of stream (db, key) (its
+// streamOf), built in the view's scratch buffer: valid until the next call.
+func (v *View) streamOf(db uint8, key []byte) []byte {
+	v.tailKey = codec.AppendKeyPrefix(v.tailKey[:0], codec.TagGroup, db, key)
+	return v.tailKey[3:]
 }
 
 // StreamHeadHint returns the first ID last noted (NoteStreamHead) for the
@@ -430,9 +435,7 @@ func (v *View) StreamHeadHint(db uint8, key []byte) (first codec.ID, ok bool) {
 	if v == nil || v.gcache == nil {
 		return codec.ID{}, false
 	}
-	stream := codec.AppendKeyPrefix(v.tailKey[:0], codec.TagGroup, db, key)
-	v.tailKey = stream
-	first, ok = v.gcache.heads[string(stream[3:])]
+	first, ok = v.gcache.heads[string(v.streamOf(db, key))]
 	return first, ok
 }
 
@@ -443,9 +446,7 @@ func (v *View) NoteStreamHead(db uint8, key []byte, first codec.ID) {
 	if v == nil || v.gcache == nil {
 		return
 	}
-	stream := codec.AppendKeyPrefix(v.tailKey[:0], codec.TagGroup, db, key)
-	v.tailKey = stream
-	v.gcache.noteHead(stream[3:], first)
+	v.gcache.noteHead(v.streamOf(db, key), first)
 }
 
 // Iterate calls fn for every key in [lower, upper) in ascending order, or
