@@ -194,7 +194,7 @@ func AppendConsumerKey(b []byte, db uint8, key, group, consumer []byte) []byte {
 
 // PELKey returns P|slot|db|key|group|id.
 func PELKey(db uint8, key, group []byte, id ID) []byte {
-	return AppendID(GroupPrefix(TagPEL, db, key, group), id)
+	return AppendPELKey(make([]byte, 0, keyHeaderLen+len(key)+nameLen(group)+IDLen), db, key, group, id)
 }
 
 // AppendPELKey appends PELKey(db, key, group, id) to b.
@@ -224,7 +224,7 @@ func ConsumerPELPrefix(db uint8, key, group, consumer []byte) []byte {
 
 // ConsumerPELKey returns Q|slot|db|key|group|consumer|id.
 func ConsumerPELKey(db uint8, key, group, consumer []byte, id ID) []byte {
-	return AppendID(ConsumerPELPrefix(db, key, group, consumer), id)
+	return AppendConsumerPELKey(make([]byte, 0, keyHeaderLen+len(key)+nameLen(group)+nameLen(consumer)+IDLen), db, key, group, consumer, id)
 }
 
 // AppendConsumerPELKey appends ConsumerPELKey(db, key, group, consumer, id)
