@@ -261,6 +261,26 @@ func AppendRecord(b []byte, r Record) []byte {
 	return b
 }
 
+// SplitValueOffsets calls fn for each event of events in the split
+// OpSetMeta form (IsSplitSetMeta), with its index and the offset at which
+// its value (the last argument) begins in AppendRecord's encoding of a
+// record of these events: the change log keeps large values there
+// (ValueRef).
+func SplitValueOffsets(events []Event, fn func(i, off int)) {
+	off := recordHeaderLen + uvarintLen(uint64(len(events)))
+	for i, e := range events {
+		n := EventLen(e)
+		off += uvarintLen(uint64(n)) + n
+		if e.Op == OpSetMeta && IsSplitSetMeta(e) && len(e.Args) == 3 {
+			fn(i, off-len(e.Args[2]))
+		}
+	}
+}
+
+// recordHeaderLen is the length of a record's fixed header: version (1),
+// ULID (16), decision time (8).
+const recordHeaderLen = 25
+
 // EventLen returns the length of AppendEvent's encoding of e.
 func EventLen(e Event) int {
 	n := 2 + uvarintLen(uint64(len(e.Key))) + len(e.Key) + uvarintLen(uint64(len(e.Args)))

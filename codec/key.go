@@ -38,6 +38,7 @@ const (
 	TagDBMap       Tag = 'D' // D → the db map: storage db of each logical db
 	TagApplied     Tag = 'A' // A → the sequence of the last change-log record applied
 	TagFormat      Tag = 'F' // F → the store's format flags (u64)
+	TagValueRef    Tag = 'R' // R|segment(8)|offset(8) → db(1)|key
 )
 
 // StreamTags lists the tags of a stream's sub-keys other than its metadata.
@@ -111,9 +112,28 @@ const (
 	// with SingleDelete"). Versions before it rewrote a P key in place.
 	FormatPELSingleDelete uint64 = 1 << 0
 
+	// FormatValueRefs: a string's metadata may locate its value in the
+	// change log (ValueRef), with an R key per reference (ValueRefKey).
+	// Versions before it cannot read such a value.
+	FormatValueRefs uint64 = 1 << 1
+
 	// FormatCurrent is every flag this version's stores have.
-	FormatCurrent = FormatPELSingleDelete
+	FormatCurrent = FormatPELSingleDelete | FormatValueRefs
 )
+
+// ValueRefKey returns R|segment(8)|offset(8), big-endian: the key set
+// beside each string metadata value that locates its value in the change
+// log (ValueRef), where offset is the value's in the segment file
+// (FrameOff + ValueOff). Its value is db(1)|key. Change-log retention
+// reads them to find the values it must move into the store before it
+// removes a segment; an R key whose key no longer refers to it is stale
+// and is removed then.
+func ValueRefKey(segment uint64, offset int64) []byte {
+	b := make([]byte, 0, 17)
+	b = append(b, byte(TagValueRef))
+	b = binary.BigEndian.AppendUint64(b, segment)
+	return binary.BigEndian.AppendUint64(b, uint64(offset))
+}
 
 // DBMapKey returns D: the key of the db map, which SWAPDB changes. Its
 // value holds one byte per logical db, in order: the storage db (the db

@@ -40,6 +40,9 @@ func EventMeta(e Event) (Meta, error) {
 	}
 	h := e.Args[0]
 	if !IsSplitSetMeta(e) {
+		if len(h) > 0 && h[0] == metaVersionRef {
+			return Meta{}, corruptf("set-meta event with a value reference")
+		}
 		return DecodeMeta(h)
 	}
 	if len(h) != 10 || Type(h[1]) != TypeString || len(e.Args) < 3 {

@@ -74,7 +74,33 @@ const (
 	// form (EventMeta): never a stored value. A binary from before it
 	// rejects such an event rather than storing the header alone.
 	metaVersionSplit = 3
+	// metaVersionRef marks a string whose value is kept in the change log
+	// (Meta.Ref), never in an event.
+	metaVersionRef = 4
 )
+
+// ValueRef locates a string value kept only in the change log: in the frame
+// of the record that set it (docs/key-format.md, "Values in the change
+// log"). Its encoding, after a metadata value's 10-byte header of version
+// metaVersionRef, is valueRefLen bytes, big-endian:
+//
+//	| segment (8) | frame offset (8) | frame length (4) | value offset (4) | value length (4) |
+//
+// segment is the first sequence of the segment file (its name); the frame
+// is the whole frame, header included, so a read checks its CRC-32C; the
+// value offset is from the frame's start.
+type ValueRef struct {
+	Segment  uint64
+	FrameOff int64
+	FrameLen uint32
+	ValueOff uint32
+	ValueLen uint32
+}
+
+const valueRefLen = 28
+
+// IsZero reports whether r locates nothing: the value is inline.
+func (r ValueRef) IsZero() bool { return r.FrameLen == 0 }
 
 // Meta is the metadata value stored under a T key. One exists per live user
 // key; WRONGTYPE is decided from Type.
@@ -94,12 +120,16 @@ const (
 // ZFloorMax bytes: Floor).
 type Meta struct {
 	Type       Type
-	ExpireAtMs int64      // 0: no TTL
-	Value      []byte     // TypeString: the value
-	Stream     StreamMeta // TypeStream
-	Count      uint64     // TypeHash, TypeSet, TypeList, TypeZSet: fields, members or elements (never 0: an empty one is deleted)
-	Head       int64      // TypeList: the position of the first element (ListKey)
-	Ranked     bool       // TypeZSet: the set keeps rank blocks (TagZBlock)
+	ExpireAtMs int64  // 0: no TTL
+	Value      []byte // TypeString: the value
+	// Ref, for TypeString, locates the value in the change log when it is
+	// not stored inline; Value is then nil until a View reads it. Only
+	// stored metadata has one: never an event.
+	Ref    ValueRef
+	Stream StreamMeta // TypeStream
+	Count  uint64     // TypeHash, TypeSet, TypeList, TypeZSet: fields, members or elements (never 0: an empty one is deleted)
+	Head   int64      // TypeList: the position of the first element (ListKey)
+	Ranked bool       // TypeZSet: the set keeps rank blocks (TagZBlock)
 	// Floor, for TypeZSet, is at or below every member's score-index
 	// suffix (score(8)|member, truncated to ZFloorMax bytes): reads of the
 	// score index start there, not at its prefix, so they never step over
@@ -230,6 +260,9 @@ func decodeStreamMeta(b []byte) (StreamMeta, error) {
 func MetaLen(m Meta) int {
 	switch m.Type {
 	case TypeString:
+		if !m.Ref.IsZero() {
+			return 10 + valueRefLen
+		}
 		return 10 + len(m.Value)
 	case TypeStream:
 		if m.Stream.Legacy {
@@ -249,13 +282,25 @@ func MetaLen(m Meta) int {
 // AppendMeta appends the encoding of m to b.
 func AppendMeta(b []byte, m Meta) []byte {
 	ver := byte(metaVersion)
-	if m.Type == TypeStream && !m.Stream.Legacy {
+	switch {
+	case m.Type == TypeStream && !m.Stream.Legacy:
 		ver = metaVersionStream
+	case m.Type == TypeString && !m.Ref.IsZero():
+		ver = metaVersionRef
 	}
 	b = append(b, ver, byte(m.Type))
 	b = binary.BigEndian.AppendUint64(b, uint64(m.ExpireAtMs))
 	switch m.Type {
 	case TypeString:
+		if ver == metaVersionRef {
+			r := m.Ref
+			b = binary.BigEndian.AppendUint64(b, r.Segment)
+			b = binary.BigEndian.AppendUint64(b, uint64(r.FrameOff))
+			b = binary.BigEndian.AppendUint32(b, r.FrameLen)
+			b = binary.BigEndian.AppendUint32(b, r.ValueOff)
+			b = binary.BigEndian.AppendUint32(b, r.ValueLen)
+			break
+		}
 		b = append(b, m.Value...)
 	case TypeStream:
 		s := m.Stream
@@ -294,7 +339,8 @@ func AppendMeta(b []byte, m Meta) []byte {
 // otherwise.
 func MetaExpireAt(b []byte) (int64, error) {
 	if len(b) < 10 || (b[0] != metaVersion && (b[0] != metaVersionStream || Type(b[1]) != TypeStream) &&
-		(b[0] != metaVersionSplit || Type(b[1]) != TypeString || len(b) != 10)) {
+		(b[0] != metaVersionSplit || Type(b[1]) != TypeString || len(b) != 10) &&
+		(b[0] != metaVersionRef || Type(b[1]) != TypeString || len(b) != 10+valueRefLen)) {
 		return 0, corruptf("meta of %d bytes", len(b))
 	}
 	return int64(binary.BigEndian.Uint64(b[2:])), nil
@@ -314,6 +360,14 @@ func DecodeMeta(b []byte) (Meta, error) {
 	rest := b[10:]
 	switch m.Type {
 	case TypeString:
+		if b[0] == metaVersionRef {
+			m.Ref = ValueRef{Segment: binary.BigEndian.Uint64(rest), FrameOff: int64(binary.BigEndian.Uint64(rest[8:])),
+				FrameLen: binary.BigEndian.Uint32(rest[16:]), ValueOff: binary.BigEndian.Uint32(rest[20:]), ValueLen: binary.BigEndian.Uint32(rest[24:])}
+			if m.Ref.IsZero() || m.Ref.FrameOff < 0 || uint64(m.Ref.ValueOff)+uint64(m.Ref.ValueLen) > uint64(m.Ref.FrameLen) {
+				return Meta{}, corruptf("value reference %+v", m.Ref)
+			}
+			break
+		}
 		m.Value = rest[:len(rest):len(rest)] // an append copies: b stays intact
 	case TypeStream:
 		if b[0] == metaVersionStream {
