@@ -257,8 +257,18 @@ func (p *pager) key(k, val []byte, stage uint8, sub []byte) (bool, error) {
 				more = p.emit(codec.ZRanksEvent(db, key, true, m.Floor), k, stage+1, nil)
 			}
 		case stage == stMeta:
-			// The stored metadata as is; no previous TTL to remove.
-			more = p.emit(codec.Event{Op: codec.OpSetMeta, DB: db, Key: key, Args: [][]byte{val, codec.Int64Arg(0)}}, k, stDone, nil)
+			// The stored metadata as is, but for a value kept in the
+			// change log (an event carries the value); no previous TTL to
+			// remove.
+			ev := codec.Event{Op: codec.OpSetMeta, DB: db, Key: key, Args: [][]byte{val, codec.Int64Arg(0)}}
+			if !m.Ref.IsZero() {
+				var full codec.Meta
+				if full, err = p.v.LoadValue(m); err != nil {
+					break
+				}
+				ev = codec.SetMetaEvent(db, key, full, 0)
+			}
+			more = p.emit(ev, k, stDone, nil)
 		}
 		if err != nil || !more {
 			return false, err

@@ -2,6 +2,7 @@ package feed_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -91,6 +92,17 @@ func TestSnapshotPages(t *testing.T) {
 	}
 	if fields != 300 {
 		t.Fatalf("%d fields in the snapshot", fields)
+	}
+	// The 5 KB string's value lives in the change log (a reference in the
+	// store): its event carries the value.
+	bigSeen := false
+	for _, p := range whole {
+		if m, _ := feed.Decode(p); m.Key != nil && *m.Key == "big" {
+			bigSeen = m.Meta != nil && m.Meta.Value64 == base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("b"), 5000))
+		}
+	}
+	if !bigSeen {
+		t.Fatal("the snapshot's event of the 5 KB string lacks its value")
 	}
 	for _, count := range []int{1, 2, 3, 7} {
 		got, _ := readAll(t, snap, count, 0)

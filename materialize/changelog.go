@@ -74,8 +74,13 @@ type changeLog struct {
 	// the segment's first record, ascending.
 	marks map[uint64][]segMark
 	f     vfs.File // the last segment, appended to
+	// rfiles are segments opened for reading the values that string
+	// metadata locates in them (readValue), by first sequence; dropBefore
+	// closes those it removes.
+	rfiles map[uint64]vfs.File
 
 	// The writer goroutine's own state.
+	cur      uint64 // first sequence of the last segment (when f is set)
 	size     int64  // bytes in the last segment
 	last     uint64 // sequence of the last record appended
 	buf      []byte // frames of the group being staged
@@ -308,6 +313,68 @@ func (l *changeLog) discard(last uint64) {
 	l.last = last
 }
 
+// stagePos returns where write will put the first staged byte: the
+// segment (its first sequence) and the offset in it. Writer goroutine
+// only; it holds until that write.
+func (l *changeLog) stagePos() (segment uint64, off int64) {
+	if l.f == nil || l.size >= l.segSize {
+		return l.bufFirst, 0 // write starts a segment
+	}
+	return l.cur, l.size
+}
+
+// errValueGone: a value's segment was removed (retention) after its
+// reference was read; the reference's key has its value in the store now.
+var errValueGone = errors.New("materialize: change log: the segment of a value reference is gone")
+
+// readValue reads the value that r locates: the frame r names, checked
+// against its header's length and CRC-32C, read into buf when it is large
+// enough (else into a new buffer, returned for reuse). Errors:
+// errValueGone when the segment was removed; codec.ErrCorrupt when the
+// frame does not check.
+func (l *changeLog) readValue(r codec.ValueRef, buf []byte) (val, frame []byte, err error) {
+	l.readers.RLock()
+	defer l.readers.RUnlock()
+	f, err := l.readFile(r.Segment)
+	if err != nil {
+		return nil, buf, err
+	}
+	if cap(buf) < int(r.FrameLen) {
+		buf = make([]byte, r.FrameLen)
+	}
+	frame = buf[:r.FrameLen]
+	if _, err := f.ReadAt(frame, r.FrameOff); err != nil {
+		return nil, buf, fmt.Errorf("materialize: change log: reading the value of segment %d at %d: %w", r.Segment, r.FrameOff, err)
+	}
+	if int64(binary.BigEndian.Uint32(frame)) != int64(len(frame)-frameHeader) ||
+		crc32.Checksum(frame[frameHeader:], castagnoli) != binary.BigEndian.Uint32(frame[4:]) {
+		return nil, buf, fmt.Errorf("materialize: change log: the frame of segment %d at %d does not check: %w", r.Segment, r.FrameOff, codec.ErrCorrupt)
+	}
+	return frame[r.ValueOff : r.ValueOff+r.ValueLen : r.ValueOff+r.ValueLen], frame, nil
+}
+
+// readFile returns segment's file opened for reading, opening it once.
+// The caller holds readers (shared).
+func (l *changeLog) readFile(segment uint64) (vfs.File, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f := l.rfiles[segment]; f != nil {
+		return f, nil
+	}
+	if _, found := slices.BinarySearch(l.segs, segment); !found {
+		return nil, errValueGone
+	}
+	f, err := l.fs.Open(l.fs.PathJoin(l.dir, segmentName(segment)))
+	if err != nil {
+		return nil, err
+	}
+	if l.rfiles == nil {
+		l.rfiles = map[uint64]vfs.File{}
+	}
+	l.rfiles[segment] = f
+	return f, nil
+}
+
 // write writes the staged frames with one write, starting a segment first
 // when there is none or the last one is full. After a failed write the
 // segment may end in a partial frame: the next write starts a new segment
@@ -396,7 +463,7 @@ func (l *changeLog) rotate(first uint64) error {
 		l.segs = append(l.segs, first) // else: re-created after a failed first write
 	}
 	l.mu.Unlock()
-	l.size = 0
+	l.cur, l.size = first, 0
 	if old != nil {
 		if err := old.Sync(); err != nil {
 			return err
@@ -452,6 +519,12 @@ func (l *changeLog) syncSegment(first uint64) error {
 // read calls fn for each record with from <= seq <= upTo, in order, until
 // fn returns false.
 func (l *changeLog) read(from, upTo uint64, fn func(seq uint64, rec []byte) bool) error {
+	return l.readAt(from, upTo, func(seq, _ uint64, _ int64, rec []byte) bool { return fn(seq, rec) })
+}
+
+// readAt is read, also telling fn where each record's frame is: its
+// segment (first sequence) and offset.
+func (l *changeLog) readAt(from, upTo uint64, fn func(seq, segment uint64, at int64, rec []byte) bool) error {
 	l.readers.RLock()
 	defer l.readers.RUnlock()
 	l.mu.Lock()
@@ -491,7 +564,7 @@ func (l *changeLog) read(from, upTo uint64, fn func(seq uint64, rec []byte) bool
 				stop = true
 				return false
 			}
-			if !fn(seq, slices.Clone(rec)) {
+			if !fn(seq, segs[i], at, slices.Clone(rec)) {
 				stop = true
 				return false
 			}
@@ -598,6 +671,10 @@ func (l *changeLog) dropBefore(seq uint64, floor func() uint64) error {
 		drop = append(drop, l.segs[0])
 		delete(l.segTimes, l.segs[0])
 		delete(l.marks, l.segs[0])
+		if f := l.rfiles[l.segs[0]]; f != nil {
+			f.Close()
+			delete(l.rfiles, l.segs[0])
+		}
 		l.segs = l.segs[1:]
 	}
 	l.mu.Unlock()
@@ -610,6 +687,18 @@ func (l *changeLog) dropBefore(seq uint64, floor func() uint64) error {
 		return l.syncDir()
 	}
 	return nil
+}
+
+// dropLimit returns the first record of the first segment that
+// dropBefore(seq) would keep when it drops any (0: it would drop none).
+func (l *changeLog) dropLimit(seq uint64) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var keep uint64
+	for i := 1; i < len(l.segs) && l.segs[i] <= seq; i++ {
+		keep = l.segs[i]
+	}
+	return keep
 }
 
 // cutBefore returns the first record of the newest segment whose
@@ -679,11 +768,18 @@ func (l *changeLog) firstSeq() uint64 {
 }
 
 func (l *changeLog) close() error {
+	// No value read is in a file it closes; lock order: readers, syncMu, mu.
+	l.readers.Lock()
+	defer l.readers.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	f := l.f
 	l.f = nil
+	for seg, rf := range l.rfiles {
+		rf.Close()
+		delete(l.rfiles, seg)
+	}
 	l.mu.Unlock()
 	if f == nil {
 		return nil
@@ -896,13 +992,15 @@ func (s *Store) replay(from, to uint64) error {
 		return nil
 	}
 	begin()
-	err := s.log.read(from, to, func(seq uint64, raw []byte) bool {
+	err := s.log.readAt(from, to, func(seq, segment uint64, at int64, raw []byte) bool {
 		rec, err := codec.DecodeRecord(seq, raw)
 		if err != nil {
 			inErr = err
 			return false
 		}
-		cv := &View{r: b, cache: s.cache, staged: &s.staged, iters: &s.iters, dbm: s.staged.dbBase, filters: &s.filters}
+		// The frame at offset at: header, seq, then the record (raw).
+		s.noteValueRefs(rec.Events, segment, at, frameHeader+8+len(raw))
+		cv := &View{r: b, vlog: s.log, cache: s.cache, staged: &s.staged, iters: &s.iters, dbm: s.staged.dbBase, filters: &s.filters}
 		for _, e := range rec.Events {
 			if inErr = s.stage(cv, b, e); inErr != nil {
 				return false

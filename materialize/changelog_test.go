@@ -1,6 +1,7 @@
 package materialize_test
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -29,10 +30,9 @@ func crashStore(t *testing.T, sync materialize.SyncPolicy, n, unsynced int, seed
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	val := make([]byte, 200)
 	for i := 1; i <= n; i++ {
 		seq, err := s.Write(func(*materialize.View) ([]codec.Event, error) {
-			return []codec.Event{codec.SetMetaEvent(0, fmt.Appendf(nil, "k%d", i), codec.Meta{Type: codec.TypeString, Value: val}, 0)}, nil
+			return []codec.Event{codec.SetMetaEvent(0, fmt.Appendf(nil, "k%d", i), codec.Meta{Type: codec.TypeString, Value: crashValue(i)}, 0)}, nil
 		})
 		if err != nil || seq != uint64(i) {
 			t.Fatalf("write %d: seq %d, %v", i, seq, err)
@@ -46,6 +46,16 @@ func crashStore(t *testing.T, sync materialize.SyncPolicy, n, unsynced int, seed
 		cfg.RNG = rand.New(rand.NewPCG(uint64(seed), 0))
 	}
 	return fs.CrashClone(cfg), s
+}
+
+// crashValue is the value crashStore writes to key k<i>: 200 bytes, or
+// every seventh 8 KiB (kept in the change log: Options.ValueLogMin).
+func crashValue(i int) []byte {
+	n := 200
+	if i%7 == 0 {
+		n = 8 << 10
+	}
+	return bytes.Repeat(fmt.Appendf(nil, "%07d|", i), n/8)
 }
 
 // reopenAfterCrash opens the store on fs and checks it is a prefix of the
@@ -68,13 +78,19 @@ func reopenAfterCrash(t *testing.T, fs vfs.FS, max int) int {
 	}
 	v := s.View()
 	for i := 1; i <= max; i++ {
-		_, ok, err := v.Meta(0, fmt.Appendf(nil, "k%d", i))
+		m, ok, err := v.Meta(0, fmt.Appendf(nil, "k%d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if ok != (i <= n) {
 			t.Fatalf("k%d present %v with %d records in the log", i, ok, n)
 		}
+		if ok && !bytes.Equal(m.Value, crashValue(i)) {
+			t.Fatalf("k%d: %d bytes, not its value", i, len(m.Value))
+		}
+	}
+	if rep, err := s.Check(0); err != nil || rep.NumViolations != 0 {
+		t.Fatalf("check after the crash: %v, %+v", err, rep.Violations)
 	}
 	if keys, _ := v.KeyCount(0); keys != int64(n) {
 		t.Errorf("key count %d, want %d", keys, n)
@@ -182,13 +198,14 @@ func TestChangeLogLegacyStore(t *testing.T) {
 	}
 }
 
-// TestLargeValuesSeparated: values of 4 KiB or more go to Pebble's blob
-// files (value separation); they read back whole after overwrites,
-// flushes and a reopen.
+// TestLargeValuesSeparated: values of 4 KiB or more kept in Pebble (not
+// in the change log: ValueLogMin) go to its blob files (value
+// separation); they read back whole after overwrites, flushes and a
+// reopen.
 func TestLargeValuesSeparated(t *testing.T) {
 	dir := t.TempDir()
 	c := newClock(t0)
-	opts := materialize.Options{Dir: dir, Now: c.Now, MemTableSize: 256 << 10}
+	opts := materialize.Options{Dir: dir, Now: c.Now, MemTableSize: 256 << 10, ValueLogMin: -1}
 	s, err := materialize.Open(opts)
 	if err != nil {
 		t.Fatal(err)

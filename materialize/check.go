@@ -213,11 +213,14 @@ func (s *Store) Check(maxViolations int) (CheckReport, error) {
 	if maxViolations <= 0 {
 		maxViolations = DefaultMaxViolations
 	}
+	// No segment goes while the references are read (retention).
+	hold := s.HoldLog(1)
+	defer hold.Release()
 	lo := s.committed.Load() // applied before the snapshot: A >= lo
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
 	hi := s.applying.Load() // no commit past hi had begun: A <= hi
-	c := &checker{r: snap, max: maxViolations, rep: CheckReport{Keys: map[codec.Type]int64{}, Elements: map[codec.Type]int64{}}}
+	c := &checker{r: snap, vlog: s.log, max: maxViolations, rep: CheckReport{Keys: map[codec.Type]int64{}, Elements: map[codec.Type]int64{}}}
 	if err := c.run(); err != nil {
 		return c.rep, err
 	}
@@ -233,6 +236,7 @@ func (s *Store) Check(maxViolations int) (CheckReport, error) {
 // checker is one check's state.
 type checker struct {
 	r     pebble.Reader
+	vlog  *changeLog // where value references point
 	max   int
 	rep   CheckReport
 	tally [256][2]int64 // per db: T keys, those with a TTL
@@ -287,7 +291,7 @@ var keyedTags = []codec.Tag{codec.TagZBlock, codec.TagConsumer, codec.TagGroup, 
 // knownTags are every tag of docs/key-format.md.
 var knownTags = func() (t [256]bool) {
 	for _, tag := range append([]codec.Tag{codec.TagMeta, codec.TagTTL, codec.TagIDMPExpiry, codec.TagChangeLog,
-		codec.TagApplied, codec.TagFormat, codec.TagCount, codec.TagDBMap}, keyedTags...) {
+		codec.TagApplied, codec.TagFormat, codec.TagCount, codec.TagDBMap, codec.TagValueRef}, keyedTags...) {
 		t[tag] = true
 	}
 	return t
@@ -459,6 +463,11 @@ func (c *checker) checkKey(curs map[codec.Tag]*cursor, h []byte, db uint8, key, 
 			return err
 		} else if !ok {
 			c.keyViolation(h, "TTL index entry missing", "expire-at "+strconv.FormatInt(m.ExpireAtMs, 10), "no E key", codec.TTLKey(db, key, m.ExpireAtMs))
+		}
+	}
+	if !m.Ref.IsZero() {
+		if err := c.checkValueRef(h, db, key, m.Ref); err != nil {
+			return err
 		}
 	}
 	switch m.Type {
@@ -807,6 +816,24 @@ func (c *checker) checkLegacyLog() error {
 		c.report(Violation{Raw: first, Check: "legacy change-log keys", Stored: "none (moved to the change-log files at Open)", Counted: fmt.Sprintf("%d L keys", n)})
 	}
 	return err
+}
+
+// checkValueRef checks a string value kept in the change log: its R key
+// names the key, and the frame it locates is whole and checks.
+func (c *checker) checkValueRef(h []byte, db uint8, key []byte, r codec.ValueRef) error {
+	rk := codec.ValueRefKey(r.Segment, r.FrameOff+int64(r.ValueOff))
+	owner, ok, err := c.get(rk)
+	if err != nil {
+		return err
+	}
+	at := fmt.Sprintf("segment %d offset %d", r.Segment, r.FrameOff+int64(r.ValueOff))
+	if !ok || len(owner) == 0 || owner[0] != db || !bytes.Equal(owner[1:], key) {
+		c.keyViolation(h, "value reference without its R key", at, fmt.Sprintf("R key %q", owner), rk)
+	}
+	if _, _, err := c.vlog.readValue(r, nil); err != nil {
+		c.keyViolation(h, "value reference unreadable", at, err.Error(), nil)
+	}
+	return nil
 }
 
 // checkTags reports keys whose tag is none of docs/key-format.md's,

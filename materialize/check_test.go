@@ -585,9 +585,9 @@ var corruptions = []corruption{
 	{
 		name: "key of an unknown tag",
 		edit: func(t *testing.T, s *materialize.Store) {
-			rawSet(t, s, b("Rstray"), b("v"))
+			rawSet(t, s, b("rstray"), b("v"))
 		},
-		want: materialize.Violation{Raw: b("Rstray"), Check: "unknown tag"},
+		want: materialize.Violation{Raw: b("rstray"), Check: "unknown tag"},
 	},
 	{
 		name: "undecodable metadata",

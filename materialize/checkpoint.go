@@ -265,7 +265,7 @@ func (s *Store) writeCheckpoint(tmp string) (CheckpointInfo, error) {
 		}
 		info.Seq = s.applying.Load()
 		info.Time = s.opts.Now()
-		applied, err := s.checkpointApplied(tmp)
+		applied, firstRef, err := s.checkpointApplied(tmp)
 		if err != nil {
 			return nil, fmt.Errorf("reading the checkpoint's applied sequence: %w", err)
 		}
@@ -273,7 +273,7 @@ func (s *Store) writeCheckpoint(tmp string) (CheckpointInfo, error) {
 			return nil, fmt.Errorf("the checkpoint's applied sequence %d is past the change log's %d: %w", applied, info.Seq, codec.ErrCorrupt)
 		}
 		info.Applied = applied
-		linked, copied, err := l.copyTo(logDir, applied, info.Seq)
+		linked, copied, err := l.copyTo(logDir, applied, info.Seq, firstRef)
 		info.Copied = copied
 		return linked, err
 	}()
@@ -304,14 +304,29 @@ func (s *Store) writeCheckpoint(tmp string) (CheckpointInfo, error) {
 }
 
 // checkpointApplied returns the A key of the Pebble checkpoint in dir,
-// opened read-only.
-func (s *Store) checkpointApplied(dir string) (applied uint64, err error) {
+// opened read-only, and the first segment an R key of it names (0: none):
+// its values in the change log are there and in later segments.
+func (s *Store) checkpointApplied(dir string) (applied, firstRef uint64, err error) {
 	db, err := pebble.Open(dir, &pebble.Options{FS: s.fs, ReadOnly: true, Logger: pebbleLogger{s.opts.Logger, s.opts.Fatal}})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer func() { err = errors.Join(err, db.Close()) }()
-	return readApplied(db)
+	if applied, err = readApplied(db); err != nil {
+		return 0, 0, err
+	}
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{byte(codec.TagValueRef)}, UpperBound: []byte{byte(codec.TagValueRef) + 1}})
+	if err != nil {
+		return 0, 0, err
+	}
+	if it.First() {
+		if k := it.Key(); len(k) == 17 {
+			firstRef = binary.BigEndian.Uint64(k[1:])
+		} else {
+			err = fmt.Errorf("R key %q: %w", k, codec.ErrCorrupt)
+		}
+	}
+	return applied, firstRef, errors.Join(err, it.Error(), it.Close())
 }
 
 // installCheckpoint renames tmp to dest, an existing dest to old first
@@ -351,9 +366,13 @@ func (s *Store) installCheckpoint(tmp, dest, old string) error {
 // the segments before the one of record upTo, and a copy of that one up to
 // the end of the record (from record min(applied+1, upTo) on when it is
 // the only one). It returns the paths linked (to be synced) and the
-// bytes copied. The caller holds l.readers (shared): no segment is dropped
-// meanwhile, and every record up to upTo is whole in the log.
-func (l *changeLog) copyTo(dir string, applied, upTo uint64) (linked []string, copied int64, err error) {
+// bytes copied. With firstRef (not 0), the checkpoint's metadata locates
+// values in that segment and later ones (codec.ValueRef): every segment
+// from it on is kept too, whole, the last one from its start (a reference
+// is an offset in its file). The caller holds l.readers (shared): no
+// segment is dropped meanwhile, and every record up to upTo is whole in
+// the log.
+func (l *changeLog) copyTo(dir string, applied, upTo, firstRef uint64) (linked []string, copied int64, err error) {
 	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, 0, err
 	}
@@ -370,6 +389,16 @@ func (l *changeLog) copyTo(dir string, applied, upTo uint64) (linked []string, c
 	n, _ := slices.BinarySearch(segs, upTo+1)
 	m, _ := slices.BinarySearch(segs, min(applied+1, upTo)+1)
 	last, first := n-1, m-1 // the last segment starting at or before upTo, and applied+1
+	if firstRef != 0 {
+		r, found := slices.BinarySearch(segs, firstRef)
+		if !found {
+			return nil, 0, fmt.Errorf("change log: segment %d of a value reference is missing: %w", firstRef, codec.ErrCorrupt)
+		}
+		first = min(first, r)
+		if first < 0 {
+			first = r
+		}
+	}
 	if first < 0 {
 		if applied < upTo {
 			return nil, 0, fmt.Errorf("change log: record %d is missing: %w", applied+1, codec.ErrCorrupt)
@@ -393,7 +422,7 @@ func (l *changeLog) copyTo(dir string, applied, upTo uint64) (linked []string, c
 	// at record applied+1 (upTo when none is to replay), named after it.
 	seg := segs[last]
 	from := seg
-	if first == last {
+	if first == last && firstRef == 0 {
 		from = min(applied+1, upTo)
 	}
 	src, err := l.fs.Open(l.fs.PathJoin(l.dir, segmentName(seg)))

@@ -137,7 +137,7 @@ func (s *Store) ExpireCycle(limit int) ([]ExpiredKey, error) {
 						break
 					}
 					key = append([]byte(nil), key...)
-					m, ok, err := v.rawMeta(db, key)
+					m, ok, err := v.rawMetaOpt(db, key, false) // type and deadline only
 					if err != nil {
 						return nil, err
 					}

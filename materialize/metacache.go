@@ -149,6 +149,10 @@ func (c *metaCache) putKey(k []byte, m codec.Meta, exists bool, seq uint64) {
 	e := cachedMeta{meta: m, exists: exists, seq: seq}
 	n := 0 // bytes copied
 	switch l := len(m.Value); {
+	case exists && !m.Ref.IsZero():
+		// A value in the change log, not read (rawMetaOpt without
+		// needValue): the entry has the type and TTL only.
+		e.meta.Value, e.meta.Ref, e.noValue = nil, codec.ValueRef{}, true
 	case !exists || l <= metaCacheMaxValue:
 	case l <= metaCacheMaxCopied:
 		e.meta.Value, n = bytes.Clone(m.Value), l
@@ -324,10 +328,19 @@ func (o *overlay) deferMeta(b *pebble.Batch, e codec.Event) bool {
 	return true
 }
 
-// flushMeta writes the deferred M keys into their batch.
-func (o *overlay) flushMeta() error {
+// flushMeta writes the deferred M keys into their batch. With refs (at
+// the group's seal, once each of its records is staged in the change log:
+// Store.noteValueRefs), a value that refs locates is written as a
+// reference to it (applyMetaRef).
+func (o *overlay) flushMeta(refs map[*byte]codec.ValueRef) error {
 	for _, e := range o.pend {
-		if err := applyMetaKey(o.pendB, e); err != nil {
+		var err error
+		if ref := valueRefOf(refs, e); !ref.IsZero() {
+			err = applyMetaRef(o.pendB, e, ref)
+		} else {
+			err = applyMetaKey(o.pendB, e)
+		}
+		if err != nil {
 			return err
 		}
 	}

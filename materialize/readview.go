@@ -49,6 +49,7 @@ type readPin struct {
 	state pinState
 	eager bool             // hard at the first read, never soft
 	root  *pebble.Iterator // hard only
+	epoch uint32           // hard only: its registration in Store.pins
 	seq   uint64           // the committed state read (when cache)
 	cache bool             // whether the metadata cache serves the view
 }
@@ -82,7 +83,7 @@ func (s *Store) PinnedReadView() *View { return s.ReadViewIn(new(View), true) }
 // caller reuses once it closed the ReadView it held before: a connection's
 // commands, one at a time, then allocate none.
 func (s *Store) ReadViewIn(v *View, eager bool) *View {
-	*v = View{nowMs: s.opts.Now().UnixMilli(), cache: s.cache, iters: &s.iters, counts: &s.counts, dbm: s.dbm.Load(), filters: &s.filters}
+	*v = View{vlog: s.log, nowMs: s.opts.Now().UnixMilli(), cache: s.cache, iters: &s.iters, counts: &s.counts, dbm: s.dbm.Load(), filters: &s.filters}
 	v.pinned_ = readPin{s: s, eager: eager}
 	v.pin = &v.pinned_
 	return v
@@ -108,6 +109,7 @@ func (v *View) Close() error {
 	var err error
 	if p.root != nil {
 		err = p.root.Close()
+		p.s.pins.exit(p.epoch)
 	}
 	p.root, p.state, v.r = nil, unpinned, nil
 	return err
@@ -156,25 +158,29 @@ func (v *View) pinned() error {
 	if p == nil || p.state == hard {
 		return nil
 	}
+	epoch := p.s.pins.enter()
 	if p.state == soft {
 		root, err := p.s.db.NewIter(nil)
 		if err != nil {
+			p.s.pins.exit(epoch)
 			return err
 		}
 		if p.s.applying.Load() != p.seq {
 			root.Close()
+			p.s.pins.exit(epoch)
 			return ErrStateMoved
 		}
-		p.root, p.state = root, hard
+		p.root, p.state, p.epoch = root, hard, epoch
 		v.r = pinnedReader{root}
 		return nil
 	}
 	a := p.s.committed.Load()
 	root, err := p.s.db.NewIter(nil)
 	if err != nil {
+		p.s.pins.exit(epoch)
 		return err
 	}
-	p.root, p.seq, p.state = root, a, hard
+	p.root, p.seq, p.state, p.epoch = root, a, hard, epoch
 	p.cache = p.s.applying.Load() == a
 	v.r = pinnedReader{root}
 	return nil

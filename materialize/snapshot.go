@@ -30,12 +30,14 @@ type PinnedState struct {
 	seq    uint64
 	dbm    *dbMap
 	timeMs int64
+	epoch  uint32 // its registration in Store.pins
 }
 
 // PinState pins the latest committed state. The state's sequence is the
 // last record whose effects it holds, exactly: a record committed after
 // PinState returns is not in it, and every record up to Seq is.
 func (s *Store) PinState() (*PinnedState, error) {
+	epoch := s.pins.enter()
 	before := s.committed.Load()
 	snap := s.db.NewSnapshot()
 	seq, err := readApplied(snap)
@@ -51,9 +53,10 @@ func (s *Store) PinState() (*PinnedState, error) {
 	}
 	if err != nil {
 		snap.Close()
+		s.pins.exit(epoch)
 		return nil, err
 	}
-	return &PinnedState{snap: snap, s: s, seq: seq, dbm: dbm, timeMs: s.opts.Now().UnixMilli()}, nil
+	return &PinnedState{snap: snap, s: s, seq: seq, dbm: dbm, timeMs: s.opts.Now().UnixMilli(), epoch: epoch}, nil
 }
 
 // Seq returns the sequence of the last change-log record whose effects the
@@ -77,7 +80,7 @@ func (p *PinnedState) StorageDB(l uint8) uint8 { return p.dbm.storage[l] }
 // every stored key). It is valid until Close; any number may be used
 // at once.
 func (p *PinnedState) View() *View {
-	return &View{r: p.snap, nowMs: p.timeMs, iters: &p.s.iters, dbm: p.dbm}
+	return &View{r: p.snap, vlog: p.s.log, nowMs: p.timeMs, iters: &p.s.iters, dbm: p.dbm}
 }
 
 // Close releases the state. It may be called more than once (not
@@ -88,5 +91,6 @@ func (p *PinnedState) Close() error {
 	}
 	err := p.snap.Close()
 	p.snap = nil
+	p.s.pins.exit(p.epoch)
 	return err
 }

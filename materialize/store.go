@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,6 +118,11 @@ type Options struct {
 	// snapshot, whatever ChangeLogRetention says: Rebuild needs them.
 	SnapshotEvery time.Duration
 	SnapshotKeep  int
+	// ValueLogMin is the shortest string value kept only in the change
+	// log, its metadata locating it there (codec.ValueRef), instead of
+	// also in Pebble. The default is 4 KiB; negative keeps every value in
+	// Pebble.
+	ValueLogMin int
 
 	// pebbleOptions, set by tests, changes Pebble's options last.
 	pebbleOptions func(*pebble.Options)
@@ -168,6 +174,9 @@ func (o *Options) withDefaults() Options {
 	if c.MinFreeDisk == 0 {
 		c.MinFreeDisk = 64 << 20
 	}
+	if c.ValueLogMin == 0 {
+		c.ValueLogMin = 4 << 10
+	}
 	return c
 }
 
@@ -213,9 +222,19 @@ type Store struct {
 	mu      sync.Mutex
 	seq     uint64 // last committed change-log sequence
 	entropy *ulid.MonotonicEntropy
-	ulidBuf ulid.ULID   // scratch: a ULID read in place (ulid.New's escapes to the heap)
+	ulidBuf ulid.ULID // scratch: a ULID read in place (ulid.New's escapes to the heap)
+	// vrefs locates in the change log the large values of the records
+	// staged in the current group or replay batch (noteValueRefs), by the
+	// value's first byte; seal writes their metadata as references.
+	// Writer goroutine only.
+	vrefs   map[*byte]codec.ValueRef
 	ulidMs  uint64      // timestamp of the last ULID
 	pruning atomic.Bool // a change-log pruning runs (pruneLog)
+	// pins counts the pinned views, for pruneLog (valuelog.go).
+	pins pinEpochs
+	// valuesInlined counts the values retention moved from the change
+	// log into the store (StorageStats.ValuesInlined).
+	valuesInlined atomic.Int64
 	// groups and groupRecords count the commit groups committed and the
 	// change-log records they held (GroupStats).
 	groups, groupRecords atomic.Uint64
@@ -455,7 +474,7 @@ func (s *Store) LastSeq() uint64 { return s.committed.Load() }
 
 // View returns a View of the latest committed state at the current time.
 func (s *Store) View() *View {
-	return &View{r: s.db, nowMs: s.opts.Now().UnixMilli(), cache: s.cache, iters: &s.iters, counts: &s.counts, dbm: s.dbm.Load(), filters: &s.filters}
+	return &View{r: s.db, vlog: s.log, nowMs: s.opts.Now().UnixMilli(), cache: s.cache, iters: &s.iters, counts: &s.counts, dbm: s.dbm.Load(), filters: &s.filters}
 }
 
 // writeReq is one Write call waiting for the writer goroutine. Requests
@@ -811,10 +830,10 @@ func (s *Store) commitGroup(group []*writeReq) {
 		return
 	}
 	ready := s.ready.Load()
-	g.cv = View{r: g.b, cache: s.cache, staged: &s.staged, iters: &s.iters, dbm: s.staged.dbBase, filters: &s.filters}
+	g.cv = View{r: g.b, vlog: s.log, cache: s.cache, staged: &s.staged, iters: &s.iters, dbm: s.staged.dbBase, filters: &s.filters}
 	// One View for the group's decisions (a decision must not keep it),
 	// its time set per write; one hook for the blocked clients served.
-	g.v = View{r: g.b, cache: s.cache, staged: &s.staged, iters: &s.iters,
+	g.v = View{r: g.b, vlog: s.log, cache: s.cache, staged: &s.staged, iters: &s.iters,
 		counts: &s.counts, stagedCounts: &s.stagedCounts, dbm: s.staged.dbBase, filters: &s.filters, gcache: s.gcache, fcache: s.fields}
 	v := &g.v
 	for _, r := range group {
@@ -922,6 +941,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 // beginGroup clears the staged state for a new commit group (or replay
 // batch).
 func (s *Store) beginGroup() {
+	clear(s.vrefs) // a failed group's: their values may be gone
 	s.staged.reset()
 	s.staged.dbBase = s.dbm.Load()
 	s.staged.base = s.seq
@@ -954,7 +974,7 @@ func (s *Store) stage(v *View, b *pebble.Batch, e codec.Event) error {
 		if !keepsMeta(e.Op) {
 			// It may read or delete M keys in b (DEL, COPY, FLUSHDB,
 			// SWAPDB): the deferred writes go first, in their order.
-			if err := s.staged.flushMeta(); err != nil {
+			if err := s.staged.flushMeta(nil); err != nil {
 				return err
 			}
 		}
@@ -971,7 +991,9 @@ func (s *Store) stage(v *View, b *pebble.Batch, e codec.Event) error {
 
 // seal adds the group's key counts and its last sequence (the A key) to b.
 func (s *Store) seal(b *pebble.Batch, seq uint64) error {
-	if err := s.staged.flushMeta(); err != nil {
+	err := s.staged.flushMeta(s.vrefs)
+	clear(s.vrefs)
+	if err != nil {
 		return fmt.Errorf("materialize: metadata: %w", err)
 	}
 	if err := s.stageCounts(b); err != nil {
@@ -1060,8 +1082,40 @@ func (s *Store) stageRecord(seq uint64, now time.Time, events []codec.Event, tc 
 		return fmt.Errorf("materialize: ulid: %w", err)
 	}
 	r := codec.Record{ULID: s.ulidBuf, TimeMs: now.UnixMilli(), Events: events, Trace: tc}
+	start := len(s.log.buf)
 	s.log.appendWith(seq, func(b []byte) []byte { return codec.AppendRecord(b, r) })
+	segment, base := s.log.stagePos()
+	s.noteValueRefs(events, segment, base+int64(start), len(s.log.buf)-start)
 	return nil
+}
+
+// noteValueRefs notes where the large string values of a record's events
+// are in the change log (Store.vrefs): the record's frame is frameLen
+// bytes at offset frameOff of segment. A value that two events share is
+// not noted: each keeps its value inline.
+func (s *Store) noteValueRefs(events []codec.Event, segment uint64, frameOff int64, frameLen int) {
+	min := s.opts.ValueLogMin
+	if min < 0 || !slices.ContainsFunc(events, func(e codec.Event) bool {
+		return e.Op == codec.OpSetMeta && len(e.Args) == 3 && len(e.Args[2]) >= min
+	}) {
+		return
+	}
+	codec.SplitValueOffsets(events, func(i, off int) {
+		v := events[i].Args[2]
+		if len(v) < min || len(v) == 0 {
+			return
+		}
+		k := &v[0]
+		if _, dup := s.vrefs[k]; dup {
+			s.vrefs[k] = codec.ValueRef{}
+			return
+		}
+		if s.vrefs == nil {
+			s.vrefs = map[*byte]codec.ValueRef{}
+		}
+		s.vrefs[k] = codec.ValueRef{Segment: segment, FrameOff: frameOff, FrameLen: uint32(frameLen),
+			ValueOff: uint32(frameHeader + 8 + off), ValueLen: uint32(len(v))}
+	})
 }
 
 // retainCut returns the first record the retention keeps after record
@@ -1111,13 +1165,33 @@ func (s *Store) pruneLog(cut uint64) {
 			return // a flush may never end; pruning waits for the next commit after the fault
 		}
 		applied := s.committed.Load()
+		// keep: the first segment kept. The values that keys still
+		// reference in the segments before it move into the store first,
+		// and the views pinned before that are waited for.
+		keep := s.log.dropLimit(min(cut, applied+1, s.holds.low.Load()))
+		if keep == 0 {
+			return
+		}
+		if moved, err := s.inlineValues(keep); err != nil {
+			if !errors.Is(err, pebble.ErrClosed) {
+				s.opts.Logger.Warn("change log pruning: moving values into the store failed", "err", err)
+			}
+			return
+		} else if moved > 0 {
+			s.valuesInlined.Add(int64(moved))
+		}
+		if !s.pins.drain(s.stop, 10*time.Second, func(waited time.Duration, views int64) {
+			s.opts.Logger.Warn("change log pruning waits for pinned views", "views", views, "waited", waited)
+		}) {
+			return
+		}
 		if err := s.db.Flush(); err != nil {
 			if !errors.Is(err, pebble.ErrClosed) {
 				s.opts.Logger.Warn("change log pruning: flush failed", "err", err)
 			}
 			return
 		}
-		if err := s.log.dropBefore(min(cut, applied+1), s.holds.low.Load); err != nil {
+		if err := s.log.dropBefore(keep, s.holds.low.Load); err != nil {
 			s.opts.Logger.Warn("change log pruning failed", "err", err)
 			return
 		}
@@ -1330,6 +1404,11 @@ type StorageStats struct {
 	// unless Sediment has a bug (docs/key-format.md, "PEL keys: removed
 	// with SingleDelete").
 	SingleDeleteMisuses int64
+	// ValuesInlined counts the values that change-log retention moved into
+	// the store since Open, before it removed their segments (string
+	// values of Options.ValueLogMin or more live in the change log until
+	// then).
+	ValuesInlined int64
 }
 
 // WriteAmp is the write amplification since Open: bytes written to disk
@@ -1368,6 +1447,7 @@ func (s *Store) StorageStats() StorageStats {
 		CompactionBytes:  int64(t.TableBytesCompacted + t.BlobBytesCompacted),
 
 		SingleDeleteMisuses: s.faults.singleDelMisuse.Load(),
+		ValuesInlined:       s.valuesInlined.Load(),
 	}
 }
 

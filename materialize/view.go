@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -16,8 +17,9 @@ import (
 // the latest state. A View carries the time of its decision, used for lazy
 // expiry. A View must not be retained after the call that produced it.
 type View struct {
-	r       reader   // nil in a ReadView until its first read (pinned)
-	pin     *readPin // a ReadView's state (&pinned); nil in other views
+	r       reader     // nil in a ReadView until its first read (pinned)
+	vlog    *changeLog // where values that metadata locates are (codec.ValueRef)
+	pin     *readPin   // a ReadView's state (&pinned); nil in other views
 	pinned_ readPin
 	nowMs   int64
 	cache   *metaCache // committed metadata cache; nil: read Pebble only
@@ -296,22 +298,88 @@ func (v *View) rawMetaPartial(db uint8, key []byte, needValue, lend bool) (codec
 	if lend && v.staged == nil {
 		return codec.Meta{}, false, true, nil
 	}
-	b, ok, err := v.Get(codec.MetaKey(db, key))
-	if err != nil {
-		return codec.Meta{}, false, false, err
-	}
 	var m codec.Meta
-	if ok {
+	var ok, partial bool
+	var err error
+	for retried := false; ; retried = true {
+		var b []byte
+		if b, ok, err = v.Get(codec.MetaKey(db, key)); err != nil {
+			return codec.Meta{}, false, false, err
+		}
+		if !ok {
+			break
+		}
 		if m, err = codec.DecodeMeta(b); err != nil {
 			return codec.Meta{}, false, false, err
 		}
+		if m.Ref.IsZero() {
+			break
+		}
+		if !needValue {
+			partial = true
+			break
+		}
+		err = v.loadValue(&m)
+		if err == nil {
+			break
+		}
+		if retried || !errors.Is(err, errValueGone) || !v.readsLatest() {
+			return codec.Meta{}, false, false, err
+		}
+		// Retention moved the value into the store since the lookup.
 	}
 	if useCache && v.staged != nil {
 		// Only the writer fills the cache: no commit can race with its read.
 		v.cache.put(db, key, m, ok, v.staged.base)
 	}
-	return m, ok, false, nil
+	return m, ok, partial, nil
 }
+
+// LoadValue returns m, metadata decoded from the store
+// (codec.DecodeMeta), with the value its Ref locates in the change log
+// read into Value (a buffer of its own) and Ref cleared; other metadata as
+// it is. Errors: codec.ErrCorrupt for a frame that does not check.
+func (v *View) LoadValue(m codec.Meta) (codec.Meta, error) {
+	if m.Ref.IsZero() {
+		return m, nil
+	}
+	err := v.loadValue(&m)
+	return m, err
+}
+
+// loadValue reads the value that m.Ref locates in the change log into
+// m.Value (a buffer of its own) and clears m.Ref.
+func (v *View) loadValue(m *codec.Meta) error {
+	val, _, err := v.vlog.readValue(m.Ref, nil)
+	if err != nil {
+		return v.valueErr(err)
+	}
+	m.Value, m.Ref = val, codec.ValueRef{}
+	return nil
+}
+
+// valueErr is the error of a value read: a soft read view that met a
+// reference whose segment retention removed since its lookup must run
+// again pinned (readPin), which finds the value in the store.
+func (v *View) valueErr(err error) error {
+	if errors.Is(err, errValueGone) && v.pin != nil && v.pin.state == soft {
+		return ErrStateMoved
+	}
+	return err
+}
+
+// readsLatest reports whether each read of v reads the latest state
+// (Store.View): a lookup made again may find what retention changed.
+func (v *View) readsLatest() bool {
+	_, db := v.r.(*pebble.DB)
+	return db && v.pin == nil && v.staged == nil
+}
+
+// valueBufs are MetaWith's buffers for values read from the change log,
+// kept when at most valueBufKept bytes.
+var valueBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const valueBufKept = 1 << 20
 
 // MetaWith is Meta for a read that uses the metadata only while fn runs: a
 // string's value the cache does not hold (one over metaCacheMaxCopied, one
@@ -344,6 +412,23 @@ func (v *View) MetaWith(db uint8, key []byte, fn func(m codec.Meta) error) (bool
 				return false, err
 			}
 			ok = true
+			if !m.Ref.IsZero() {
+				bp := valueBufs.Get().(*[]byte)
+				val, buf, err := v.vlog.readValue(m.Ref, *bp)
+				if cap(buf) <= valueBufKept {
+					*bp = buf
+				}
+				defer valueBufs.Put(bp)
+				if err != nil {
+					if errors.Is(err, errValueGone) && v.readsLatest() {
+						// Retention moved the value into the store since
+						// the lookup: read it there.
+						return v.MetaWith(db, key, fn)
+					}
+					return false, v.valueErr(err)
+				}
+				m.Value, m.Ref = val, codec.ValueRef{}
+			}
 		}
 	}
 	if !ok || v.expired(m) {
@@ -639,7 +724,7 @@ var ErrWrongType = errors.New("materialize: wrong type")
 // any) is one.
 func (v *View) newIter(o *pebble.IterOptions, point []byte) (*pebble.Iterator, error) {
 	if v.staged != nil && len(v.staged.pend) > 0 && mayReadMeta(o, point) {
-		if err := v.staged.flushMeta(); err != nil {
+		if err := v.staged.flushMeta(nil); err != nil {
 			return nil, err
 		}
 	}
