@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -1095,7 +1096,7 @@ func (s *Store) stageRecord(seq uint64, now time.Time, events []codec.Event, tc 
 // not noted: each keeps its value inline.
 func (s *Store) noteValueRefs(events []codec.Event, segment uint64, frameOff int64, frameLen int) {
 	min := s.opts.ValueLogMin
-	if min < 0 || !slices.ContainsFunc(events, func(e codec.Event) bool {
+	if min < 0 || frameLen > math.MaxUint32 || !slices.ContainsFunc(events, func(e codec.Event) bool {
 		return e.Op == codec.OpSetMeta && len(e.Args) == 3 && len(e.Args[2]) >= min
 	}) {
 		return
