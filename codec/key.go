@@ -124,7 +124,7 @@ const (
 // ValueRefKey returns R|segment(8)|offset(8), big-endian: the key set
 // beside each string metadata value that locates its value in the change
 // log (ValueRef), where offset is the value's in the segment file
-// (FrameOff + ValueOff). Its value is db(1)|key. Change-log retention
+// (ValueRef.Offset). Its value is db(1)|key. Change-log retention
 // reads them to find the values it must move into the store before it
 // removes a segment; an R key whose key no longer refers to it is stale
 // and is removed then.

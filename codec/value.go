@@ -79,28 +79,27 @@ const (
 	metaVersionRef = 4
 )
 
-// ValueRef locates a string value kept only in the change log: in the frame
-// of the record that set it (docs/key-format.md, "Values in the change
-// log"). Its encoding, after a metadata value's 10-byte header of version
-// metaVersionRef, is valueRefLen bytes, big-endian:
+// ValueRef locates a string value kept only in the change log: its bytes
+// inside the frame of the record that set it (docs/key-format.md, "Values
+// in the change log"). Its encoding, after a metadata value's 10-byte
+// header of version metaVersionRef, is valueRefLen bytes, big-endian:
 //
-//	| segment (8) | frame offset (8) | frame length (4) | value offset (4) | value length (4) |
+//	| segment (8) | offset (8) | length (4) | CRC-32C of the value (4) |
 //
-// segment is the first sequence of the segment file (its name); the frame
-// is the whole frame, header included, so a read checks its CRC-32C; the
-// value offset is from the frame's start.
+// segment is the first sequence of the segment file (its name, never 0);
+// offset is the value's first byte in that file. A read takes exactly the
+// value and checks its CRC.
 type ValueRef struct {
-	Segment  uint64
-	FrameOff int64
-	FrameLen uint32
-	ValueOff uint32
-	ValueLen uint32
+	Segment uint64
+	Offset  int64
+	Len     uint32
+	CRC     uint32
 }
 
-const valueRefLen = 28
+const valueRefLen = 24
 
 // IsZero reports whether r locates nothing: the value is inline.
-func (r ValueRef) IsZero() bool { return r.FrameLen == 0 }
+func (r ValueRef) IsZero() bool { return r.Segment == 0 }
 
 // Meta is the metadata value stored under a T key. One exists per live user
 // key; WRONGTYPE is decided from Type.
@@ -295,10 +294,9 @@ func AppendMeta(b []byte, m Meta) []byte {
 		if ver == metaVersionRef {
 			r := m.Ref
 			b = binary.BigEndian.AppendUint64(b, r.Segment)
-			b = binary.BigEndian.AppendUint64(b, uint64(r.FrameOff))
-			b = binary.BigEndian.AppendUint32(b, r.FrameLen)
-			b = binary.BigEndian.AppendUint32(b, r.ValueOff)
-			b = binary.BigEndian.AppendUint32(b, r.ValueLen)
+			b = binary.BigEndian.AppendUint64(b, uint64(r.Offset))
+			b = binary.BigEndian.AppendUint32(b, r.Len)
+			b = binary.BigEndian.AppendUint32(b, r.CRC)
 			break
 		}
 		b = append(b, m.Value...)
@@ -361,9 +359,9 @@ func DecodeMeta(b []byte) (Meta, error) {
 	switch m.Type {
 	case TypeString:
 		if b[0] == metaVersionRef {
-			m.Ref = ValueRef{Segment: binary.BigEndian.Uint64(rest), FrameOff: int64(binary.BigEndian.Uint64(rest[8:])),
-				FrameLen: binary.BigEndian.Uint32(rest[16:]), ValueOff: binary.BigEndian.Uint32(rest[20:]), ValueLen: binary.BigEndian.Uint32(rest[24:])}
-			if m.Ref.IsZero() || m.Ref.FrameOff < 0 || uint64(m.Ref.ValueOff)+uint64(m.Ref.ValueLen) > uint64(m.Ref.FrameLen) {
+			m.Ref = ValueRef{Segment: binary.BigEndian.Uint64(rest), Offset: int64(binary.BigEndian.Uint64(rest[8:])),
+				Len: binary.BigEndian.Uint32(rest[16:]), CRC: binary.BigEndian.Uint32(rest[20:])}
+			if m.Ref.IsZero() || m.Ref.Offset < 0 || m.Ref.Len == 0 {
 				return Meta{}, corruptf("value reference %+v", m.Ref)
 			}
 			break

@@ -7,7 +7,7 @@ import (
 
 func TestValueRefMetaRoundTrip(t *testing.T) {
 	m := Meta{Type: TypeString, ExpireAtMs: 1700000000123,
-		Ref: ValueRef{Segment: 1 << 40, FrameOff: 64 << 20, FrameLen: 100_200, ValueOff: 150, ValueLen: 100_000}}
+		Ref: ValueRef{Segment: 1 << 40, Offset: 64 << 20, Len: 100_000, CRC: 0xdeadbeef}}
 	b := AppendMeta(nil, m)
 	if len(b) != MetaLen(m) || len(b) != 10+valueRefLen {
 		t.Fatalf("encoded %d bytes, MetaLen %d", len(b), MetaLen(m))
@@ -22,8 +22,9 @@ func TestValueRefMetaRoundTrip(t *testing.T) {
 	if exp, err := MetaExpireAt(b); err != nil || exp != m.ExpireAtMs {
 		t.Fatalf("MetaExpireAt = %d, %v", exp, err)
 	}
-	// A value past its frame, a zero reference and a truncated one are corrupt.
-	for _, bad := range []ValueRef{{Segment: 1, FrameLen: 10, ValueOff: 8, ValueLen: 3}} {
+	// A negative offset, an empty value, a zero reference and a truncated
+	// one are corrupt.
+	for _, bad := range []ValueRef{{Segment: 1, Offset: -1, Len: 3}, {Segment: 1, Offset: 8}} {
 		if _, err := DecodeMeta(AppendMeta(nil, Meta{Type: TypeString, Ref: bad})); err == nil {
 			t.Errorf("reference %+v decoded", bad)
 		}

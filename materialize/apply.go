@@ -438,15 +438,11 @@ func applyMetaKey(b *pebble.Batch, e codec.Event) error {
 // applyMetaRef writes the metadata of e, an OpSetMeta event in the split
 // form, with its value located in the change log by ref instead of inline,
 // and the R key of the reference (codec.ValueRefKey; docs/key-format.md,
-// "Values in the change log"). codec.ErrCorrupt when ref's length is not
-// the value's.
+// "Values in the change log").
 func applyMetaRef(b *pebble.Batch, e codec.Event, ref codec.ValueRef) error {
 	m, err := codec.EventMeta(e)
 	if err != nil {
 		return err
-	}
-	if int(ref.ValueLen) != len(m.Value) {
-		return fmt.Errorf("materialize: value reference of %d bytes for a value of %d: %w", ref.ValueLen, len(m.Value), codec.ErrCorrupt)
 	}
 	m.Value, m.Ref = nil, ref
 	var buf [64]byte
@@ -455,16 +451,22 @@ func applyMetaRef(b *pebble.Batch, e codec.Event, ref codec.ValueRef) error {
 	}
 	owner := make([]byte, 0, 1+len(e.Key))
 	owner = append(append(owner, e.DB), e.Key...)
-	return b.Set(codec.ValueRefKey(ref.Segment, ref.FrameOff+int64(ref.ValueOff)), owner, nil)
+	return b.Set(codec.ValueRefKey(ref.Segment, ref.Offset), owner, nil)
+}
+
+// valueAt names a value by its first byte and length (Store.vrefs).
+type valueAt struct {
+	p *byte
+	n int
 }
 
 // valueRefOf returns the reference refs holds for the value of e, an
 // OpSetMeta event (zero: none; the value is stored inline).
-func valueRefOf(refs map[*byte]codec.ValueRef, e codec.Event) codec.ValueRef {
+func valueRefOf(refs map[valueAt]codec.ValueRef, e codec.Event) codec.ValueRef {
 	if len(refs) == 0 || !codec.IsSplitSetMeta(e) || len(e.Args) != 3 || len(e.Args[2]) == 0 {
 		return codec.ValueRef{}
 	}
-	return refs[&e.Args[2][0]]
+	return refs[valueAt{&e.Args[2][0], len(e.Args[2])}]
 }
 
 // applyXTrim removes a trim's entries: point deletions when the event lists

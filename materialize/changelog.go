@@ -76,8 +76,9 @@ type changeLog struct {
 	f     vfs.File // the last segment, appended to
 	// rfiles are segments opened for reading the values that string
 	// metadata locates in them (readValue), by first sequence; dropBefore
-	// closes those it removes.
-	rfiles map[uint64]vfs.File
+	// forgets those it removes. closed: close ran, no file opens again.
+	rfiles map[uint64]*segFile
+	closed bool
 
 	// The writer goroutine's own state.
 	cur      uint64 // first sequence of the last segment (when f is set)
@@ -327,52 +328,116 @@ func (l *changeLog) stagePos() (segment uint64, off int64) {
 // reference was read; the reference's key has its value in the store now.
 var errValueGone = errors.New("materialize: change log: the segment of a value reference is gone")
 
-// readValue reads the value that r locates: the frame r names, checked
-// against its header's length and CRC-32C, read into buf when it is large
-// enough (else into a new buffer, returned for reuse). Errors:
-// errValueGone when the segment was removed; codec.ErrCorrupt when the
-// frame does not check.
-func (l *changeLog) readValue(r codec.ValueRef, buf []byte) (val, frame []byte, err error) {
-	l.readers.RLock()
-	defer l.readers.RUnlock()
-	f, err := l.readFile(r.Segment)
+// readValue reads the value that r locates into buf when it is large
+// enough (else into a new buffer, returned for reuse) and checks its
+// CRC-32C. It takes no lock across the read: the segment's file stays
+// open while it reads (segFile). Errors: errValueGone when the segment
+// was removed; codec.ErrCorrupt when the value does not check.
+func (l *changeLog) readValue(r codec.ValueRef, buf []byte) (val, out []byte, err error) {
+	sf, err := l.readFile(r.Segment)
 	if err != nil {
 		return nil, buf, err
 	}
-	if cap(buf) < int(r.FrameLen) {
-		buf = make([]byte, r.FrameLen)
+	defer l.releaseFile(sf)
+	if cap(buf) < int(r.Len) {
+		buf = make([]byte, r.Len)
 	}
-	frame = buf[:r.FrameLen]
-	if _, err := f.ReadAt(frame, r.FrameOff); err != nil {
-		return nil, buf, fmt.Errorf("materialize: change log: reading the value of segment %d at %d: %w", r.Segment, r.FrameOff, err)
+	val = buf[:r.Len:r.Len]
+	if _, err := sf.f.ReadAt(val, r.Offset); err != nil {
+		return nil, buf, fmt.Errorf("materialize: change log: reading %d bytes of segment %d at %d: %w", r.Len, r.Segment, r.Offset, err)
 	}
-	if int64(binary.BigEndian.Uint32(frame)) != int64(len(frame)-frameHeader) ||
-		crc32.Checksum(frame[frameHeader:], castagnoli) != binary.BigEndian.Uint32(frame[4:]) {
-		return nil, buf, fmt.Errorf("materialize: change log: the frame of segment %d at %d does not check: %w", r.Segment, r.FrameOff, codec.ErrCorrupt)
+	if crc32.Checksum(val, castagnoli) != r.CRC {
+		return nil, buf, fmt.Errorf("materialize: change log: the value of %d bytes in segment %d at %d does not check: %w", r.Len, r.Segment, r.Offset, codec.ErrCorrupt)
 	}
-	return frame[r.ValueOff : r.ValueOff+r.ValueLen : r.ValueOff+r.ValueLen], frame, nil
+	return val, buf, nil
 }
 
-// readFile returns segment's file opened for reading, opening it once.
-// The caller holds readers (shared).
-func (l *changeLog) readFile(segment uint64) (vfs.File, error) {
+// segFile is a segment opened for reading values (readValue): refs counts
+// the reads in it; once dropBefore removed the segment (gone), the last
+// read closes it.
+type segFile struct {
+	f    vfs.File
+	refs int
+	gone bool
+}
+
+// rfilesMax bounds the segments kept open for reading values when no read
+// is in them.
+const rfilesMax = 64
+
+// readFile returns segment's file opened for reading, opened once and kept
+// (up to rfilesMax), with one more read counted in it: the caller calls
+// releaseFile.
+func (l *changeLog) readFile(segment uint64) (*segFile, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if f := l.rfiles[segment]; f != nil {
-		return f, nil
+	if l.closed {
+		l.mu.Unlock()
+		return nil, ErrClosed
 	}
-	if _, found := slices.BinarySearch(l.segs, segment); !found {
+	if sf := l.rfiles[segment]; sf != nil {
+		sf.refs++
+		l.mu.Unlock()
+		return sf, nil
+	}
+	_, found := slices.BinarySearch(l.segs, segment)
+	l.mu.Unlock()
+	if !found {
 		return nil, errValueGone
 	}
 	f, err := l.fs.Open(l.fs.PathJoin(l.dir, segmentName(segment)))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, errValueGone // removed since
+	}
 	if err != nil {
 		return nil, err
 	}
-	if l.rfiles == nil {
-		l.rfiles = map[uint64]vfs.File{}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if sf := l.rfiles[segment]; sf != nil { // opened meanwhile
+		f.Close()
+		sf.refs++
+		return sf, nil
 	}
-	l.rfiles[segment] = f
-	return f, nil
+	if _, found := slices.BinarySearch(l.segs, segment); !found || l.closed {
+		f.Close()
+		return nil, errValueGone
+	}
+	if l.rfiles == nil {
+		l.rfiles = map[uint64]*segFile{}
+	}
+	if len(l.rfiles) >= rfilesMax {
+		for seg, o := range l.rfiles {
+			if o.refs == 0 {
+				o.f.Close()
+				delete(l.rfiles, seg)
+				break
+			}
+		}
+	}
+	sf := &segFile{f: f, refs: 1}
+	l.rfiles[segment] = sf
+	return sf, nil
+}
+
+// releaseFile ends a read that readFile counted in sf.
+func (l *changeLog) releaseFile(sf *segFile) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if sf.refs--; sf.refs == 0 && sf.gone {
+		sf.f.Close()
+	}
+}
+
+// forgetFile stops keeping segment's read file: it is closed now, or by
+// its last read. l.mu held.
+func (l *changeLog) forgetFile(segment uint64) {
+	if sf := l.rfiles[segment]; sf != nil {
+		delete(l.rfiles, segment)
+		sf.gone = true
+		if sf.refs == 0 {
+			sf.f.Close()
+		}
+	}
 }
 
 // write writes the staged frames with one write, starting a segment first
@@ -671,10 +736,7 @@ func (l *changeLog) dropBefore(seq uint64, floor func() uint64) error {
 		drop = append(drop, l.segs[0])
 		delete(l.segTimes, l.segs[0])
 		delete(l.marks, l.segs[0])
-		if f := l.rfiles[l.segs[0]]; f != nil {
-			f.Close()
-			delete(l.rfiles, l.segs[0])
-		}
+		l.forgetFile(l.segs[0])
 		l.segs = l.segs[1:]
 	}
 	l.mu.Unlock()
@@ -768,17 +830,14 @@ func (l *changeLog) firstSeq() uint64 {
 }
 
 func (l *changeLog) close() error {
-	// No value read is in a file it closes; lock order: readers, syncMu, mu.
-	l.readers.Lock()
-	defer l.readers.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	f := l.f
 	l.f = nil
-	for seg, rf := range l.rfiles {
-		rf.Close()
-		delete(l.rfiles, seg)
+	l.closed = true
+	for seg := range l.rfiles {
+		l.forgetFile(seg)
 	}
 	l.mu.Unlock()
 	if f == nil {

@@ -819,14 +819,14 @@ func (c *checker) checkLegacyLog() error {
 }
 
 // checkValueRef checks a string value kept in the change log: its R key
-// names the key, and the frame it locates is whole and checks.
+// names the key, and the bytes it locates are there and check.
 func (c *checker) checkValueRef(h []byte, db uint8, key []byte, r codec.ValueRef) error {
-	rk := codec.ValueRefKey(r.Segment, r.FrameOff+int64(r.ValueOff))
+	rk := codec.ValueRefKey(r.Segment, r.Offset)
 	owner, ok, err := c.get(rk)
 	if err != nil {
 		return err
 	}
-	at := fmt.Sprintf("segment %d offset %d", r.Segment, r.FrameOff+int64(r.ValueOff))
+	at := fmt.Sprintf("segment %d offset %d", r.Segment, r.Offset)
 	if !ok || len(owner) == 0 || owner[0] != db || !bytes.Equal(owner[1:], key) {
 		c.keyViolation(h, "value reference without its R key", at, fmt.Sprintf("R key %q", owner), rk)
 	}

@@ -332,7 +332,7 @@ func (o *overlay) deferMeta(b *pebble.Batch, e codec.Event) bool {
 // the group's seal, once each of its records is staged in the change log:
 // Store.noteValueRefs), a value that refs locates is written as a
 // reference to it (applyMetaRef).
-func (o *overlay) flushMeta(refs map[*byte]codec.ValueRef) error {
+func (o *overlay) flushMeta(refs map[valueAt]codec.ValueRef) error {
 	for _, e := range o.pend {
 		var err error
 		if ref := valueRefOf(refs, e); !ref.IsZero() {

@@ -60,6 +60,9 @@ func churn(tb testing.TB, s *materialize.Store, round int) {
 		flushDB(tb, s, 3)
 	}
 	setString(tb, s, 3, fmt.Sprintf("f%d", round), "x", 0, 0)
+	// A value kept in the change log (Options.ValueLogMin), overwritten
+	// every fifth round: retention moves some into the store.
+	setString(tb, s, 0, fmt.Sprintf("big%d", round%5), strings.Repeat(fmt.Sprint(round, "|"), 2500), 0, 0)
 }
 
 // TestRebuildFromSnapshotAndLog: a snapshot plus the change log after it,

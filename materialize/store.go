@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"math"
 	"runtime"
@@ -228,7 +229,7 @@ type Store struct {
 	// staged in the current group or replay batch (noteValueRefs), by the
 	// value's first byte; seal writes their metadata as references.
 	// Writer goroutine only.
-	vrefs   map[*byte]codec.ValueRef
+	vrefs   map[valueAt]codec.ValueRef
 	ulidMs  uint64      // timestamp of the last ULID
 	pruning atomic.Bool // a change-log pruning runs (pruneLog)
 	// pins counts the pinned views, for pruneLog (valuelog.go).
@@ -758,7 +759,10 @@ func (g *groupRun) applyRecord(rec *codec.Record) error {
 	if err := g.stageEvents(rec.Events, false); err != nil {
 		return err
 	}
+	start := len(s.log.buf)
 	s.log.appendWith(g.seq, func(b []byte) []byte { return codec.AppendRecord(b, *rec) })
+	segment, base := s.log.stagePos()
+	s.noteValueRefs(rec.Events, segment, base+int64(start), len(s.log.buf)-start)
 	// The records this store decides later keep increasing ULIDs.
 	s.ulidMs = max(s.ulidMs, ulid.ULID(rec.ULID).Time()+1)
 	g.account(rec.Events)
@@ -1103,19 +1107,23 @@ func (s *Store) noteValueRefs(events []codec.Event, segment uint64, frameOff int
 	}
 	codec.SplitValueOffsets(events, func(i, off int) {
 		v := events[i].Args[2]
-		if len(v) < min || len(v) == 0 {
+		if len(v) == 0 {
 			return
 		}
-		k := &v[0]
+		k := valueAt{&v[0], len(v)}
 		if _, dup := s.vrefs[k]; dup {
 			s.vrefs[k] = codec.ValueRef{}
 			return
 		}
 		if s.vrefs == nil {
-			s.vrefs = map[*byte]codec.ValueRef{}
+			s.vrefs = map[valueAt]codec.ValueRef{}
 		}
-		s.vrefs[k] = codec.ValueRef{Segment: segment, FrameOff: frameOff, FrameLen: uint32(frameLen),
-			ValueOff: uint32(frameHeader + 8 + off), ValueLen: uint32(len(v))}
+		if len(v) < min {
+			s.vrefs[k] = codec.ValueRef{} // noted for the duplicate check only
+			return
+		}
+		s.vrefs[k] = codec.ValueRef{Segment: segment, Offset: frameOff + frameHeader + 8 + int64(off),
+			Len: uint32(len(v)), CRC: crc32.Checksum(v, castagnoli)}
 	})
 }
 

@@ -109,7 +109,7 @@ func (s *Store) inlineOne(b *pebble.Batch, k, owner []byte) (ok bool, err error)
 	if err != nil {
 		return false, err
 	}
-	if m.Ref.IsZero() || m.Ref.Segment != segment || m.Ref.FrameOff+int64(m.Ref.ValueOff) != at {
+	if m.Ref.IsZero() || m.Ref.Segment != segment || m.Ref.Offset != at {
 		return false, nil // overwritten since
 	}
 	val, _, err := s.log.readValue(m.Ref, nil)

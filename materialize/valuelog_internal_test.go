@@ -104,7 +104,7 @@ func TestValueRefs(t *testing.T) {
 			if !isRef {
 				continue
 			}
-			owner, closer, err := s.db.Get(codec.ValueRefKey(m.Ref.Segment, m.Ref.FrameOff+int64(m.Ref.ValueOff)))
+			owner, closer, err := s.db.Get(codec.ValueRefKey(m.Ref.Segment, m.Ref.Offset))
 			if err != nil {
 				t.Fatalf("%s: R key: %v", k, err)
 			}
@@ -229,7 +229,7 @@ func TestValueRefsPinnedView(t *testing.T) {
 	}
 	// Retention's inlining removes the old value's R key (k references a
 	// newer one), then waits for p.
-	rk := codec.ValueRefKey(ref.Segment, ref.FrameOff+int64(ref.ValueOff))
+	rk := codec.ValueRefKey(ref.Segment, ref.Offset)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, closer, err := s.db.Get(rk)
@@ -299,4 +299,41 @@ func TestValueRefsCheckpoint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestValueReadIgnoresLogReaders: a value read takes no log-wide lock, so
+// it does not wait behind a pruning that waits for a long log read (the
+// feed's capture holds the readers lock while JetStream acknowledges).
+func TestValueReadIgnoresLogReaders(t *testing.T) {
+	s := openTemp(t)
+	val := bigValue(1, 300_000) // past the cache's copies: read from the log
+	setValue(t, s, "k", val)
+	s.log.readers.RLock() // a long log read
+	pruning := make(chan struct{})
+	go func() { // a pruning waiting for it
+		s.log.readers.Lock()
+		s.log.readers.Unlock()
+		close(pruning)
+	}()
+	time.Sleep(20 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() {
+		v := s.ReadView()
+		defer v.Close()
+		m, ok, err := v.Meta(0, []byte("k"))
+		if err == nil && (!ok || !bytes.Equal(m.Value, val)) {
+			err = fmt.Errorf("read %v, %d bytes", ok, len(m.Value))
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the value read waited for the log's readers lock")
+	}
+	s.log.readers.RUnlock()
+	<-pruning
 }

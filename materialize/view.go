@@ -390,6 +390,12 @@ const valueBufKept = 1 << 20
 // on that copy; GET of 100 KB values after a restart, a third
 // (docs/perf.md, "GET of large values after a restart").
 func (v *View) MetaWith(db uint8, key []byte, fn func(m codec.Meta) error) (bool, error) {
+	return v.metaWith(db, key, fn, false)
+}
+
+// metaWith is MetaWith; retried: the lookup is a second one, made after
+// retention moved the value it first found into the store.
+func (v *View) metaWith(db uint8, key []byte, fn func(m codec.Meta) error, retried bool) (bool, error) {
 	m, ok, partial, err := v.rawMetaPartial(db, key, false, true)
 	if err != nil {
 		return false, err
@@ -420,10 +426,10 @@ func (v *View) MetaWith(db uint8, key []byte, fn func(m codec.Meta) error) (bool
 				}
 				defer valueBufs.Put(bp)
 				if err != nil {
-					if errors.Is(err, errValueGone) && v.readsLatest() {
+					if errors.Is(err, errValueGone) && v.readsLatest() && !retried {
 						// Retention moved the value into the store since
 						// the lookup: read it there.
-						return v.MetaWith(db, key, fn)
+						return v.metaWith(db, key, fn, true)
 					}
 					return false, v.valueErr(err)
 				}
