@@ -160,3 +160,56 @@ func TestInfoExpiredKeys(t *testing.T) {
 		t.Fatalf("evicted_keys = %q", v)
 	}
 }
+
+// TestPinnedViewsReleased: the commands that pin a Pebble state (reads of
+// values kept in the change log, scans, transactions, scripts, blocking
+// reads, the stream and group commands) release it when they end:
+// sediment_pinned_views (INFO persistence) comes back to 0. Change-log
+// retention waits for every view pinned before it moved values, so one
+// left open would hold it back for good.
+func TestPinnedViewsReleased(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.client(t)
+	ctx := context.Background()
+	big := strings.Repeat("v", 300_000) // read from the change log, not the cache
+	for i := range 20 {
+		c.Set(ctx, "big"+strconv.Itoa(i), big, 0)
+		c.HSet(ctx, "h"+strconv.Itoa(i), "f", strconv.Itoa(i))
+		c.XAdd(ctx, &redis.XAddArgs{Stream: "s", Values: []string{"f", strconv.Itoa(i)}})
+	}
+	c.XGroupCreate(ctx, "s", "g", "0")
+	for i := range 20 {
+		if got := c.Get(ctx, "big"+strconv.Itoa(i)).Val(); got != big {
+			t.Fatalf("GET big%d: %d bytes", i, len(got))
+		}
+	}
+	c.Keys(ctx, "*")
+	c.Scan(ctx, 0, "*", 5)
+	c.HGetAll(ctx, "h3")
+	c.Append(ctx, "big1", "x")
+	c.GetRange(ctx, "big2", 10, 20)
+	c.XRange(ctx, "s", "-", "+")
+	c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{"s", ">"}, Count: 5})
+	c.XRead(ctx, &redis.XReadArgs{Streams: []string{"s", "$"}, Block: 20 * time.Millisecond})
+	c.XPending(ctx, "s", "g")
+	c.XInfoStream(ctx, "s")
+	c.Eval(ctx, "return redis.call('GET', KEYS[1])", []string{"big3"})
+	if _, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Get(ctx, "big4")
+		p.Set(ctx, "big5", big+"y", 0)
+		p.Get(ctx, "big5")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.Copy(ctx, "big6", "big6copy", 0, false)
+	c.Rename(ctx, "big7", "big7moved")
+	pinned := func() string { return infoFields(c.Info(ctx, "persistence").Val())["sediment_pinned_views"] }
+	deadline := time.Now().Add(5 * time.Second)
+	for pinned() != "0" {
+		if time.Now().After(deadline) {
+			t.Fatalf("sediment_pinned_views = %q after the commands ended", pinned())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

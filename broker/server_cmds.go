@@ -409,6 +409,11 @@ func runInfo(x *exec) error {
 		// Always 0 unless a PEL key was set twice before its SingleDelete
 		// (docs/key-format.md, "PEL keys: removed with SingleDelete").
 		kv("sediment_singledelete_misuses", st.SingleDeleteMisuses)
+		// String values of 4 KiB or more live in the change log until
+		// retention moves those still used into the store; it waits for
+		// the views pinned before (docs/rfcs/20261129_value_log.md).
+		kv("sediment_values_inlined", st.ValuesInlined)
+		kv("sediment_pinned_views", st.PinnedViews)
 		// The change feed: the last record published and how far behind
 		// the log it is.
 		pub := s.feed.Published()

@@ -1418,6 +1418,11 @@ type StorageStats struct {
 	// values of Options.ValueLogMin or more live in the change log until
 	// then).
 	ValuesInlined int64
+	// PinnedViews is how many read views and PinnedStates hold a Pebble
+	// state now: retention waits for those older than its last move of
+	// values (valuelog.go). Between commands it should be 0 but for feed
+	// snapshots being read.
+	PinnedViews int64
 }
 
 // WriteAmp is the write amplification since Open: bytes written to disk
@@ -1457,6 +1462,7 @@ func (s *Store) StorageStats() StorageStats {
 
 		SingleDeleteMisuses: s.faults.singleDelMisuse.Load(),
 		ValuesInlined:       s.valuesInlined.Load(),
+		PinnedViews:         s.pins.n[0].Load() + s.pins.n[1].Load(),
 	}
 }
 
