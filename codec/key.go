@@ -129,10 +129,21 @@ const (
 // removes a segment; an R key whose key no longer refers to it is stale
 // and is removed then.
 func ValueRefKey(segment uint64, offset int64) []byte {
-	b := make([]byte, 0, 17)
+	b := make([]byte, 0, valueRefKeyLen)
 	b = append(b, byte(TagValueRef))
 	b = binary.BigEndian.AppendUint64(b, segment)
 	return binary.BigEndian.AppendUint64(b, uint64(offset))
+}
+
+const valueRefKeyLen = 17
+
+// DecodeValueRefKey returns the segment and offset of an R key
+// (ValueRefKey). ErrCorrupt for any other key.
+func DecodeValueRefKey(k []byte) (segment uint64, offset int64, err error) {
+	if len(k) != valueRefKeyLen || k[0] != byte(TagValueRef) {
+		return 0, 0, corruptf("R key of %d bytes", len(k))
+	}
+	return binary.BigEndian.Uint64(k[1:]), int64(binary.BigEndian.Uint64(k[9:])), nil
 }
 
 // DBMapKey returns D: the key of the db map, which SWAPDB changes. Its

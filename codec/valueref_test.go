@@ -68,3 +68,15 @@ func TestSplitValueOffsets(t *testing.T) {
 		}
 	}
 }
+
+func TestValueRefKeyRoundTrip(t *testing.T) {
+	seg, off, err := DecodeValueRefKey(ValueRefKey(1<<40, 64<<20+17))
+	if err != nil || seg != 1<<40 || off != 64<<20+17 {
+		t.Fatalf("decoded %d, %d, %v", seg, off, err)
+	}
+	for _, bad := range [][]byte{ValueRefKey(1, 2)[:16], append([]byte{'T'}, ValueRefKey(1, 2)[1:]...)} {
+		if _, _, err := DecodeValueRefKey(bad); err == nil {
+			t.Errorf("R key %q decoded", bad)
+		}
+	}
+}

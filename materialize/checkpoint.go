@@ -320,11 +320,7 @@ func (s *Store) checkpointApplied(dir string) (applied, firstRef uint64, err err
 		return 0, 0, err
 	}
 	if it.First() {
-		if k := it.Key(); len(k) == 17 {
-			firstRef = binary.BigEndian.Uint64(k[1:])
-		} else {
-			err = fmt.Errorf("R key %q: %w", k, codec.ErrCorrupt)
-		}
+		firstRef, _, err = codec.DecodeValueRefKey(it.Key())
 	}
 	return applied, firstRef, errors.Join(err, it.Error(), it.Close())
 }

@@ -1106,10 +1106,7 @@ func (s *Store) noteValueRefs(events []codec.Event, segment uint64, frameOff int
 		return
 	}
 	codec.SplitValueOffsets(events, func(i, off int) {
-		v := events[i].Args[2]
-		if len(v) == 0 {
-			return
-		}
+		v := events[i].Args[2] // a split value: longer than codec.SplitValueMin
 		k := valueAt{&v[0], len(v)}
 		if _, dup := s.vrefs[k]; dup {
 			s.vrefs[k] = codec.ValueRef{}

@@ -2,7 +2,6 @@ package materialize
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -92,10 +91,10 @@ func (s *Store) inlineSome(lower, upper []byte) (moved int, next []byte, err err
 // (owner: db|key) with its value inline, if that metadata still locates
 // the value at k; ok reports that it did.
 func (s *Store) inlineOne(b *pebble.Batch, k, owner []byte) (ok bool, err error) {
-	if len(k) != 17 || len(owner) == 0 {
+	segment, at, err := codec.DecodeValueRefKey(k)
+	if err != nil || len(owner) == 0 {
 		return false, fmt.Errorf("materialize: R key %q naming %q: %w", k, owner, codec.ErrCorrupt)
 	}
-	segment, at := binary.BigEndian.Uint64(k[1:]), int64(binary.BigEndian.Uint64(k[9:]))
 	mk := codec.MetaKey(owner[0], owner[1:])
 	raw, closer, err := s.db.Get(mk)
 	if errors.Is(err, pebble.ErrNotFound) {

@@ -319,7 +319,7 @@ func (v *View) rawMetaPartial(db uint8, key []byte, needValue, lend bool) (codec
 			partial = true
 			break
 		}
-		err = v.loadValue(&m)
+		_, err = v.loadValue(&m, nil)
 		if err == nil {
 			break
 		}
@@ -338,24 +338,26 @@ func (v *View) rawMetaPartial(db uint8, key []byte, needValue, lend bool) (codec
 // LoadValue returns m, metadata decoded from the store
 // (codec.DecodeMeta), with the value its Ref locates in the change log
 // read into Value (a buffer of its own) and Ref cleared; other metadata as
-// it is. Errors: codec.ErrCorrupt for a frame that does not check.
+// it is. Errors: codec.ErrCorrupt for a value whose CRC-32C does not
+// check.
 func (v *View) LoadValue(m codec.Meta) (codec.Meta, error) {
 	if m.Ref.IsZero() {
 		return m, nil
 	}
-	err := v.loadValue(&m)
+	_, err := v.loadValue(&m, nil)
 	return m, err
 }
 
 // loadValue reads the value that m.Ref locates in the change log into
-// m.Value (a buffer of its own) and clears m.Ref.
-func (v *View) loadValue(m *codec.Meta) error {
-	val, _, err := v.vlog.readValue(m.Ref, nil)
+// m.Value and clears m.Ref: into buf when it is large enough, else into a
+// buffer of its own, returned for reuse.
+func (v *View) loadValue(m *codec.Meta, buf []byte) ([]byte, error) {
+	val, buf, err := v.vlog.readValue(m.Ref, buf)
 	if err != nil {
-		return v.valueErr(err)
+		return buf, v.valueErr(err)
 	}
 	m.Value, m.Ref = val, codec.ValueRef{}
-	return nil
+	return buf, nil
 }
 
 // valueErr is the error of a value read: a soft read view that met a
@@ -420,20 +422,19 @@ func (v *View) metaWith(db uint8, key []byte, fn func(m codec.Meta) error, retri
 			ok = true
 			if !m.Ref.IsZero() {
 				bp := valueBufs.Get().(*[]byte)
-				val, buf, err := v.vlog.readValue(m.Ref, *bp)
+				buf, err := v.loadValue(&m, *bp)
 				if cap(buf) <= valueBufKept {
 					*bp = buf
 				}
 				defer valueBufs.Put(bp)
-				if err != nil {
-					if errors.Is(err, errValueGone) && v.readsLatest() && !retried {
-						// Retention moved the value into the store since
-						// the lookup: read it there.
-						return v.metaWith(db, key, fn, true)
-					}
-					return false, v.valueErr(err)
+				if errors.Is(err, errValueGone) && v.readsLatest() && !retried {
+					// Retention moved the value into the store since the
+					// lookup: read it there.
+					return v.metaWith(db, key, fn, true)
 				}
-				m.Value, m.Ref = val, codec.ValueRef{}
+				if err != nil {
+					return false, err
+				}
 			}
 		}
 	}
