@@ -274,7 +274,7 @@ func (o loopOp) String() string {
 	case "DEL":
 		return fmt.Sprintf("DEL str:%d", o.n)
 	case "HSET":
-		return fmt.Sprintf("HSET h f%d %s", o.n, o.val)
+		return fmt.Sprintf("HSET h f%d %s", o.n, valueDesc(o.val))
 	case "SADD", "XACK":
 		return o.kind + " " + o.val
 	}
@@ -353,15 +353,18 @@ func (w *loopWriter) run(addr string) {
 	}
 }
 
-// next picks op i. SETs are 5 in 12: the bytes they bring are what fills
-// Pebble's memtables, and a flush starts only once the immutable ones hold
-// half of MemTableSize (8 MiB), however small the first memtables are.
+// next picks op i. SETs are 5 in 12 and HSETs 1 in 12, of 100 to 8192
+// and 100 to 16384 bytes: a flush starts only once the immutable
+// memtables hold half of MemTableSize (8 MiB), however small the first
+// ones are. A SET value of 4 KiB or more stays in the change log (only a
+// reference reaches the memtable), so the HSET values bring most of the
+// bytes.
 func (w *loopWriter) next(i int) loopOp {
 	switch i % 12 {
 	case 1:
 		return loopOp{kind: "INCR"}
 	case 3:
-		return loopOp{kind: "HSET", n: i % loopFields, val: strconv.Itoa(i)}
+		return loopOp{kind: "HSET", n: i % loopFields, val: w.value(i, 16384)}
 	case 4:
 		return loopOp{kind: "SADD", val: "m" + strconv.Itoa(i)}
 	case 6:
@@ -381,10 +384,16 @@ func (w *loopWriter) next(i int) loopOp {
 		// half its time deleted.
 		return loopOp{kind: "DEL", n: (i + 25) % loopStrs}
 	}
+	return loopOp{kind: "SET", n: i % loopStrs, val: w.value(i, 8192)}
+}
+
+// value is a random value of 100 to max bytes that starts by naming the
+// writer and op i (valueDesc).
+func (w *loopWriter) value(i, max int) string {
 	head := fmt.Sprintf("w%d i%d ", w.w, i)
-	b := make([]byte, 100+w.rng.Intn(8192-100+1))
+	b := make([]byte, 100+w.rng.Intn(max-100+1))
 	w.rng.Read(b[copy(b, head):])
-	return loopOp{kind: "SET", n: i % loopStrs, val: string(b)}
+	return string(b)
 }
 
 // do sends op and, only if it is acknowledged, applies it to the model.
@@ -833,7 +842,7 @@ func splitID(id string) (ms, seq uint64) {
 	return ms, seq
 }
 
-// valueDesc names a SET value by the writer and op that made it.
+// valueDesc names a SET or HSET value by the writer and op that made it.
 func valueDesc(v string) string {
 	f := strings.Fields(v[:min(len(v), 24)])
 	if len(f) < 2 {
