@@ -223,13 +223,13 @@ func (c *conn) executeSilenced(args [][]byte) {
 		c.takePushes(false)
 	}
 	c.silenced = true
-	c.replyMark = len(c.w.Buffer())
+	c.replyMark = c.w.Len()
 	c.execute(args)
 	c.drain()
 	c.silenced = false
 	cmd := lookup(args[0])
 	if c.replyMode.silenced() && (cmd == nil || !slices.Contains(pushReplies, cmd.name)) {
-		c.w.SetBuffer(c.w.Buffer()[:c.replyMark])
+		c.w.Truncate(c.replyMark)
 		c.buffered = c.replyMark // the replies before it are still to flush
 	}
 	c.endReply()

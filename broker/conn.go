@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tidwall/redcon"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -42,7 +41,7 @@ type conn struct {
 	// for the trace IDs of an internal-error log line (writeErrTo).
 	logSpan trace.Span
 	id      int64
-	w       *redcon.Writer
+	w       *replyBuf
 	rd      *Reader
 	born    time.Time
 
@@ -127,7 +126,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		s:     s,
 		nc:    nc,
 		id:    s.nextClientID.Add(1),
-		w:     redcon.NewWriter(nc),
+		w:     &replyBuf{w: nc},
 		rd:    NewReader(nc, s.opts.Limits),
 		born:  s.opts.Now(),
 		proto: reply.RESP2,
@@ -280,7 +279,7 @@ func (c *conn) writeErr(cmd string, err error) { c.writeErrTo(c.w, cmd, err) }
 
 // writeErrTo writes err in Redis's words to w (EXEC's reply buffer or the
 // connection's writer).
-func (c *conn) writeErrTo(w *redcon.Writer, cmd string, err error) {
+func (c *conn) writeErrTo(w *replyBuf, cmd string, err error) {
 	msg, ok := toWire(err)
 	if !ok {
 		ctx := context.Background()
@@ -314,7 +313,7 @@ func (c *conn) flush() error {
 		c.takePushes(true)
 	}
 	c.replyMark = 0
-	if len(c.w.Buffer()) == 0 {
+	if c.w.Len() == 0 {
 		// Nothing to send: redcon's Flush would still make a write system
 		// call of 0 bytes (a blocking command flushes before it waits).
 		return nil
@@ -333,7 +332,7 @@ func (c *conn) flush() error {
 // Sediment holds no more than flushAt and the last reply: a client that
 // does not read holds its connection's writes instead.
 func (c *conn) flushLimited(l PubSubLimit) error {
-	n := int64(len(c.w.Buffer()))
+	n := int64(c.w.Len())
 	var why string
 	switch {
 	case l.Hard > 0 && n >= l.Hard:
@@ -358,7 +357,7 @@ func (c *conn) flushLimited(l PubSubLimit) error {
 		return c.w.Flush()
 	}
 	c.outputLimitReached(why, n)
-	c.w.SetBuffer(c.w.Buffer()[:0])
+	c.w.Truncate(0)
 	return errOutputLimit
 }
 
@@ -589,7 +588,7 @@ type exec struct {
 }
 
 // w returns the reply writer.
-func (x *exec) w() *redcon.Writer {
+func (x *exec) w() *replyBuf {
 	if x.tx != nil {
 		return x.tx.w
 	}
@@ -736,11 +735,11 @@ func (x *exec) run() error {
 		return err
 	}
 	if x.replied > 0 {
-		buf := x.c.w.Buffer()
-		if len(buf) < x.replied {
+		n := x.c.w.Len()
+		if n < x.replied {
 			return err // flushed: cannot take back
 		}
-		x.c.w.SetBuffer(buf[:len(buf)-x.replied])
+		x.c.w.Truncate(n - x.replied)
 		x.replied = 0
 	}
 	x.c.s.stats.readRetries.Add(1)

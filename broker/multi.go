@@ -3,8 +3,6 @@ package broker
 import (
 	"slices"
 
-	"github.com/tidwall/redcon"
-
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/materialize"
 )
@@ -167,7 +165,7 @@ func runExec(x *exec) error {
 			c.s.pubsub.ensureSub()
 		}
 	}
-	replies := redcon.NewWriter(nil) // buffered only: copied to the connection after the commit
+	replies := &replyBuf{} // buffered only: copied to the connection after the commit
 	aborted := false
 	var events []codec.Event
 	var notes []note
@@ -226,7 +224,7 @@ func runExec(x *exec) error {
 		c.s.track.invalidate(c, events)
 	}
 	c.s.publishNotes(notes) // a read-only EXEC may have key misses
-	x.w().WriteRaw(replies.Buffer())
+	x.w().WriteRaw(replies.Bytes())
 	return nil
 }
 
@@ -234,7 +232,7 @@ func runExec(x *exec) error {
 // reply goes to w, EXEC's reply buffer.
 type txnCtx struct {
 	tx    *materialize.Txn
-	w     *redcon.Writer
+	w     *replyBuf
 	notes *[]note // the EXEC's keyspace notifications, published after its commit
 }
 
