@@ -777,8 +777,12 @@ func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error
 	*it = pendingReply{cmd: x.cmd.name, stat: x.c.s.cmdstats.statFor(x.cmd, x.args), reply: reply}
 	x.pend = it
 	db := x.db()
+	keep := keptArg(x.args)
 	it.p = x.c.s.store.SubmitTagged(spanTag(x.span), func(v *materialize.View) ([]codec.Event, error) {
 		x.ctx.Resolve(v)
+		if keep != nil {
+			v.KeepValue(keep)
+		}
 		evs, err := decide(v)
 		x.traceAdds(evs)
 		it.events = evs
@@ -789,6 +793,33 @@ func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error
 	})
 	x.c.pending = append(x.c.pending, it)
 	return nil
+}
+
+// Redis keeps a bulk argument of 32 KiB or more as the string object
+// itself (PROTO_MBULK_BIG_ARG); keptArg is the same idea.
+const (
+	keptArgMin  = 32 << 10 // smallest argument kept rather than copied
+	keptArgRest = 4 << 10  // at most this many bytes of other arguments
+)
+
+// keptArg returns the request's last argument when the store may keep it
+// as a string's value without a copy (materialize.View.KeepValue): it is
+// keptArgMin bytes or more and the request's other arguments, which share
+// its backing array (Reader.ReadCommand), come to keptArgRest bytes at
+// most; nil otherwise. The Reader never reuses a request's memory, and
+// the last argument's array ends where it does.
+func keptArg(args [][]byte) []byte {
+	last := args[len(args)-1]
+	if len(last) < keptArgMin {
+		return nil
+	}
+	rest := 0
+	for _, a := range args[:len(args)-1] {
+		if rest += len(a); rest > keptArgRest {
+			return nil
+		}
+	}
+	return last
 }
 
 // txWrite runs decide inside EXEC, keeping its keyspace notifications

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"hash/maphash"
 	"math/rand/v2"
+	"slices"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -138,11 +139,13 @@ func (c *metaCache) get(db uint8, key []byte) (cachedMeta, bool) {
 // later.
 func (c *metaCache) put(db uint8, key []byte, m codec.Meta, exists bool, seq uint64) {
 	var buf [64]byte
-	c.putKey(append(append(buf[:0], db), key...), m, exists, seq)
+	c.putKey(append(append(buf[:0], db), key...), m, exists, seq, false)
 }
 
-// putKey is put of the cache key k (cacheKey).
-func (c *metaCache) putKey(k []byte, m codec.Meta, exists bool, seq uint64) {
+// putKey is put of the cache key k (cacheKey). With keep, a value longer
+// than metaCacheMaxValue is held as it is rather than copied: it is a
+// request's argument the writer was told it may keep (View.KeepValue).
+func (c *metaCache) putKey(k []byte, m codec.Meta, exists bool, seq uint64, keep bool) {
 	s := c.shardOf(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -155,7 +158,10 @@ func (c *metaCache) putKey(k []byte, m codec.Meta, exists bool, seq uint64) {
 		e.meta.Value, e.meta.Ref, e.noValue = nil, codec.ValueRef{}, true
 	case !exists || l <= metaCacheMaxValue:
 	case l <= metaCacheMaxCopied:
-		e.meta.Value, n = bytes.Clone(m.Value), l
+		if !keep {
+			e.meta.Value = bytes.Clone(m.Value)
+		}
+		n = l
 	default:
 		e.meta.Value, e.noValue = nil, true
 	}
@@ -275,8 +281,25 @@ func (o *overlay) publish(c *metaCache, seq uint64) {
 		c.clear()
 	}
 	for k, cm := range o.m {
-		c.putKey([]byte(k), cm.meta, cm.exists, seq)
+		c.putKey([]byte(k), cm.meta, cm.exists, seq, o.kept(cm.meta.Value))
 	}
+}
+
+// keepValue notes b, a request's argument, as one the committed cache may
+// hold without a copy (View.KeepValue).
+func (o *overlay) keepValue(b []byte) {
+	if len(b) > metaCacheMaxValue {
+		o.keep = append(o.keep, valueAt{&b[0], len(b)})
+	}
+}
+
+// kept reports whether v is exactly an argument keepValue noted in the
+// group (its first byte and length).
+func (o *overlay) kept(v []byte) bool {
+	if len(v) <= metaCacheMaxValue || len(o.keep) == 0 {
+		return false
+	}
+	return slices.Contains(o.keep, valueAt{&v[0], len(v)})
 }
 
 // overlay is the metadata staged by the current commit group, seen by the
@@ -291,11 +314,16 @@ type overlay struct {
 	// OpSetMeta event of each key, to be written into pendB by flushMeta.
 	pend  []codec.Event
 	pendB *pebble.Batch
+	// keep lists the requests' arguments the group's cache entries may
+	// hold without a copy (View.KeepValue), by first byte and length.
+	keep []valueAt
 }
 
 func (o *overlay) reset() {
 	clear(o.pend) // the events alias requests
 	o.pend, o.pendB = o.pend[:0], nil
+	clear(o.keep)
+	o.keep = o.keep[:0]
 	clear(o.m)
 	o.flushed = false
 	o.dbs = nil

@@ -172,3 +172,59 @@ func TestMidSizeValueReadFromCache(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptValueNotCopied: a string value the decision marked with
+// View.KeepValue is cached as that very slice (counted in the shard's
+// budget like a copy); one not marked, or marked by another slice of the
+// same bytes, is copied.
+func TestKeptValueNotCopied(t *testing.T) {
+	s, err := Open(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	set := func(key string, val, keep []byte) {
+		t.Helper()
+		if _, err := s.Write(func(v *View) ([]codec.Event, error) {
+			if keep != nil {
+				v.KeepValue(keep)
+			}
+			return []codec.Event{codec.SetMetaEvent(0, []byte(key), codec.Meta{Type: codec.TypeString, Value: val}, 0)}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cached := func(key string) []byte {
+		t.Helper()
+		e, ok := s.cache.get(0, []byte(key))
+		if !ok || e.noValue || len(e.meta.Value) == 0 {
+			t.Fatalf("%s: not cached with its value (found %v, noValue %v)", key, ok, e.noValue)
+		}
+		return e.meta.Value
+	}
+	kept := bytes.Repeat([]byte("k"), 100_000)
+	set("kept", kept, kept)
+	if got := cached("kept"); &got[0] != &kept[0] || len(got) != len(kept) {
+		t.Fatal("a value marked with KeepValue was copied")
+	}
+	copied := bytes.Repeat([]byte("c"), 100_000)
+	set("copied", copied, nil)
+	if got := cached("copied"); &got[0] == &copied[0] || !bytes.Equal(got, copied) {
+		t.Fatal("a value not marked was cached without a copy")
+	}
+	other := bytes.Repeat([]byte("o"), 100_000)
+	set("other", other, bytes.Clone(other))
+	if got := cached("other"); &got[0] == &other[0] || !bytes.Equal(got, other) {
+		t.Fatal("a value was kept because other bytes equal to it were marked")
+	}
+	if got := copiedSum(t, s.cache); got != 3*100_000 {
+		t.Fatalf("cached value bytes %d, want %d (kept values count in the budget)", got, 3*100_000)
+	}
+	var got []byte
+	if ok, err := s.View().MetaWith(0, []byte("kept"), func(m codec.Meta) error {
+		got = bytes.Clone(m.Value)
+		return nil
+	}); err != nil || !ok || !bytes.Equal(got, kept) {
+		t.Fatalf("GET of the kept value: %d bytes, found %v, err %v", len(got), ok, err)
+	}
+}

@@ -1,0 +1,75 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestKeptArg(t *testing.T) {
+	big := make([]byte, keptArgMin)
+	for _, tc := range []struct {
+		name string
+		args [][]byte
+		kept bool
+	}{
+		{"SET of a large value", [][]byte{[]byte("SET"), []byte("k"), big}, true},
+		{"value below keptArgMin", [][]byte{[]byte("SET"), []byte("k"), big[:keptArgMin-1]}, false},
+		{"large value not last", [][]byte{[]byte("SET"), []byte("k"), big, []byte("EX"), []byte("10")}, false},
+		{"large other arguments", [][]byte{[]byte("SET"), make([]byte, keptArgRest), big}, false},
+		{"other arguments at the limit", [][]byte{[]byte("SET"), make([]byte, keptArgRest-3), big}, true},
+	} {
+		if got := keptArg(tc.args); (got != nil) != tc.kept || (got != nil && &got[0] != &tc.args[len(tc.args)-1][0]) {
+			t.Errorf("%s: keptArg returned %d bytes, want kept %v", tc.name, len(got), tc.kept)
+		}
+	}
+}
+
+// TestKeptValuesStayIntact: large SET values held by the metadata cache as
+// the requests' own memory (keptArg) read back whole after the connection
+// has read many more pipelined requests, after APPEND and SETRANGE on
+// them, and after a restart.
+func TestKeptValuesStayIntact(t *testing.T) {
+	dir := t.TempDir()
+	ts := startTestServer(t, dir)
+	c := ts.client(t)
+	ctx := context.Background()
+	const n = 40
+	val := func(i int) []byte { return bytes.Repeat([]byte{byte('a' + i%26)}, keptArgMin+1000*i) }
+	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range n {
+			p.Set(ctx, fmt.Sprint("k", i), val(i), 0)
+			p.Set(ctx, fmt.Sprint("small", i), "x", 0)
+			p.Get(ctx, fmt.Sprint("k", i))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.Append(ctx, "k1", "tail")
+	c.SetRange(ctx, "k2", 5, "XYZ")
+	check := func(c *redis.Client, when string) {
+		t.Helper()
+		for i := range n {
+			want := val(i)
+			switch i {
+			case 1:
+				want = append(want, "tail"...)
+			case 2:
+				copy(want[5:], "XYZ")
+			}
+			got, err := c.Get(ctx, fmt.Sprint("k", i)).Bytes()
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s: GET k%d: %d bytes (want %d), err %v", when, i, len(got), len(want), err)
+			}
+		}
+	}
+	check(c, "before the restart")
+	c.Close()
+	ts.Close()
+	ts = startTestServer(t, dir)
+	check(ts.client(t), "after the restart")
+}
