@@ -417,7 +417,8 @@ func applySetMetaTTL(b *pebble.Batch, e codec.Event) error {
 // stored as it is, and the decisions that built it decoded it (a stream's
 // node state would be decoded for nothing here).
 func applyMetaKey(b *pebble.Batch, e codec.Event) error {
-	k := codec.MetaKey(e.DB, e.Key)
+	var kb [96]byte // the batch copies the key: no allocation for most
+	k := codec.AppendKeyPrefix(kb[:0], codec.TagMeta, e.DB, e.Key)
 	if !codec.IsSplitSetMeta(e) {
 		return b.Set(k, e.Args[0], nil)
 	}

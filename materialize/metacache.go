@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -97,12 +98,6 @@ func newMetaCache() *metaCache {
 		c.shards[i].m = make(map[string]*cachedMeta)
 	}
 	return c
-}
-
-func cacheKey(db uint8, key []byte) string {
-	b := make([]byte, 0, 1+len(key))
-	b = append(b, db)
-	return string(append(b, key...))
 }
 
 func (c *metaCache) shard(db uint8, key []byte) *metaShard {
@@ -280,10 +275,60 @@ func (o *overlay) publish(c *metaCache, seq uint64) {
 	if o.flushed {
 		c.clear()
 	}
-	for k, cm := range o.m {
-		c.putKey([]byte(k), cm.meta, cm.exists, seq, o.kept(cm.meta.Value))
+	for k, i := range o.m {
+		cm := &o.ents[i]
+		// k is in o.keys, reused by the next group: putKey copies it.
+		c.putKey(unsafe.Slice(unsafe.StringData(k), len(k)), cm.meta, cm.exists, seq, o.kept(cm.meta.Value))
 	}
 }
+
+// get returns the staged metadata of (db, key), if the group staged any.
+func (o *overlay) get(db uint8, key []byte) (cachedMeta, bool) {
+	var buf [64]byte
+	i, ok := o.m[string(append(append(buf[:0], db), key...))]
+	if !ok {
+		return cachedMeta{}, false
+	}
+	return o.ents[i], true
+}
+
+// entry returns the staged entry of (db, key), a zero one added if the
+// group staged none.
+func (o *overlay) entry(db uint8, key []byte) *cachedMeta {
+	var buf [64]byte
+	if i, ok := o.m[string(append(append(buf[:0], db), key...))]; ok {
+		return &o.ents[i]
+	}
+	start := len(o.keys)
+	o.keys = append(append(o.keys, db), key...)
+	// The string shares o.keys' array, which only grows (a new array
+	// leaves the old one to the strings made from it) until reset.
+	k := unsafe.String(&o.keys[start], len(o.keys)-start)
+	o.m[k] = int32(len(o.ents))
+	o.ents = append(o.ents, cachedMeta{})
+	return &o.ents[len(o.ents)-1]
+}
+
+// clearEntries forgets every staged entry.
+func (o *overlay) clearEntries() {
+	clear(o.m)
+	clear(o.ents) // they alias requests
+	o.ents = o.ents[:0]
+	if cap(o.ents) > overlayEntsKept {
+		o.ents = nil // a group of many keys does not hold its array for ever
+	}
+	if cap(o.keys) > overlayKeysKept {
+		o.keys = nil
+	}
+	o.keys = o.keys[:0]
+}
+
+// The largest arrays of staged entries (about 1.4 MB) and of their keys'
+// bytes an overlay keeps for the next group.
+const (
+	overlayEntsKept = 4096
+	overlayKeysKept = 1 << 20
+)
 
 // keepValue notes b, a request's argument, as one the committed cache may
 // hold without a copy (View.KeepValue).
@@ -305,7 +350,14 @@ func (o *overlay) kept(v []byte) bool {
 // overlay is the metadata staged by the current commit group, seen by the
 // group's later decisions before the group commits. Only the writer uses it.
 type overlay struct {
-	m       map[string]cachedMeta
+	// m indexes ents, the group's staged metadata, by cache key (db, then
+	// key), whose bytes are in keys: all three are reused from group to
+	// group, so staging a key allocates nothing (a map of cachedMeta,
+	// 344 bytes, kept each value in an allocation of its own, and each
+	// key was a string of its own).
+	m       map[string]int32
+	ents    []cachedMeta
+	keys    []byte
 	flushed bool   // a FLUSHDB/FLUSHALL is staged: the committed cache is stale
 	dbBase  *dbMap // the committed db map as the group started
 	dbs     *dbMap // the db map after the group's swaps; nil: none staged
@@ -324,7 +376,7 @@ func (o *overlay) reset() {
 	o.pend, o.pendB = o.pend[:0], nil
 	clear(o.keep)
 	o.keep = o.keep[:0]
-	clear(o.m)
+	o.clearEntries()
 	o.flushed = false
 	o.dbs = nil
 }
@@ -343,8 +395,8 @@ func (o *overlay) deferMeta(b *pebble.Batch, e codec.Event) bool {
 	if !ok {
 		return false
 	}
-	k := cacheKey(e.DB, e.Key)
-	if old := o.m[k].pend; old != 0 && int(old) <= len(o.pend) && o.pend[old-1].DB == e.DB && bytes.Equal(o.pend[old-1].Key, e.Key) {
+	p := o.entry(e.DB, e.Key)
+	if old := p.pend; old != 0 && int(old) <= len(o.pend) && o.pend[old-1].DB == e.DB && bytes.Equal(o.pend[old-1].Key, e.Key) {
 		cm.pend = old
 		o.pend[old-1] = e
 	} else {
@@ -352,7 +404,7 @@ func (o *overlay) deferMeta(b *pebble.Batch, e codec.Event) bool {
 		cm.pend = uint32(len(o.pend))
 	}
 	o.pendB = b
-	o.m[k] = cm
+	*p = cm
 	return true
 }
 
@@ -387,11 +439,11 @@ func (o *overlay) observe(e codec.Event) {
 		o.dbs = cur.swapped(e.DB, e.Args[0][0]) // applyEvent checked the args
 		return
 	case codec.OpFlushDB, codec.OpFlushAll:
-		clear(o.m)
+		o.clearEntries()
 		o.flushed = true
 		return
 	}
 	if cm, ok := metaEffect(e); ok {
-		o.m[cacheKey(e.DB, e.Key)] = cm
+		*o.entry(e.DB, e.Key) = cm
 	}
 }

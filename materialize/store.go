@@ -348,7 +348,7 @@ func Open(opts Options) (*Store, error) {
 		gcache:     newGroupCache(),
 		zblocks:    newZBlockCache(),
 		fields:     newFieldCache(),
-		staged:     overlay{m: map[string]cachedMeta{}},
+		staged:     overlay{m: map[string]int32{}},
 		logGroup:   ratelog.New(logEvery),
 		logSync:    ratelog.New(logEvery),
 		logProbe:   ratelog.New(logEvery),

@@ -277,8 +277,7 @@ func (v *View) rawMetaPartial(db uint8, key []byte, needValue, lend bool) (codec
 	}
 	seq, useCache := v.cacheSeq()
 	if v.staged != nil {
-		var buf [64]byte
-		if e, ok := v.staged.m[string(append(append(buf[:0], db), key...))]; ok {
+		if e, ok := v.staged.get(db, key); ok {
 			v.iters.metaHit()
 			return e.meta, e.exists, false, nil
 		}
