@@ -147,7 +147,13 @@ func (c *groupCache) noteHead(stream []byte, first codec.ID) {
 // streamOf returns the cache's key of stream (db, key): the db|keylen|key
 // part of its Pebble keys.
 func streamOf(db uint8, key []byte) []byte {
-	return codec.AppendKeyPrefix(nil, codec.TagGroup, db, key)[3:]
+	return appendStreamOf(nil, db, key)
+}
+
+// appendStreamOf is streamOf into b's array (a caller's stack buffer: the
+// writer looks tails up for every XADD without allocating).
+func appendStreamOf(b []byte, db uint8, key []byte) []byte {
+	return codec.AppendKeyPrefix(b, codec.TagGroup, db, key)[3:]
 }
 
 // splitGroupKey returns the stream part (db|keylen|key) and the suffix of
@@ -316,7 +322,8 @@ func (c *groupCache) stageTail(e codec.Event) {
 		if err != nil {
 			return
 		}
-		stream := streamOf(e.DB, e.Key)
+		var sb [96]byte
+		stream := appendStreamOf(sb[:0], e.DB, e.Key)
 		sv := c.stagedOf(stream)
 		if sv.tailVoid {
 			return
@@ -369,7 +376,8 @@ func (c *groupCache) tailed(db uint8, key []byte) *streamVals {
 	if len(c.committed)+len(c.staged) == 0 {
 		return nil
 	}
-	stream := streamOf(db, key)
+	var sb [96]byte
+	stream := appendStreamOf(sb[:0], db, key)
 	sv := c.staged[string(stream)]
 	if sv != nil && len(sv.adds) > 0 {
 		return sv
