@@ -314,7 +314,7 @@ func (c *conn) flush() error {
 	}
 	c.replyMark = 0
 	if c.w.Len() == 0 {
-		// Nothing to send: redcon's Flush would still make a write system
+		// Nothing to send: a Flush would still make a write system
 		// call of 0 bytes (a blocking command flushes before it waits).
 		return nil
 	}
@@ -516,7 +516,7 @@ func (c *conn) execute(args [][]byte) {
 	if c.trk.on {
 		c.s.track.remember(c, cmd, args) // before the read: a change after it invalidates
 	}
-	x := &exec{c: c, cmd: cmd, args: args}
+	x := &exec{c: c, cmd: cmd, args: args, inline: c.rd.Inline()}
 	tl := c.s.tel
 	if tl != nil {
 		x.span = tl.startCommand(c, cmd, args, nil)
@@ -562,6 +562,9 @@ type exec struct {
 	cmd  *cmdSpec
 	args [][]byte
 	tx   *txnCtx // inside EXEC, or nil
+	// inline: args came from an inline command, whose array is sized to
+	// its line (keptArg does not apply).
+	inline bool
 
 	// rv is the command's read view (view). A write ends it (later reads
 	// see the write): done holds the views ended before the command did,
@@ -777,7 +780,10 @@ func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error
 	*it = pendingReply{cmd: x.cmd.name, stat: x.c.s.cmdstats.statFor(x.cmd, x.args), reply: reply}
 	x.pend = it
 	db := x.db()
-	keep := keptArg(x.args)
+	var keep []byte
+	if !x.inline {
+		keep = keptArg(x.args)
+	}
 	it.p = x.c.s.store.SubmitTagged(spanTag(x.span), func(v *materialize.View) ([]codec.Event, error) {
 		x.ctx.Resolve(v)
 		if keep != nil {
@@ -807,7 +813,8 @@ const (
 // keptArgMin bytes or more and the request's other arguments, which share
 // its backing array (Reader.ReadCommand), come to keptArgRest bytes at
 // most; nil otherwise. The Reader never reuses a request's memory, and
-// the last argument's array ends where it does.
+// a multibulk request's last argument's array ends where it does (not so
+// an inline request's, which the caller leaves out).
 func keptArg(args [][]byte) []byte {
 	last := args[len(args)-1]
 	if len(last) < keptArgMin {

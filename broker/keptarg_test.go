@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"net"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -72,4 +75,39 @@ func TestKeptValuesStayIntact(t *testing.T) {
 	ts.Close()
 	ts = startTestServer(t, dir)
 	check(ts.client(t), "after the restart")
+}
+
+// TestInlineRequestNotKept: an inline SET of a large value is read into
+// an array sized to its line, so its value is copied into the cache
+// (exec.inline), and reads back whole.
+func TestInlineRequestNotKept(t *testing.T) {
+	ts := newTestServer(t)
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	val := strings.Repeat("v", keptArgMin+10)
+	if _, err := fmt.Fprintf(nc, "SET k %s\r\n", val); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(nc).ReadString('\n')
+	if err != nil || line != "+OK\r\n" {
+		t.Fatalf("inline SET: %q, %v", line, err)
+	}
+	if got := ts.client(t).Get(context.Background(), "k").Val(); got != val {
+		t.Fatalf("GET k: %d bytes", len(got))
+	}
+}
+
+func TestReaderInline(t *testing.T) {
+	r := NewReader(strings.NewReader("SET k v\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n"), Limits{})
+	for _, want := range []bool{true, false} {
+		if _, err := r.ReadCommand(); err != nil {
+			t.Fatal(err)
+		}
+		if r.Inline() != want {
+			t.Fatalf("Inline() = %v, want %v", r.Inline(), want)
+		}
+	}
 }

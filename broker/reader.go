@@ -121,7 +121,14 @@ type Reader struct {
 	line []byte // scratch: the current header / inline line
 	ends []int  // scratch: end offsets of the current multibulk's arguments
 	err  error  // sticky error
+	// inline: the last request returned was an inline command (its
+	// arguments share an array sized to the line, not to them).
+	inline bool
 }
+
+// Inline reports whether the last request ReadCommand returned was an
+// inline command rather than a multibulk one.
+func (r *Reader) Inline() bool { return r.inline }
 
 // NewReader returns a Reader that reads requests from rd, typically a
 // net.Conn, with the given limits (zero fields take the defaults).
@@ -176,7 +183,8 @@ func (r *Reader) readRequest() ([][]byte, error) {
 	if err != nil {
 		return nil, err // io.EOF here is a clean end
 	}
-	if b[0] == '*' {
+	r.inline = b[0] != '*'
+	if !r.inline {
 		return r.readMultibulk()
 	}
 	return r.readInline()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"hash/maphash"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"unsafe"
 
@@ -35,7 +34,8 @@ type metaShard struct {
 	mu sync.RWMutex
 	m  map[string]*cachedMeta // pointers: an update of a cached key allocates nothing
 	// copied is the bytes of the values longer than metaCacheMaxValue the
-	// shard holds (copies): at most metaCacheCopiedMax/metaCacheShards.
+	// shard holds (copies, or requests' arguments kept: View.KeepValue):
+	// at most metaCacheCopiedMax/metaCacheShards.
 	copied int
 	// held lists the entries that hold such copies (cachedMeta.held is 1 +
 	// the index). Past the budget a random one of them drops its value and
@@ -77,8 +77,9 @@ const (
 	// metaCacheMaxValue: the cache copies them.
 	splitAboveCached = uint(codec.SplitValueMin - metaCacheMaxValue)
 	// metaCacheMaxCopied is the largest string value the cache holds: one
-	// longer than metaCacheMaxValue is copied when its group commits,
-	// within metaCacheCopiedMax bytes of such copies over all shards (past
+	// longer than metaCacheMaxValue is copied when its group commits (or
+	// kept as the request's argument: View.KeepValue), within
+	// metaCacheCopiedMax bytes of such values over all shards (past
 	// it, random values of the shard are dropped; their keys' metadata
 	// stays). A GET of a value the cache holds makes no Pebble lookup: for
 	// 100 KB values that was a third of its CPU, the blob file read
@@ -257,7 +258,9 @@ func metaEffect(e codec.Event) (cachedMeta, bool) {
 		// once built (and DecodeMeta caps it: an append copies). In the
 		// split form that is the request's value, valid until the group
 		// commits: longer than metaCacheMaxValue, so the committed cache
-		// copies it or keeps it without its value (splitAboveCached).
+		// copies it, holds the argument itself when the decision said it
+		// may (View.KeepValue), or keeps the key without its value
+		// (splitAboveCached).
 		return cachedMeta{meta: m, exists: true}, true
 	case codec.OpDelKey:
 		return cachedMeta{}, true
@@ -334,7 +337,10 @@ const (
 // hold without a copy (View.KeepValue).
 func (o *overlay) keepValue(b []byte) {
 	if len(b) > metaCacheMaxValue {
-		o.keep = append(o.keep, valueAt{&b[0], len(b)})
+		if o.keep == nil {
+			o.keep = map[valueAt]struct{}{}
+		}
+		o.keep[valueAt{&b[0], len(b)}] = struct{}{}
 	}
 }
 
@@ -344,7 +350,8 @@ func (o *overlay) kept(v []byte) bool {
 	if len(v) <= metaCacheMaxValue || len(o.keep) == 0 {
 		return false
 	}
-	return slices.Contains(o.keep, valueAt{&v[0], len(v)})
+	_, ok := o.keep[valueAt{&v[0], len(v)}]
+	return ok
 }
 
 // overlay is the metadata staged by the current commit group, seen by the
@@ -366,16 +373,15 @@ type overlay struct {
 	// OpSetMeta event of each key, to be written into pendB by flushMeta.
 	pend  []codec.Event
 	pendB *pebble.Batch
-	// keep lists the requests' arguments the group's cache entries may
+	// keep holds the requests' arguments the group's cache entries may
 	// hold without a copy (View.KeepValue), by first byte and length.
-	keep []valueAt
+	keep map[valueAt]struct{}
 }
 
 func (o *overlay) reset() {
 	clear(o.pend) // the events alias requests
 	o.pend, o.pendB = o.pend[:0], nil
 	clear(o.keep)
-	o.keep = o.keep[:0]
 	o.clearEntries()
 	o.flushed = false
 	o.dbs = nil
