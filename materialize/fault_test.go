@@ -338,3 +338,49 @@ func TestStorageFaultPebbleRetriesFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCloseFlushFailsDuringClose: when the sstables of Close's own final
+// flush cannot be written (the disk filled, or the data directory went,
+// while the server shut down), Close gives up once the flush fails instead
+// of waiting for Pebble's retries for ever; the next Open replays the log.
+func TestCloseFlushFailsDuringClose(t *testing.T) {
+	ffs := newFullFS(func(name string) bool { return strings.HasSuffix(name, ".sst") })
+	opts := materialize.Options{FS: ffs, Dir: "db", Now: newClock(t0).Now, MinFreeDisk: -1}
+	s, err := materialize.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := strings.Repeat("v", 1000)
+	keys := make([]string, 200)
+	for i := range keys {
+		keys[i] = "k" + strings.Repeat("x", i%20) + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		if err := trySet(s, keys[i], value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f := s.Fault(); f != nil {
+		t.Fatalf("fault before the disk filled: %v", f)
+	}
+	ffs.full.Store(true)
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		if err == nil {
+			t.Error("Close reported success though its final flush failed")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close waits for a final flush that cannot succeed")
+	}
+	ffs.full.Store(false)
+	s, err = materialize.Open(opts)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	for _, k := range keys {
+		if v, ok := getString(t, s, k); !ok || v != value {
+			t.Fatalf("%s lost after the failed final flush", k)
+		}
+	}
+}

@@ -448,9 +448,34 @@ func (s *Store) Close() error {
 	if err == nil && s.faults.cur.Load() == nil {
 		// With a storage fault the flush could wait forever (Pebble retries
 		// a failed flush until it succeeds): the next Open replays the log.
-		err = s.db.Flush()
+		err = s.finalFlush()
 	}
 	return errors.Join(err, s.db.Close(), s.log.close())
+}
+
+// finalFlush flushes Pebble's memtables for Close and waits for the
+// flush, unless it fails: a failed flush sets a storage fault (FlushEnd)
+// and Pebble retries it until it succeeds, so a disk that filled or a
+// data directory removed during the shutdown would hold Close for ever
+// (seen: a process spinning on the retries for minutes after SHUTDOWN).
+// The change log holds every record: the next Open replays them.
+func (s *Store) finalFlush() error {
+	done, err := s.db.AsyncFlush()
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-tick.C:
+			if f := s.faults.cur.Load(); f != nil {
+				return fmt.Errorf("materialize: close: the final flush failed, the next open replays the change log: %w", f)
+			}
+		}
+	}
 }
 
 // GroupStats returns how many commit groups have committed since Open and
