@@ -271,13 +271,7 @@ func TestStorageFaultFlush(t *testing.T) {
 	if f := s.CheckStorage(); f == nil {
 		t.Fatal("the probe cleared a flush fault while flushes still fail")
 	}
-	closed := make(chan error, 1)
-	go func() { closed <- s.Close() }()
-	select {
-	case <-closed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Close waits for a flush that cannot succeed")
-	}
+	closeWithin(t, s, 10*time.Second)
 	ffs.full.Store(false)
 	s, err = materialize.Open(opts)
 	if err != nil {
@@ -362,15 +356,8 @@ func TestCloseFlushFailsDuringClose(t *testing.T) {
 		t.Fatalf("fault before the disk filled: %v", f)
 	}
 	ffs.full.Store(true)
-	closed := make(chan error, 1)
-	go func() { closed <- s.Close() }()
-	select {
-	case err := <-closed:
-		if err == nil {
-			t.Error("Close reported success though its final flush failed")
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Close waits for a final flush that cannot succeed")
+	if err := closeWithin(t, s, 20*time.Second); err == nil {
+		t.Error("Close reported success though its final flush failed")
 	}
 	ffs.full.Store(false)
 	s, err = materialize.Open(opts)
@@ -382,5 +369,21 @@ func TestCloseFlushFailsDuringClose(t *testing.T) {
 		if v, ok := getString(t, s, k); !ok || v != value {
 			t.Fatalf("%s lost after the failed final flush", k)
 		}
+	}
+}
+
+// closeWithin closes s and returns Close's error, failing the test if
+// Close has not returned within d (it waits for a flush that cannot
+// succeed).
+func closeWithin(t *testing.T, s *materialize.Store, d time.Duration) error {
+	t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		return err
+	case <-time.After(d):
+		t.Fatal("Close waits for a flush that cannot succeed")
+		return nil
 	}
 }
