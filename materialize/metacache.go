@@ -109,7 +109,7 @@ func (c *metaCache) shard(db uint8, key []byte) *metaShard {
 	return &c.shards[h.Sum64()%metaCacheShards]
 }
 
-// shardOf is shard of the cache key k (cacheKey: db, then key).
+// shardOf is shard of the cache key k (db, then key).
 func (c *metaCache) shardOf(k []byte) *metaShard {
 	var h maphash.Hash
 	h.SetSeed(c.seed)
@@ -138,7 +138,7 @@ func (c *metaCache) put(db uint8, key []byte, m codec.Meta, exists bool, seq uin
 	c.putKey(append(append(buf[:0], db), key...), m, exists, seq, false)
 }
 
-// putKey is put of the cache key k (cacheKey). With keep, a value longer
+// putKey is put of the cache key k (db, then key). With keep, a value longer
 // than metaCacheMaxValue is held as it is rather than copied: it is a
 // request's argument the writer was told it may keep (View.KeepValue).
 func (c *metaCache) putKey(k []byte, m codec.Meta, exists bool, seq uint64, keep bool) {
