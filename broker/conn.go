@@ -802,17 +802,18 @@ func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error
 }
 
 // Redis keeps a bulk argument of 32 KiB or more as the string object
-// itself (PROTO_MBULK_BIG_ARG); keptArg is the same idea.
+// itself (PROTO_MBULK_BIG_ARG); keptArg is the same idea, from 4 KiB.
 const (
-	keptArgMin  = 32 << 10 // smallest argument kept rather than copied
-	keptArgRest = 4 << 10  // at most this many bytes of other arguments
+	keptArgMin  = 4 << 10 // smallest argument kept rather than copied
+	keptArgRest = 4 << 10 // at most this many bytes of other arguments
 )
 
 // keptArg returns the request's last argument when the store may keep it
 // as a string's value without a copy (materialize.View.KeepValue): it is
 // keptArgMin bytes or more and the request's other arguments, which share
-// its backing array (Reader.ReadCommand), come to keptArgRest bytes at
-// most; nil otherwise. The Reader never reuses a request's memory, and
+// its backing array (Reader.ReadCommand), come to keptArgRest bytes and
+// an eighth of it at most (what the cache holds uncounted); nil
+// otherwise. The Reader never reuses a request's memory, and
 // a multibulk request's last argument's array ends where it does (not so
 // an inline request's, which the caller leaves out).
 func keptArg(args [][]byte) []byte {
@@ -820,9 +821,10 @@ func keptArg(args [][]byte) []byte {
 	if len(last) < keptArgMin {
 		return nil
 	}
+	limit := min(keptArgRest, len(last)/8)
 	rest := 0
 	for _, a := range args[:len(args)-1] {
-		if rest += len(a); rest > keptArgRest {
+		if rest += len(a); rest > limit {
 			return nil
 		}
 	}

@@ -22,8 +22,10 @@ func TestKeptArg(t *testing.T) {
 		{"SET of a large value", [][]byte{[]byte("SET"), []byte("k"), big}, true},
 		{"value below keptArgMin", [][]byte{[]byte("SET"), []byte("k"), big[:keptArgMin-1]}, false},
 		{"large value not last", [][]byte{[]byte("SET"), []byte("k"), big, []byte("EX"), []byte("10")}, false},
-		{"large other arguments", [][]byte{[]byte("SET"), make([]byte, keptArgRest), big}, false},
-		{"other arguments at the limit", [][]byte{[]byte("SET"), make([]byte, keptArgRest-3), big}, true},
+		{"large other arguments", [][]byte{[]byte("SET"), make([]byte, keptArgMin/8), big}, false},
+		{"other arguments at the limit", [][]byte{[]byte("SET"), make([]byte, keptArgMin/8-3), big}, true},
+		{"a 64 KiB value, 4 KiB of others", [][]byte{[]byte("SET"), make([]byte, keptArgRest-3), make([]byte, 64<<10)}, true},
+		{"a 64 KiB value, more than 4 KiB of others", [][]byte{[]byte("SET"), make([]byte, keptArgRest), make([]byte, 64<<10)}, false},
 	} {
 		if got := keptArg(tc.args); (got != nil) != tc.kept || (got != nil && &got[0] != &tc.args[len(tc.args)-1][0]) {
 			t.Errorf("%s: keptArg returned %d bytes, want kept %v", tc.name, len(got), tc.kept)
