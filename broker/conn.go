@@ -780,10 +780,7 @@ func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error
 	*it = pendingReply{cmd: x.cmd.name, stat: x.c.s.cmdstats.statFor(x.cmd, x.args), reply: reply}
 	x.pend = it
 	db := x.db()
-	var keep []byte
-	if !x.inline {
-		keep = keptArg(x.args)
-	}
+	keep := x.keptArg()
 	it.p = x.c.s.store.SubmitTagged(spanTag(x.span), func(v *materialize.View) ([]codec.Event, error) {
 		x.ctx.Resolve(v)
 		if keep != nil {
@@ -829,6 +826,15 @@ func keptArg(args [][]byte) []byte {
 		}
 	}
 	return last
+}
+
+// keptArg is keptArg of the command's arguments, nil for an inline
+// command (its arguments' array is sized to its line, not to them).
+func (x *exec) keptArg() []byte {
+	if x.inline {
+		return nil
+	}
+	return keptArg(x.args)
 }
 
 // txWrite runs decide inside EXEC, keeping its keyspace notifications

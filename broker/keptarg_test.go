@@ -79,10 +79,18 @@ func TestKeptValuesStayIntact(t *testing.T) {
 	check(ts.client(t), "after the restart")
 }
 
-// TestInlineRequestNotKept: an inline SET of a large value is read into
-// an array sized to its line, so its value is copied into the cache
-// (exec.inline), and reads back whole.
+// TestInlineRequestNotKept: an inline command's large last argument is
+// never kept (its array is sized to the line: exec.keptArg), a multibulk
+// one's is; and an inline SET of a large value reads back whole.
 func TestInlineRequestNotKept(t *testing.T) {
+	args := [][]byte{[]byte("SET"), []byte("k"), make([]byte, keptArgMin)}
+	if got := (&exec{args: args, inline: true}).keptArg(); got != nil {
+		t.Fatal("an inline command's argument kept")
+	}
+	if got := (&exec{args: args}).keptArg(); got == nil {
+		t.Fatal("a multibulk command's argument not kept")
+	}
+
 	ts := newTestServer(t)
 	nc, err := net.Dial("tcp", ts.addr)
 	if err != nil {

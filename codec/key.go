@@ -89,6 +89,11 @@ func SlotPrefix(tag Tag, slot uint16) []byte {
 // MetaKey returns the metadata key of (db, key).
 func MetaKey(db uint8, key []byte) []byte { return KeyPrefix(TagMeta, db, key) }
 
+// AppendMetaKey appends the metadata key of (db, key) to b.
+func AppendMetaKey(b []byte, db uint8, key []byte) []byte {
+	return AppendKeyPrefix(b, TagMeta, db, key)
+}
+
 // CountKey returns K|db: the key under which db's key counts are kept (two
 // int64s, big-endian: keys, keys with a TTL).
 func CountKey(db uint8) []byte { return []byte{byte(TagCount), db} }

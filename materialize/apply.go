@@ -418,7 +418,7 @@ func applySetMetaTTL(b *pebble.Batch, e codec.Event) error {
 // node state would be decoded for nothing here).
 func applyMetaKey(b *pebble.Batch, e codec.Event) error {
 	var kb [96]byte // the batch copies the key: no allocation for most
-	k := codec.AppendKeyPrefix(kb[:0], codec.TagMeta, e.DB, e.Key)
+	k := codec.AppendMetaKey(kb[:0], e.DB, e.Key)
 	if !codec.IsSplitSetMeta(e) {
 		return b.Set(k, e.Args[0], nil)
 	}
@@ -447,7 +447,8 @@ func applyMetaRef(b *pebble.Batch, e codec.Event, ref codec.ValueRef) error {
 	}
 	m.Value, m.Ref = nil, ref
 	var buf [64]byte
-	if err := b.Set(codec.MetaKey(e.DB, e.Key), codec.AppendMeta(buf[:0], m), nil); err != nil {
+	var kb [96]byte // the batch copies the key and the value
+	if err := b.Set(codec.AppendMetaKey(kb[:0], e.DB, e.Key), codec.AppendMeta(buf[:0], m), nil); err != nil {
 		return err
 	}
 	owner := make([]byte, 0, 1+len(e.Key))

@@ -272,17 +272,8 @@ func TestStorageFaultFlush(t *testing.T) {
 		t.Fatal("the probe cleared a flush fault while flushes still fail")
 	}
 	closeWithin(t, s, 10*time.Second)
-	ffs.full.Store(false)
-	s, err = materialize.Open(opts)
-	if err != nil {
-		t.Fatalf("reopen: %v", err)
-	}
+	s = reopenWithRoom(t, ffs, opts, acked, value)
 	defer s.Close()
-	for _, k := range acked {
-		if v, ok := getString(t, s, k); !ok || v != value {
-			t.Fatalf("acknowledged %s lost after the flush fault (%d acknowledged)", k, len(acked))
-		}
-	}
 	if f := s.Fault(); f != nil {
 		t.Fatalf("fault after a reopen with room: %v", f)
 	}
@@ -359,17 +350,7 @@ func TestCloseFlushFailsDuringClose(t *testing.T) {
 	if err := closeWithin(t, s, 20*time.Second); err == nil {
 		t.Error("Close reported success though its final flush failed")
 	}
-	ffs.full.Store(false)
-	s, err = materialize.Open(opts)
-	if err != nil {
-		t.Fatalf("reopen: %v", err)
-	}
-	defer s.Close()
-	for _, k := range keys {
-		if v, ok := getString(t, s, k); !ok || v != value {
-			t.Fatalf("%s lost after the failed final flush", k)
-		}
-	}
+	reopenWithRoom(t, ffs, opts, keys, value).Close()
 }
 
 // closeWithin closes s and returns Close's error, failing the test if
@@ -386,4 +367,23 @@ func closeWithin(t *testing.T, s *materialize.Store, d time.Duration) error {
 		t.Fatal("Close waits for a flush that cannot succeed")
 		return nil
 	}
+}
+
+// reopenWithRoom lets ffs take writes again, opens the store, checks that
+// every key of keys holds value (none lost to the failed flush before) and
+// returns it.
+func reopenWithRoom(t *testing.T, ffs fullFS, opts materialize.Options, keys []string, value string) *materialize.Store {
+	t.Helper()
+	ffs.full.Store(false)
+	s, err := materialize.Open(opts)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	for _, k := range keys {
+		if v, ok := getString(t, s, k); !ok || v != value {
+			s.Close()
+			t.Fatalf("%s lost after the flush fault (%d keys written)", k, len(keys))
+		}
+	}
+	return s
 }

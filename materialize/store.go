@@ -784,10 +784,7 @@ func (g *groupRun) applyRecord(rec *codec.Record) error {
 	if err := g.stageEvents(rec.Events, false); err != nil {
 		return err
 	}
-	start := len(s.log.buf)
-	s.log.appendWith(g.seq, func(b []byte) []byte { return codec.AppendRecord(b, *rec) })
-	segment, base := s.log.stagePos()
-	s.noteValueRefs(rec.Events, segment, base+int64(start), len(s.log.buf)-start)
+	s.stageLogRecord(g.seq, *rec)
 	// The records this store decides later keep increasing ULIDs.
 	s.ulidMs = max(s.ulidMs, ulid.ULID(rec.ULID).Time()+1)
 	g.account(rec.Events)
@@ -1111,12 +1108,18 @@ func (s *Store) stageRecord(seq uint64, now time.Time, events []codec.Event, tc 
 	if err := s.entropy.MonotonicRead(ms, s.ulidBuf[6:]); err != nil {
 		return fmt.Errorf("materialize: ulid: %w", err)
 	}
-	r := codec.Record{ULID: s.ulidBuf, TimeMs: now.UnixMilli(), Events: events, Trace: tc}
+	s.stageLogRecord(seq, codec.Record{ULID: s.ulidBuf, TimeMs: now.UnixMilli(), Events: events, Trace: tc})
+	return nil
+}
+
+// stageLogRecord stages r as record seq in the change log's buffer and
+// notes where its large string values will be in the file
+// (noteValueRefs).
+func (s *Store) stageLogRecord(seq uint64, r codec.Record) {
 	start := len(s.log.buf)
 	s.log.appendWith(seq, func(b []byte) []byte { return codec.AppendRecord(b, r) })
 	segment, base := s.log.stagePos()
-	s.noteValueRefs(events, segment, base+int64(start), len(s.log.buf)-start)
-	return nil
+	s.noteValueRefs(r.Events, segment, base+int64(start), len(s.log.buf)-start)
 }
 
 // noteValueRefs notes where the large string values of a record's events
