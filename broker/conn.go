@@ -172,18 +172,22 @@ func (c *conn) shutdown() {
 // serve runs the connection until it closes. One goroutine reads, executes
 // and replies: every request already buffered runs before the replies are
 // flushed together, so a pipeline costs one write (and, under appendfsync
-// always, one fsync).
-func (c *conn) serve() {
-	defer c.nc.Close()
-	defer c.cancel()
-	defer c.s.watch.clear(c)
-	defer c.s.pubsub.drop(c)
-	defer c.s.track.disable(c)
-	defer c.s.stopMonitor(c)
-	defer c.s.keepLookups(c)
+// always, one fsync). first, when not nil, is a request an event loop
+// read and handed over with the connection (loop_linux.go), and replies
+// the loop could not send are sent first.
+func (c *conn) serve(first [][]byte) {
+	defer c.release()
+	if c.w.Len() > 0 && (c.flush() != nil || c.closeAfter) {
+		return
+	}
 	c.active.Store(c.s.opts.Now().UnixNano())
 	for n := 1; ; n++ {
-		args, err := c.rd.ReadCommand()
+		args, err := first, error(nil)
+		if first != nil {
+			first = nil
+		} else {
+			args, err = c.rd.ReadCommand()
+		}
 		// The activity times are kept only while there is a timeout
 		// (CONFIG SET timeout may change it at any request).
 		timeout := c.s.timeout.Load() > 0
@@ -191,33 +195,64 @@ func (c *conn) serve() {
 			c.busy.Store(true)
 		}
 		if err != nil {
-			c.drain() // replies to the requests before the error come first
-			var pe *ProtocolError
-			if errors.As(err, &pe) {
-				c.w.WriteError(pe.Msg)
-				c.s.opts.Logger.Debug("protocol error", "client", c.id, "err", pe.Msg)
-			}
+			c.readFailed(err)
 			c.flush()
 			return
 		}
-		c.qbuf.Store(int64(c.rd.Buffered()))
-		if c.replyMode.silenced() {
-			c.executeSilenced(args)
-		} else {
-			c.execute(args)
-			c.endReply()
-		}
-		c.obl.Store(int64(c.buffered))
+		c.runRequest(args)
 		if c.closeAfter || c.rd.Buffered() == 0 || n%maxBatch == 0 || c.buffered >= flushAt {
 			if err := c.flush(); err != nil || c.closeAfter {
 				return
 			}
 		}
 		if timeout && c.rd.Buffered() == 0 {
-			c.active.Store(c.s.opts.Now().UnixNano())
-			c.busy.Store(false)
+			c.markIdle()
 		}
 	}
+}
+
+// runRequest runs one request and buffers its reply.
+func (c *conn) runRequest(args [][]byte) {
+	c.qbuf.Store(int64(c.rd.Buffered()))
+	if c.replyMode.silenced() {
+		c.executeSilenced(args)
+	} else {
+		c.execute(args)
+		c.endReply()
+	}
+	c.obl.Store(int64(c.buffered))
+}
+
+// markIdle records that the connection waits for its next request, for
+// Options.Timeout's idle check.
+func (c *conn) markIdle() {
+	c.active.Store(c.s.opts.Now().UnixNano())
+	c.busy.Store(false)
+}
+
+// readFailed ends the requests of a connection whose read failed: the
+// replies to the requests before the failure, then a protocol error's
+// reply, are buffered for the last flush.
+func (c *conn) readFailed(err error) {
+	c.drain() // replies to the requests before the error come first
+	var pe *ProtocolError
+	if errors.As(err, &pe) {
+		c.w.WriteError(pe.Msg)
+		c.s.opts.Logger.Debug("protocol error", "client", c.id, "err", pe.Msg)
+	}
+}
+
+// release gives back what a closed connection holds: its lookups
+// counted, MONITOR, tracking, subscriptions, WATCHes, its context and
+// its socket.
+func (c *conn) release() {
+	c.s.keepLookups(c)
+	c.s.stopMonitor(c)
+	c.s.track.disable(c)
+	c.s.pubsub.drop(c)
+	c.s.watch.clear(c)
+	c.cancel()
+	c.nc.Close()
 }
 
 // idleSince reports whether the connection has been idle since before t

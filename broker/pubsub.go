@@ -454,6 +454,7 @@ func (p *connPubSub) pusher(c *conn) {
 		case <-c.ctx.Done():
 			return
 		}
+		c.leaveLoop() // an event loop's connection writes from its loop only
 		p.sockMu.Lock()
 		p.mu.Lock()
 		if !p.idle || len(p.buf) == 0 {

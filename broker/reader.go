@@ -3,9 +3,11 @@ package broker
 import (
 	"bufio"
 	"bytes"
-	"github.com/sediment-dev/sediment/command"
+	"errors"
 	"io"
 	"math"
+
+	"github.com/sediment-dev/sediment/command"
 )
 
 // Default request limits. They match the Redis 7.0 defaults of the same
@@ -166,6 +168,9 @@ func (r *Reader) ReadCommand() ([][]byte, error) {
 	}
 	for {
 		args, err := r.readRequest()
+		if err == errWouldBlock {
+			return nil, err // between requests: nothing is lost
+		}
 		if err != nil {
 			r.err = err
 			return nil, err
@@ -388,10 +393,14 @@ func (r *Reader) readLine(tooBig string) ([]byte, error) {
 	}
 }
 
-// readerUnexpected maps io.EOF inside a request to io.ErrUnexpectedEOF.
+// readerUnexpected maps io.EOF inside a request to io.ErrUnexpectedEOF,
+// and errWouldBlock to errTornRequest.
 func readerUnexpected(err error) error {
-	if err == io.EOF {
+	switch err {
+	case io.EOF:
 		return io.ErrUnexpectedEOF
+	case errWouldBlock:
+		return errTornRequest
 	}
 	return err
 }
@@ -529,5 +538,132 @@ func readerSplitArgs(line []byte) ([][]byte, error) {
 		}
 		end := len(out)
 		args = append(args, out[start:end:end])
+	}
+}
+
+// errWouldBlock is what an event loop's connection gives a Reader when it
+// has no more bytes without waiting for them (loopConn.Read). Between
+// requests ReadCommand returns it without ending the Reader.
+var errWouldBlock = errors.New("broker: read would block")
+
+// errTornRequest ends a Reader whose source had no more bytes in the
+// middle of a request that Ready reported whole: a bug, which closes the
+// connection rather than lose its framing.
+var errTornRequest = errors.New("broker: request torn by a non-blocking read")
+
+// Fill reads from the source once into the Reader's buffer, if the
+// buffer has room, and returns the source's error (errWouldBlock, io.EOF,
+// ...). It consumes nothing: the event loop (loop_linux.go) fills, then
+// runs the requests Ready finds whole.
+func (r *Reader) Fill() error {
+	n := r.br.Buffered()
+	if n >= r.br.Size() {
+		return nil
+	}
+	_, err := r.br.Peek(n + 1)
+	return err
+}
+
+// readiness is what Ready finds in the buffered bytes.
+type readiness uint8
+
+const (
+	// readyNone: no whole request yet (more bytes may complete one).
+	readyNone readiness = iota
+	// readyRequest: ReadCommand returns a request, a protocol error, or
+	// errWouldBlock after requests it skips, from the buffered bytes alone.
+	readyRequest
+	// readyTooBig: the first request cannot fit in the buffer; only a
+	// blocking Reader (a connection's goroutine) can read it.
+	readyTooBig
+)
+
+// Ready reports whether ReadCommand can return without reading from the
+// source. It frames the buffered bytes as ReadCommand does (requests it
+// skips, *0 and blank inline lines, are passed over) and answers
+// readyRequest as soon as ReadCommand would reply a protocol error, with
+// the same limits, so a malformed or over-limit request gets its error
+// without waiting for bytes that may never come.
+func (r *Reader) Ready() readiness {
+	b, _ := r.br.Peek(r.br.Buffered())
+	size := r.br.Size()
+	i := 0
+	// line returns the end of the line at b[i:] (the index of its '\n'), or
+	// -1 when it is not buffered whole; tooLong: a Reader would fail on it.
+	line := func() (end int, tooLong bool) {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			return -1, len(b)-i > r.lim.MaxInline
+		}
+		return i + j, j > r.lim.MaxInline
+	}
+	for {
+		start := i
+		if i == len(b) {
+			return readyNone
+		}
+		end, tooLong := line()
+		switch {
+		case tooLong:
+			return readyRequest
+		case end < 0:
+			if len(b)-start >= size {
+				return readyTooBig
+			}
+			return readyNone
+		}
+		if b[i] != '*' {
+			l := b[i:end]
+			if k := bytes.IndexByte(l, 0); k >= 0 {
+				l = l[:k]
+			}
+			if len(bytes.TrimLeft(l, " \t\n\v\f\r")) > 0 || int64(end-i) >= r.lim.MaxQueryBuffer {
+				return readyRequest // an inline request, or its error
+			}
+			i = end + 1 // a blank line: skipped
+			continue
+		}
+		n, ok := readerParseHeader(b[i:end])
+		total := int64(end-i) + 1
+		if !ok || n > r.lim.MaxMultibulk || total > r.lim.MaxQueryBuffer {
+			return readyRequest
+		}
+		i = end + 1
+		for k := int64(0); k < n; k++ {
+			if i == len(b) {
+				return readyNone
+			}
+			end, tooLong := line()
+			switch {
+			case tooLong:
+				return readyRequest
+			case end < 0:
+				if len(b)-start >= size {
+					return readyTooBig
+				}
+				return readyNone
+			}
+			ll, ok := readerParseHeader(b[i:end])
+			if b[i] != '$' || !ok || ll < 0 || ll > r.lim.MaxBulkLen {
+				return readyRequest
+			}
+			total += int64(end-i) + 1
+			if total > r.lim.MaxQueryBuffer || ll > r.lim.MaxQueryBuffer-total-2 {
+				return readyRequest
+			}
+			total += ll + 2
+			i = end + 1
+			if int64(len(b)-i) < ll+2 {
+				if int64(i-start)+ll+2 > int64(size) {
+					return readyTooBig
+				}
+				return readyNone
+			}
+			i += int(ll) + 2
+		}
+		if n > 0 {
+			return readyRequest
+		}
+		// *0 and *-1: skipped
 	}
 }

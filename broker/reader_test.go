@@ -510,6 +510,13 @@ func FuzzReader(f *testing.F) {
 		if readerErrText(err) != readerErrText(err2) || fmt.Sprintf("%q", cmds) != fmt.Sprintf("%q", cmds2) {
 			t.Fatalf("whole: %q %v; one byte at a time: %q %v", cmds, err, cmds2, err2)
 		}
+		// Nor does reading it as an event loop does, in chunks.
+		for _, chunk := range []int{1, 3, 7, len(data) + 1} {
+			cmds4, err4 := readerLoopRun(t, data, lim, chunk)
+			if readerErrText(err) != readerErrText(err4) || fmt.Sprintf("%q", cmds) != fmt.Sprintf("%q", cmds4) {
+				t.Fatalf("whole: %q %v; as an event loop in chunks of %d: %q %v", cmds, err, chunk, cmds4, err4)
+			}
+		}
 		// Re-encoding the commands as multibulk gives them back.
 		var enc bytes.Buffer
 		for _, c := range cmds {
@@ -526,4 +533,84 @@ func FuzzReader(f *testing.F) {
 			t.Fatalf("re-encoded: got %q want %q", cmds3, cmds)
 		}
 	})
+}
+
+// readerLoopSource gives a Reader chunk bytes of data per Fill and
+// errWouldBlock at any other read, as loopConn does; once blocking (a
+// hand-off), everything left.
+type readerLoopSource struct {
+	data            []byte
+	chunk           int
+	filling, blocks bool
+}
+
+func (s *readerLoopSource) Read(p []byte) (int, error) {
+	if !s.filling && !s.blocks {
+		return 0, errWouldBlock
+	}
+	if len(s.data) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), len(s.data))
+	if !s.blocks {
+		n = min(n, s.chunk)
+	}
+	copy(p, s.data[:n])
+	s.data = s.data[n:]
+	return n, nil
+}
+
+// readerLoopRun reads data as an event loop does (loop.serveReadable):
+// Fill, then ReadCommand while Ready finds a whole request; a request too
+// big for the buffer is read as a connection's goroutine does. Once the
+// input ended, the Reader must find no request Ready missed: only its
+// final error.
+func readerLoopRun(t *testing.T, data []byte, lim Limits, chunk int) ([][][]byte, error) {
+	src := &readerLoopSource{data: data, chunk: chunk}
+	r := NewReader(src, lim)
+	var cmds [][][]byte
+	blocking := func(missed bool) ([][][]byte, error) {
+		src.blocks = true
+		for {
+			args, err := r.ReadCommand()
+			if err != nil {
+				return cmds, err
+			}
+			if missed {
+				t.Fatalf("Ready missed the whole request %q", args)
+			}
+			cmds = append(cmds, args)
+		}
+	}
+	for fills := 0; ; fills++ {
+		if fills > len(data)+2 {
+			t.Fatalf("no progress after %d fills", fills)
+		}
+		src.filling = true
+		ferr := r.Fill()
+		src.filling = false
+		for {
+			st := r.Ready()
+			if st == readyTooBig {
+				return blocking(false)
+			}
+			if st == readyNone {
+				break
+			}
+			args, err := r.ReadCommand()
+			if err == errWouldBlock {
+				continue
+			}
+			if err == errTornRequest {
+				t.Fatalf("Ready reported a whole request that was not")
+			}
+			if err != nil {
+				return cmds, err
+			}
+			cmds = append(cmds, args)
+		}
+		if ferr != nil {
+			return blocking(true)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -113,6 +114,12 @@ type Options struct {
 	// command is still running, as in Redis. Connections are checked
 	// Timeout/4 apart, at most a second apart.
 	Timeout time.Duration
+	// EventLoops is how many event loops serve plain TCP connections
+	// (Linux; docs/architecture.md, "Event loops"): 0 takes
+	// runtime.GOMAXPROCS, and a negative number gives every connection a
+	// goroutine of its own instead, as do TLS connections and other
+	// systems.
+	EventLoops int
 	// ShutdownGrace is how long a shutdown (Close: SIGTERM, SHUTDOWN)
 	// gives each connection to take the replies it was sent before it is
 	// closed, so that a client that never reads cannot hold the shutdown.
@@ -251,6 +258,7 @@ type Server struct {
 	// connection whose writes wait on them).
 	logSync *ratelog.Limited
 	wake    *waker
+	loops   *eventLoops   // nil: a goroutine per connection
 	pubsub  *pubsub       // SUBSCRIBE/PUBLISH through NATS (pubsub.go)
 	track   *tracker      // CLIENT TRACKING (tracking.go)
 	notify  atomic.Uint32 // notify-keyspace-events flags (notify.go)
@@ -502,6 +510,14 @@ func New(opts Options) (*Server, error) {
 			o.Telemetry.SetProducer(s.commandMetrics)
 		}
 	}
+	if n := o.EventLoops; n >= 0 && runtime.GOOS == "linux" {
+		if n == 0 {
+			n = runtime.GOMAXPROCS(0)
+		}
+		if s.loops, err = newEventLoops(s, n); err != nil {
+			o.Logger.Warn("no event loops: a goroutine serves each connection", "err", err)
+		}
+	}
 	return s, nil
 }
 
@@ -613,18 +629,37 @@ func (s *Server) serve(ln net.Listener, isTLS bool) error {
 			go rejectConn(nc, errProtectedMode)
 			continue
 		}
+		var lc net.Conn
+		if s.loops != nil && !isTLS {
+			lc = s.loops.wrap(nc)
+		}
+		if lc != nil {
+			nc = lc
+		}
 		c := newConn(s, nc)
+		if lc != nil {
+			s.loops.prepare(c)
+		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
+		if lc != nil {
+			s.loops.add(c)
+			continue
+		}
 		go func() {
-			defer s.wg.Done()
-			c.serve()
-			s.mu.Lock()
-			delete(s.conns, c)
-			s.mu.Unlock()
+			c.serve(nil)
+			s.connDone(c)
 		}()
 	}
+}
+
+// connDone forgets a connection that closed.
+func (s *Server) connDone(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.wg.Done()
 }
 
 // errMaxClients is Redis's reply to a connection beyond maxclients.
@@ -686,6 +721,9 @@ func (s *Server) close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
+	if s.loops != nil {
+		s.loops.stop()
+	}
 	if s.tel != nil {
 		s.tel.close()
 		s.opts.Telemetry.SetProducer(nil)

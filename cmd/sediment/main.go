@@ -7,7 +7,7 @@
 //	sediment feed [--nats-url URL] [--user feed --password P] [--db N] [--type T] [--key K] [--from SEQ]
 //	sediment [serve] [--bind 127.0.0.1] [--port 6380] [--dir ./data]
 //	         [--nats-url URL] [--appendfsync always|everysec|no]
-//	         [--databases 16] [--maxclients 10000] [--timeout 0] [--shutdown-grace 2s] [--cache-size 64] [--log-level info]
+//	         [--databases 16] [--maxclients 10000] [--timeout 0] [--event-loops 0] [--shutdown-grace 2s] [--cache-size 64] [--log-level info]
 //	         [--nats-listen 127.0.0.1:4222|off] [--feed-prefix sediment]
 //	         [--feed-jetstream NAME] [--feed-jetstream-replicas 1] [--feed-jetstream-max-age 0] [--feed-jetstream-duplicates 30s]
 //	         [--requirepass PASSWORD] [--protected-mode yes|no] [--changelog-retention 1048576[,AGE]]
@@ -59,6 +59,7 @@ type config struct {
 	natsListen, feedPrefix, requirepass, protected   string
 	aclFile, natsFeedPassword, retention             string
 	port, databases, maxclients, timeout, cacheMB    int
+	eventLoops                                       int
 	shutdownGrace, snapshotEvery                     time.Duration
 	snapshotKeep                                     int
 	minFreeDiskMB                                    int
@@ -100,6 +101,7 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.IntVar(&c.snapshotKeep, "snapshot-keep", 1, "how many periodic snapshots to keep (at least 1)")
 	fs.IntVar(&c.minFreeDiskMB, "min-free-disk", 64, "refuse writes (MISCONF) while the data directory's filesystem has less free space than this, in MiB; 0: never")
 	fs.IntVar(&c.timeout, "timeout", 0, "close a client idle for this many seconds; 0: never (Redis's timeout)")
+	fs.IntVar(&c.eventLoops, "event-loops", 0, "event loops serving plain TCP clients (Linux); 0: one per processor (GOMAXPROCS); -1: a goroutine per client instead")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 2*time.Second, "on SIGTERM or SHUTDOWN, how long each client may take to read the replies it was sent before its connection is closed")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log line format: text (logfmt) or json; lines logged inside a traced command carry trace_id and span_id")
@@ -255,6 +257,7 @@ func run(args []string, getenv func(string) string) error {
 		MaxClients:     c.maxclients,
 		Timeout:        time.Duration(c.timeout) * time.Second,
 		ShutdownGrace:  c.shutdownGrace,
+		EventLoops:     c.eventLoops,
 		CacheSize:      int64(c.cacheMB) << 20,
 		MinFreeDisk:    minFreeDisk(c.minFreeDiskMB),
 		Retention:      keep,
