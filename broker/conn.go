@@ -56,7 +56,11 @@ type conn struct {
 	pendingSeq uint64          // highest change-log seq whose reply is not yet flushed
 	closeAfter bool            // QUIT or protocol error: flush, then close
 	pending    []*pendingReply // submitted writes (and errors behind them), in request order
-	multi      *multiState     // open transaction (MULTI), or nil
+	// notifier is told when the connection's submitted writes end: its
+	// event loop; nil for a connection with a goroutine of its own, which
+	// waits for them.
+	notifier materialize.Notifier
+	multi    *multiState // open transaction (MULTI), or nil
 	// ps is the connection's subscriptions and pending pushes (pubsub.go),
 	// nil before its first subscription or CLIENT TRACKING: set once, under
 	// pubsub.mu, by the connection or (for a tracking redirection target)
@@ -307,6 +311,18 @@ func (c *conn) drain() {
 		endCommand(it.span, nil)
 	}
 	c.pending = c.pending[:0]
+}
+
+// writesPending reports whether a write the connection submitted has not
+// ended yet. Writes end in the order they were submitted: the last one
+// tells.
+func (c *conn) writesPending() bool {
+	for i := len(c.pending) - 1; i >= 0; i-- {
+		if p := c.pending[i].p; p != nil {
+			return !p.Done()
+		}
+	}
+	return false
 }
 
 // writeErr replies err in Redis's words (toWire); unmapped errors are logged.
@@ -816,7 +832,7 @@ func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error
 	x.pend = it
 	db := x.db()
 	keep := x.keptArg()
-	it.p = x.c.s.store.SubmitTagged(spanTag(x.span), func(v *materialize.View) ([]codec.Event, error) {
+	it.p = x.c.s.store.SubmitNotify(spanTag(x.span), x.c.notifier, func(v *materialize.View) ([]codec.Event, error) {
 		x.ctx.Resolve(v)
 		if keep != nil {
 			v.KeepValue(keep)

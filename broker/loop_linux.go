@@ -53,8 +53,14 @@ type loop struct {
 	// Loop goroutine only:
 	conns map[int32]*conn // by socket descriptor
 	round []*conn         // connections that ran requests this round
-	evs   []unix.EpollEvent
-	stop  bool
+	// waiting are connections whose writes have not ended: their replies
+	// wait for the writer's Notify (spare: the list's other array).
+	waiting, spare []*conn
+	// written is the writer's wake-up (Notify) of a loop whose
+	// connections wait for their writes.
+	written chan struct{}
+	evs     []unix.EpollEvent
+	stop    bool
 }
 
 // loopOp is what a message asks of a loop.
@@ -110,7 +116,7 @@ func newLoop(s *Server) (*loop, error) {
 		unix.Close(efd)
 		return nil, err
 	}
-	return &loop{s: s, ep: ep, efd: efd, conns: map[int32]*conn{}, evs: make([]unix.EpollEvent, 128)}, nil
+	return &loop{s: s, ep: ep, efd: efd, conns: map[int32]*conn{}, written: make(chan struct{}, 1), evs: make([]unix.EpollEvent, 128)}, nil
 }
 
 // wrap takes nc over for a loop: a plain TCP connection's socket is
@@ -142,6 +148,7 @@ func (e *eventLoops) prepare(c *conn) {
 	lc := c.nc.(*loopConn)
 	lc.c = c
 	c.w.w = loopWriter{lc}
+	c.notifier = lc.l
 	c.fd = lc.fd
 }
 
@@ -181,13 +188,27 @@ func (l *loop) run() {
 	}
 	for {
 		var n int
-		var werr error
-		err := rc.Read(func(fd uintptr) bool {
-			n, werr = unix.EpollWait(int(fd), l.evs, 0)
-			return n > 0 || (werr != nil && werr != unix.EINTR)
-		})
-		if err == nil {
-			err = werr
+		var err error
+		if len(l.waiting) > 0 {
+			// Connections wait for their writes: the sockets ready now
+			// are served, and with none the loop waits for the writer,
+			// which readies it directly (Notify), not through the poller.
+			n, err = unix.EpollWait(l.ep, l.evs, 0)
+			if n == 0 && err == nil {
+				<-l.written
+			}
+		} else {
+			var werr error
+			err = rc.Read(func(fd uintptr) bool {
+				n, werr = unix.EpollWait(int(fd), l.evs, 0)
+				return n > 0 || (werr != nil && werr != unix.EINTR)
+			})
+			if err == nil {
+				err = werr
+			}
+		}
+		if err == unix.EINTR {
+			continue
 		}
 		if err != nil {
 			l.s.opts.Logger.Error("event loop: epoll_wait failed", "err", err)
@@ -258,40 +279,70 @@ func (l *loop) serveReadable(c *conn) {
 		l.handOff(c, nil)
 		return
 	}
+	if lc.held != nil {
+		// A request waits for the connection's writes: the socket is not
+		// read until it has run (endRound).
+		l.watch(lc, false)
+		return
+	}
 	lc.filling = true
 	ferr := c.rd.Fill()
 	lc.filling = false
 	if ferr == errWouldBlock {
 		ferr = nil
 	}
+	l.serveBuffered(c, ferr)
+}
+
+// serveBuffered runs c's request held behind its writes, if any, and the
+// whole requests buffered, until one must wait for c's writes (it is held
+// then) or leave the loop. ferr is the error of the read that filled the
+// buffer (the client went away): c ends once the buffer holds no whole
+// request.
+func (l *loop) serveBuffered(c *conn, ferr error) {
+	lc := c.nc.(*loopConn)
 	timeout := l.s.timeout.Load() > 0
 	for n := 1; ; n++ {
-		switch c.rd.Ready() {
-		case readyTooBig:
-			l.handOff(c, nil)
-			return
-		case readyNone:
-			if ferr != nil { // the client went away (or its socket failed)
+		args := lc.held
+		if args != nil {
+			lc.held = nil
+		} else {
+			switch c.rd.Ready() {
+			case readyTooBig:
+				l.handOff(c, nil)
+				return
+			case readyNone:
+				if ferr != nil { // the client went away (or its socket failed)
+					l.end(c)
+					return
+				}
+				l.joinRound(c)
+				return
+			}
+			var err error
+			args, err = c.rd.ReadCommand()
+			if err == errWouldBlock { // skipped requests only
+				continue
+			}
+			if timeout {
+				c.busy.Store(true)
+			}
+			if err != nil {
+				c.readFailed(err)
 				l.end(c)
 				return
 			}
-			l.joinRound(c)
-			return
-		}
-		args, err := c.rd.ReadCommand()
-		if err == errWouldBlock { // skipped requests only
-			continue
-		}
-		if timeout {
-			c.busy.Store(true)
-		}
-		if err != nil {
-			c.readFailed(err)
-			l.end(c)
-			return
 		}
 		if !c.loopRuns(args) {
 			l.handOff(c, args)
+			return
+		}
+		if !pipelinedRequest(args) && c.writesPending() {
+			// It must see the writes before it (conn.execute drains):
+			// it runs once they have ended, and the loop serves the other
+			// connections meanwhile.
+			lc.held = args
+			l.joinRound(c)
 			return
 		}
 		c.runRequest(args)
@@ -311,6 +362,28 @@ func (l *loop) serveReadable(c *conn) {
 	}
 }
 
+// pipelinedRequest reports whether args is a write that conn.execute
+// submits without waiting for the writes before it.
+func pipelinedRequest(args [][]byte) bool {
+	cmd := lookup(args[0])
+	return cmd != nil && cmd.arityOK(len(args)) && cmd.pipelined(args)
+}
+
+// watch turns the loop's watch of lc's socket on or off (a connection
+// whose request is held does not read).
+func (l *loop) watch(lc *loopConn, on bool) {
+	if lc.muted != on {
+		return
+	}
+	var events uint32
+	if on {
+		events = unix.EPOLLIN
+	}
+	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_MOD, lc.fd, &unix.EpollEvent{Events: events, Fd: int32(lc.fd)}); err == nil {
+		lc.muted = !on
+	}
+}
+
 // joinRound lists c among the connections whose replies the round sends.
 func (l *loop) joinRound(c *conn) {
 	lc := c.nc.(*loopConn)
@@ -320,18 +393,59 @@ func (l *loop) joinRound(c *conn) {
 	}
 }
 
-// endRound completes the round's writes and sends their replies: the
-// writes of every connection were submitted before the first wait.
+// Notify is told by the writer that a commit group holding writes of the
+// loop's connections has ended (materialize.Notifier): it wakes the loop.
+func (l *loop) Notify() {
+	select {
+	case l.written <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
+
+// endRound sends the replies of the round's connections whose writes have
+// ended; the others wait for the writer's Notify, and the loop serves other
+// connections meanwhile. Connections whose writes have ended since are
+// served again: their replies, and the requests held behind the writes.
 func (l *loop) endRound() {
-	for i, c := range l.round {
+	if len(l.waiting) > 0 {
+		waiting := l.waiting
+		l.waiting = l.spare[:0]
+		for i, c := range waiting {
+			waiting[i] = nil
+			lc := c.nc.(*loopConn)
+			switch {
+			case l.conns[int32(lc.fd)] != c: // closed or handed off since
+				lc.waiting = false
+			case c.writesPending():
+				l.waiting = append(l.waiting, c)
+			default:
+				lc.waiting = false
+				l.joinRound(c)
+			}
+		}
+		l.spare = waiting[:0]
+	}
+	// Connections served again here join the round anew: it is walked
+	// by index.
+	for i := 0; i < len(l.round); i++ {
+		c := l.round[i]
 		l.round[i] = nil
 		lc := c.nc.(*loopConn)
 		lc.inRound = false
-		if l.conns[int32(lc.fd)] != c {
-			continue // closed or handed off since
-		}
-		if l.flush(c) && l.s.timeout.Load() > 0 && c.rd.Buffered() == 0 {
-			c.markIdle()
+		switch {
+		case l.conns[int32(lc.fd)] != c: // closed or handed off since
+		case c.writesPending():
+			if !lc.waiting {
+				lc.waiting = true
+				l.waiting = append(l.waiting, c)
+			}
+		case lc.held != nil: // its writes ended: the request held behind them runs
+			l.watch(lc, true)
+			l.serveBuffered(c, nil)
+		default:
+			if l.flush(c) && l.s.timeout.Load() > 0 && c.rd.Buffered() == 0 {
+				c.markIdle()
+			}
 		}
 	}
 	l.round = l.round[:0]
@@ -416,7 +530,11 @@ func (l *loop) handOff(c *conn, first [][]byte) {
 		c.w.b = append(lc.out, c.w.b...)
 		lc.out = nil
 	}
+	if first == nil {
+		first, lc.held = lc.held, nil
+	}
 	c.w.w = lc
+	c.notifier = nil
 	go func() {
 		c.serve(first)
 		l.s.connDone(c)
@@ -465,9 +583,13 @@ type loopConn struct {
 	left         chan struct{}            // closed when the loop no longer holds it
 
 	// Loop goroutine only:
-	filling bool   // Fill runs: Read may read the socket
-	inRound bool   // listed in the loop's round
-	out     []byte // replies the socket did not take
+	filling bool // Fill runs: Read may read the socket
+	inRound bool // listed in the loop's round
+	waiting bool // listed in the loop's waiting
+	muted   bool // the loop does not watch the socket (held)
+	// held is a request that waits for the connection's writes to end.
+	held [][]byte
+	out  []byte // replies the socket did not take
 
 	mu       sync.Mutex // guards the fields below and the hand-off
 	closed   bool

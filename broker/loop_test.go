@@ -277,3 +277,28 @@ func TestLoopPipelinedClients(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopReadAfterWrite: a pipeline alternating writes and reads of the
+// same key, far longer than one read of the socket, replies in order and
+// each read sees the write before it (the read is held in the loop until
+// that write has ended, and the socket is not watched meanwhile).
+func TestLoopReadAfterWrite(t *testing.T) {
+	ts := newTestServer(t)
+	nc, br := dialRaw(t, ts.addr)
+	const n = 3000
+	go func() {
+		var b strings.Builder
+		for range n {
+			b.WriteString("INCR x\r\nGET x\r\n")
+		}
+		nc.Write([]byte(b.String()))
+	}()
+	for i := 1; i <= n; i++ {
+		v := strconv.Itoa(i)
+		for _, want := range []string{":" + v, "$" + strconv.Itoa(len(v)), v} {
+			if got := rawLine(t, nc, br, 10*time.Second); got != want {
+				t.Fatalf("pair %d: got %q, want %q", i, got, want)
+			}
+		}
+	}
+}

@@ -512,6 +512,7 @@ type writeReq struct {
 	txn    func(tx *Txn) error // instead of decide: WriteTxn
 	rec    *codec.Record       // instead of decide: Apply
 	tag    any                 // the caller's, for the Observer
+	notify Notifier            // told once its group has ended (SubmitNotify), or nil
 	seq    uint64
 	err    error
 	done   chan struct{} // capacity 1: one send when the request ends
@@ -627,6 +628,25 @@ func (s *Store) SubmitTagged(tag any, decide func(v *View) ([]codec.Event, error
 	return s.enqueue(req)
 }
 
+// Notifier is told that submitted writes have ended (SubmitNotify).
+type Notifier interface {
+	// Notify is called on the writer goroutine once a commit group has
+	// ended, once per Notifier of the group's writes however many it
+	// submitted: it must not block (an event loop's eventfd write).
+	Notify()
+}
+
+// SubmitNotify is SubmitTagged that also tells n (when not nil) once the
+// write has ended, so that a caller serving many connections need not
+// block in Wait: it checks Pending.Done when told.
+func (s *Store) SubmitNotify(tag any, n Notifier, decide func(v *View) ([]codec.Event, error)) *Pending {
+	req := s.newReq()
+	req.decide = decide
+	req.tag = tag
+	req.notify = n
+	return s.enqueue(req)
+}
+
 // enqueue hands req to the writer goroutine (or ends it with ErrClosed).
 func (s *Store) enqueue(req *writeReq) *Pending {
 	select {
@@ -636,6 +656,20 @@ func (s *Store) enqueue(req *writeReq) *Pending {
 		req.end()
 	}
 	return &req.pending
+}
+
+// Done reports whether the write has ended: Wait would return at once.
+// Like Wait, it is not called after Wait.
+func (p *Pending) Done() bool {
+	if len(p.req.done) > 0 {
+		return true
+	}
+	select {
+	case <-p.s.writerDone:
+		return true
+	default:
+		return false
+	}
 }
 
 // Wait returns what Write would have: the record's sequence number (0 when
@@ -664,6 +698,7 @@ func (s *Store) writer() {
 	defer s.wg.Done()
 	defer close(s.writerDone)
 	group := make([]*writeReq, 0, maxGroup)
+	var notifiers []Notifier // the group's, told once it ended
 	for {
 		select {
 		case <-s.stop:
@@ -696,10 +731,19 @@ func (s *Store) writer() {
 		} else {
 			s.commitGroup(group)
 		}
+		notify := notifiers[:0]
 		for i, r := range group {
+			if n := r.notify; n != nil && !slices.Contains(notify, n) {
+				notify = append(notify, n)
+			}
 			r.end()
 			group[i] = nil
 		}
+		for i, n := range notify {
+			n.Notify()
+			notify[i] = nil
+		}
+		notifiers = notify
 	}
 }
 
