@@ -123,6 +123,13 @@ func (c *conn) waitPause(cmd *cmdSpec) bool {
 		if d <= 0 {
 			return c.ctx.Err() == nil
 		}
+		if c.notifier != nil && stopWatch == nil {
+			// In an event loop, whose other connections must not wait:
+			// the command runs again on a goroutine of the connection's
+			// own (loop_linux.go).
+			c.mustLeave = true
+			return false
+		}
 		if stopWatch == nil {
 			if c.flush() != nil {
 				return false
@@ -225,6 +232,10 @@ func (c *conn) executeSilenced(args [][]byte) {
 	c.silenced = true
 	c.replyMark = c.w.Len()
 	c.execute(args)
+	if c.mustLeave {
+		c.silenced = false
+		return // it runs again, silenced there
+	}
 	c.drain()
 	c.silenced = false
 	cmd := lookup(args[0])

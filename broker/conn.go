@@ -83,7 +83,7 @@ type conn struct {
 	lastStart atomic.Int64
 	qbuf      atomic.Int64
 	obl       atomic.Int64
-	fd        int // the socket's descriptor, -1 when unknown
+	fd        atomic.Int32 // the socket's descriptor, -1 when unknown (an event loop's hand-off changes it)
 	// trk is the connection's CLIENT TRACKING state (tracking.go).
 	trk     connTracking
 	watched []*watchedKey // WATCHed keys (watches); changed under watches.mu
@@ -103,6 +103,10 @@ type conn struct {
 	// reads both from another goroutine. Kept only with a Timeout.
 	active atomic.Int64
 	busy   atomic.Bool
+	// mustLeave: a command in an event loop found it must wait (CLIENT
+	// PAUSE began after the loop checked): it did not run, and runs again
+	// on the connection's own goroutine (loop_linux.go).
+	mustLeave bool
 	// buffered counts the reply bytes commands wrote since the last flush
 	// (countingSink; outside EXEC), against flushAt.
 	buffered int
@@ -137,7 +141,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 	}
 	c.authed = s.acl.def.u.Load().defaultAuthed()
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
-	c.fd = socketFD(nc)
+	c.fd.Store(int32(socketFD(nc)))
+	c.active.Store(s.opts.Now().UnixNano())
 	c.multiLen.Store(-1)
 	c.lastStart.Store(int64(monotonic()))
 	return c
@@ -177,13 +182,9 @@ func (c *conn) shutdown() {
 // and replies: every request already buffered runs before the replies are
 // flushed together, so a pipeline costs one write (and, under appendfsync
 // always, one fsync). first, when not nil, is a request an event loop
-// read and handed over with the connection (loop_linux.go), and replies
-// the loop could not send are sent first.
+// read and handed over with the connection (loop_linux.go).
 func (c *conn) serve(first [][]byte) {
 	defer c.release()
-	if c.w.Len() > 0 && (c.flush() != nil || c.closeAfter) {
-		return
-	}
 	c.active.Store(c.s.opts.Now().UnixNano())
 	for n := 1; ; n++ {
 		args, err := first, error(nil)
@@ -222,7 +223,9 @@ func (c *conn) runRequest(args [][]byte) {
 		c.executeSilenced(args)
 	} else {
 		c.execute(args)
-		c.endReply()
+		if !c.mustLeave {
+			c.endReply()
+		}
 	}
 	c.obl.Store(int64(c.buffered))
 }

@@ -61,6 +61,7 @@ type loop struct {
 	written chan struct{}
 	evs     []unix.EpollEvent
 	stop    bool
+	dead    atomic.Bool // fail: the loop serves no connection
 }
 
 // loopOp is what a message asks of a loop.
@@ -137,6 +138,9 @@ func (e *eventLoops) wrap(nc net.Conn) net.Conn {
 		return nil
 	}
 	l := e.loops[int(e.next.Add(1))%len(e.loops)]
+	if l.dead.Load() {
+		return nil
+	}
 	lc := &loopConn{l: l, fd: fd, laddr: nc.LocalAddr(), raddr: nc.RemoteAddr(), left: make(chan struct{})}
 	nc.Close() // the duplicate keeps the socket open; it stays non-blocking
 	return lc
@@ -149,7 +153,7 @@ func (e *eventLoops) prepare(c *conn) {
 	lc.c = c
 	c.w.w = loopWriter{lc}
 	c.notifier = lc.l
-	c.fd = lc.fd
+	c.fd.Store(int32(lc.fd))
 }
 
 // add gives c, prepared, to its loop.
@@ -170,10 +174,10 @@ func (l *loop) post(c *conn, op loopOp) {
 	l.mu.Unlock()
 	var one = [8]byte{1}
 	unix.Write(l.efd, one[:]) // EAGAIN: the counter is already set
+	l.Notify()                // a loop waiting for the writer looks too
 }
 
 func (l *loop) run() {
-	defer unix.Close(l.efd)
 	// The loop waits for its epoll set in the runtime's network poller,
 	// not in epoll_wait: an epoll descriptor is itself pollable. A
 	// goroutine in a blocking epoll_wait would keep its processor until
@@ -183,19 +187,30 @@ func (l *loop) run() {
 	defer ep.Close()
 	rc, err := ep.SyscallConn()
 	if err != nil {
-		l.s.opts.Logger.Error("event loop: cannot poll its epoll set", "err", err)
+		l.fail(err)
 		return
 	}
+	// While connections wait for their writes, the loop waits for the
+	// writer's Notify (or a post) at most this long before it looks at
+	// its sockets again: a stalled write holds the others' reads no
+	// longer.
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		var n int
 		var err error
 		if len(l.waiting) > 0 {
-			// Connections wait for their writes: the sockets ready now
-			// are served, and with none the loop waits for the writer,
-			// which readies it directly (Notify), not through the poller.
+			// The sockets ready now are served; with none the loop waits
+			// for the writer, which readies it directly (Notify), not
+			// through the poller.
 			n, err = unix.EpollWait(l.ep, l.evs, 0)
 			if n == 0 && err == nil {
-				<-l.written
+				timer.Reset(waitingPoll)
+				select {
+				case <-l.written:
+				case <-timer.C:
+				}
+				timer.Stop()
 			}
 		} else {
 			var werr error
@@ -211,7 +226,7 @@ func (l *loop) run() {
 			continue
 		}
 		if err != nil {
-			l.s.opts.Logger.Error("event loop: epoll_wait failed", "err", err)
+			l.fail(err)
 			return
 		}
 		for _, ev := range l.evs[:n] {
@@ -223,7 +238,37 @@ func (l *loop) run() {
 		}
 		l.endRound()
 		if l.stop && len(l.conns) == 0 {
+			unix.Close(l.efd)
 			return
+		}
+	}
+}
+
+// waitingPoll bounds a loop's wait for the writer (run).
+const waitingPoll = time.Millisecond
+
+// fail ends a loop whose epoll set failed (a bug): its connections and
+// any it is given later are handed off to goroutines of their own, and
+// wrap gives it no more.
+func (l *loop) fail(err error) {
+	l.s.opts.Logger.Error("event loop failed: its clients move to goroutines of their own", "err", err)
+	l.dead.Store(true)
+	for _, c := range l.conns {
+		l.handOff(c, nil)
+	}
+	for {
+		<-l.written // post signals it too
+		l.mu.Lock()
+		msgs := l.inbox
+		l.inbox = nil
+		l.mu.Unlock()
+		for _, m := range msgs {
+			switch {
+			case m.op == opStop:
+				return
+			case m.op == opAdd:
+				l.handOff(m.c, nil)
+			}
 		}
 	}
 }
@@ -261,7 +306,10 @@ func (l *loop) takeInbox() {
 		case opClose:
 			l.close(m.c)
 		case opEnd:
-			l.end(m.c)
+			// As a goroutine's read deadline: the whole requests read
+			// run, then the connection ends.
+			lc.ending = true
+			l.serveBuffered(m.c, nil)
 		case opLeave:
 			l.handOff(m.c, nil)
 		}
@@ -284,6 +332,9 @@ func (l *loop) serveReadable(c *conn) {
 		// read until it has run (endRound).
 		l.watch(lc, false)
 		return
+	}
+	if lc.ending {
+		return // it ends once its held request ran (endRound)
 	}
 	lc.filling = true
 	ferr := c.rd.Fill()
@@ -312,7 +363,7 @@ func (l *loop) serveBuffered(c *conn, ferr error) {
 				l.handOff(c, nil)
 				return
 			case readyNone:
-				if ferr != nil { // the client went away (or its socket failed)
+				if ferr != nil || lc.ending { // the client went away (or its socket failed), or shutdown
 					l.end(c)
 					return
 				}
@@ -346,6 +397,11 @@ func (l *loop) serveBuffered(c *conn, ferr error) {
 			return
 		}
 		c.runRequest(args)
+		if c.mustLeave { // CLIENT PAUSE began: it runs again on its own goroutine
+			c.mustLeave = false
+			l.handOff(c, args)
+			return
+		}
 		if c.closeAfter {
 			l.end(c)
 			return
@@ -370,16 +426,19 @@ func pipelinedRequest(args [][]byte) bool {
 }
 
 // watch turns the loop's watch of lc's socket on or off (a connection
-// whose request is held does not read).
+// whose request is held does not read). Off takes the socket out of the
+// epoll set: with no events asked, epoll would still report a hang-up.
 func (l *loop) watch(lc *loopConn, on bool) {
 	if lc.muted != on {
 		return
 	}
-	var events uint32
+	var err error
 	if on {
-		events = unix.EPOLLIN
+		err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, lc.fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(lc.fd)})
+	} else {
+		err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, lc.fd, nil)
 	}
-	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_MOD, lc.fd, &unix.EpollEvent{Events: events, Fd: int32(lc.fd)}); err == nil {
+	if err == nil {
 		lc.muted = !on
 	}
 }
@@ -519,13 +578,14 @@ func (l *loop) handOff(c *conn, first [][]byte) {
 		lc.closed = true
 	}
 	lc.mu.Unlock()
-	close(lc.left)
 	if err != nil {
+		close(lc.left)
 		l.s.opts.Logger.Warn("event loop: cannot hand a connection off", "client", c.id, "err", err)
 		c.release()
 		l.s.connDone(c)
 		return
 	}
+	c.fd.Store(int32(socketFD(nc)))
 	if len(lc.out) > 0 {
 		c.w.b = append(lc.out, c.w.b...)
 		lc.out = nil
@@ -536,7 +596,18 @@ func (l *loop) handOff(c *conn, first [][]byte) {
 	c.w.w = lc
 	c.notifier = nil
 	go func() {
-		c.serve(first)
+		// The replies the loop could not send go first, before the
+		// pusher (waiting in leaveLoop) may write.
+		var err error
+		if c.w.Len() > 0 {
+			err = c.flush()
+		}
+		close(lc.left)
+		if err == nil && !c.closeAfter {
+			c.serve(first)
+		} else {
+			c.release()
+		}
 		l.s.connDone(c)
 	}()
 }
@@ -544,7 +615,9 @@ func (l *loop) handOff(c *conn, first [][]byte) {
 // loopRuns reports whether the request args may run in an event loop:
 // it cannot wait on its own (see the comment at the top of the file).
 func (c *conn) loopRuns(args [][]byte) bool {
-	if c.s.pause.on.Load() || c.monitor.Load() {
+	if c.s.pause.on.Load() || c.monitor.Load() || c.replyMode.silenced() {
+		// CLIENT REPLY OFF or SKIP: each request waits for the writes
+		// before it (executeSilenced), which a loop must not do.
 		return false
 	}
 	cmd := lookup(args[0])
@@ -589,7 +662,9 @@ type loopConn struct {
 	muted   bool // the loop does not watch the socket (held)
 	// held is a request that waits for the connection's writes to end.
 	held [][]byte
-	out  []byte // replies the socket did not take
+	// ending: a shutdown asked it to end once its whole requests ran.
+	ending bool
+	out    []byte // replies the socket did not take
 
 	mu       sync.Mutex // guards the fields below and the hand-off
 	closed   bool
@@ -721,12 +796,15 @@ func (lc *loopConn) SyscallConn() (syscall.RawConn, error) {
 
 // loopWriter is a loop connection's reply writer in the loop: it writes
 // what the socket takes and keeps the rest in out, which makes the loop
-// hand the connection off (its goroutine sends out first).
+// hand the connection off (its goroutine sends out first). It writes
+// nothing, keeping it all, when a write deadline is set (the write must
+// wait until it) or the connection has pushes (its pusher writes only
+// after the hand-off's goroutine has sent out: handOff).
 type loopWriter struct{ lc *loopConn }
 
 func (w loopWriter) Write(p []byte) (int, error) {
 	lc := w.lc
-	if len(lc.out) > 0 || lc.wdlSet.Load() {
+	if len(lc.out) > 0 || lc.wdlSet.Load() || lc.c.ps.Load() != nil {
 		lc.out = append(lc.out, p...)
 		return len(p), nil
 	}

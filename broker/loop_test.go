@@ -302,3 +302,16 @@ func TestLoopReadAfterWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopQuietClientNotIdle: a client that connects and says nothing
+// for less than the timeout is not closed as idle (its connection's
+// activity time starts when it connects).
+func TestLoopQuietClientNotIdle(t *testing.T) {
+	ts := newTestServer(t, func(o *Options) { o.Timeout = 3 * time.Second })
+	nc, br := dialRaw(t, ts.addr)
+	time.Sleep(1500 * time.Millisecond) // past the reaper's first checks (Timeout/4 apart)
+	rawSend(t, nc, "PING\r\n")
+	if got := rawLine(t, nc, br, 5*time.Second); got != "+PONG" {
+		t.Fatalf("PING after 1.5 s of quiet under a 3 s timeout: %q", got)
+	}
+}

@@ -583,8 +583,18 @@ const (
 // skips, *0 and blank inline lines, are passed over) and answers
 // readyRequest as soon as ReadCommand would reply a protocol error, with
 // the same limits, so a malformed or over-limit request gets its error
-// without waiting for bytes that may never come.
+// without waiting for bytes that may never come. A full buffer without a
+// whole request is readyTooBig: Fill cannot add to it.
 func (r *Reader) Ready() readiness {
+	st := r.ready()
+	if st == readyNone && r.br.Buffered() >= r.br.Size() {
+		return readyTooBig
+	}
+	return st
+}
+
+// ready is Ready before the full-buffer check.
+func (r *Reader) ready() readiness {
 	b, _ := r.br.Peek(r.br.Buffered())
 	size := r.br.Size()
 	i := 0
@@ -607,9 +617,6 @@ func (r *Reader) Ready() readiness {
 		case tooLong:
 			return readyRequest
 		case end < 0:
-			if len(b)-start >= size {
-				return readyTooBig
-			}
 			return readyNone
 		}
 		if b[i] != '*' {
@@ -638,9 +645,6 @@ func (r *Reader) Ready() readiness {
 			case tooLong:
 				return readyRequest
 			case end < 0:
-				if len(b)-start >= size {
-					return readyTooBig
-				}
 				return readyNone
 			}
 			ll, ok := readerParseHeader(b[i:end])
@@ -657,9 +661,16 @@ func (r *Reader) Ready() readiness {
 				if int64(i-start)+ll+2 > int64(size) {
 					return readyTooBig
 				}
+				if int64(len(b)-i) == ll+1 && b[len(b)-1] != '\r' {
+					return readyRequest // the payload's CRLF is wrong: the Reader's error
+				}
 				return readyNone
 			}
-			i += int(ll) + 2
+			i += int(ll)
+			if b[i] != '\r' || b[i+1] != '\n' {
+				return readyRequest // the Reader's error
+			}
+			i += 2
 		}
 		if n > 0 {
 			return readyRequest

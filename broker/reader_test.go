@@ -582,13 +582,14 @@ func readerLoopRun(t *testing.T, data []byte, lim Limits, chunk int) ([][][]byte
 			cmds = append(cmds, args)
 		}
 	}
-	for fills := 0; ; fills++ {
-		if fills > len(data)+2 {
-			t.Fatalf("no progress after %d fills", fills)
-		}
+	for {
+		before := r.Buffered()
 		src.filling = true
 		ferr := r.Fill()
 		src.filling = false
+		if ferr == nil && r.Buffered() == before && r.Ready() == readyNone {
+			t.Fatalf("no progress: %d bytes buffered, none read, no whole request", before)
+		}
 		for {
 			st := r.Ready()
 			if st == readyTooBig {
@@ -611,6 +612,27 @@ func readerLoopRun(t *testing.T, data []byte, lim Limits, chunk int) ([][][]byte
 		}
 		if ferr != nil {
 			return blocking(true)
+		}
+	}
+}
+
+// TestReaderReadyFullBuffer: a request larger than the Reader's buffer,
+// whether an argument ends exactly at the buffer's end or skipped requests
+// fill its front, is reported readyTooBig (read by a blocking Reader), not
+// readyNone for ever (readerLoopRun fails on no progress).
+func TestReaderReadyFullBuffer(t *testing.T) {
+	var exact strings.Builder
+	exact.WriteString("*10000\r\n") // 8 bytes, then 8-byte arguments: one ends at 32768
+	for range 10000 {
+		exact.WriteString("$2\r\nxx\r\n")
+	}
+	prefixed := strings.Repeat("\n", 30000) + readerEncode("SET", "k", strings.Repeat("v", 3000))
+	for name, data := range map[string]string{"exact": exact.String(), "prefixed": prefixed} {
+		for _, chunk := range []int{1000, 64 << 10} {
+			cmds, err := readerLoopRun(t, []byte(data), Limits{}, chunk)
+			if err != io.EOF || len(cmds) != 1 {
+				t.Fatalf("%s, chunks of %d: %d commands, %v", name, chunk, len(cmds), err)
+			}
 		}
 	}
 }

@@ -642,11 +642,14 @@ func (s *Server) serve(ln net.Listener, isTLS bool) error {
 		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
-		s.mu.Unlock()
 		if lc != nil {
+			// Under s.mu: a Close, shutdown or timeout of c that follows
+			// (posted to the loop) must find it added.
 			s.loops.add(c)
+			s.mu.Unlock()
 			continue
 		}
+		s.mu.Unlock()
 		go func() {
 			c.serve(nil)
 			s.connDone(c)

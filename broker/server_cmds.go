@@ -304,7 +304,7 @@ func (c *conn) info() string {
 		cmd = *p
 	}
 	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=%d multi=%d qbuf=%d obl=%d oll=%d omem=%d events=r cmd=%s user=%s redir=%d resp=%d lib-name=%s lib-ver=%s",
-		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.fd, name, age, idle, flags, db, sub, psub, ssub, multi,
+		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.fd.Load(), name, age, idle, flags, db, sub, psub, ssub, multi,
 		c.qbuf.Load(), c.obl.Load(), (omem+16383)/16384, omem, cmd, c.userSlot().name, redir, proto, libName, libVer)
 }
 
