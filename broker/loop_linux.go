@@ -628,18 +628,7 @@ func (c *conn) loopRuns(args [][]byte) bool {
 	case "subscribe", "psubscribe", "ssubscribe", "monitor", "save", "shutdown":
 		return false
 	}
-	if cmd.flags&flagBlocking == 0 {
-		return true
-	}
-	if cmd.blockOption == "" {
-		return false
-	}
-	for _, a := range args[1:] {
-		if equalFold(a, cmd.blockOption) {
-			return false
-		}
-	}
-	return true
+	return !cmd.mayBlock(args)
 }
 
 // loopConn is the net.Conn of a connection served by an event loop: the

@@ -598,26 +598,24 @@ func (r *Reader) ready() readiness {
 	b, _ := r.br.Peek(r.br.Buffered())
 	size := r.br.Size()
 	i := 0
-	// line returns the end of the line at b[i:] (the index of its '\n'), or
-	// -1 when it is not buffered whole; tooLong: a Reader would fail on it.
-	line := func() (end int, tooLong bool) {
+	// line returns the end of the line at b[i:] (the index of its '\n');
+	// or -1 and what Ready answers: readyNone when the line is not buffered
+	// whole, readyRequest when the Reader fails on it (too long).
+	line := func() (int, readiness) {
 		j := bytes.IndexByte(b[i:], '\n')
-		if j < 0 {
-			return -1, len(b)-i > r.lim.MaxInline
+		switch {
+		case j > r.lim.MaxInline || j < 0 && len(b)-i > r.lim.MaxInline:
+			return -1, readyRequest
+		case j < 0:
+			return -1, readyNone
 		}
-		return i + j, j > r.lim.MaxInline
+		return i + j, readyNone
 	}
 	for {
 		start := i
-		if i == len(b) {
-			return readyNone
-		}
-		end, tooLong := line()
-		switch {
-		case tooLong:
-			return readyRequest
-		case end < 0:
-			return readyNone
+		end, st := line()
+		if end < 0 {
+			return st
 		}
 		if b[i] != '*' {
 			l := b[i:end]
@@ -637,15 +635,9 @@ func (r *Reader) ready() readiness {
 		}
 		i = end + 1
 		for k := int64(0); k < n; k++ {
-			if i == len(b) {
-				return readyNone
-			}
-			end, tooLong := line()
-			switch {
-			case tooLong:
-				return readyRequest
-			case end < 0:
-				return readyNone
+			end, st := line()
+			if end < 0 {
+				return st
 			}
 			ll, ok := readerParseHeader(b[i:end])
 			if b[i] != '$' || !ok || ll < 0 || ll > r.lim.MaxBulkLen {

@@ -92,21 +92,25 @@ func lookup(name []byte) *cmdSpec {
 // when no argument spells that option (a key of that name makes it wait,
 // which is only slower).
 func (c *cmdSpec) pipelined(args [][]byte) bool {
-	if c.flags&flagWrite == 0 {
-		return false
-	}
+	return c.flags&flagWrite != 0 && !c.mayBlock(args)
+}
+
+// mayBlock reports whether the request args of the command may wait: a
+// blocking command, but one that blocks only with an option (blockOption)
+// when an argument spells it.
+func (c *cmdSpec) mayBlock(args [][]byte) bool {
 	if c.flags&flagBlocking == 0 {
-		return true
+		return false
 	}
 	if c.blockOption == "" {
-		return false
+		return true
 	}
 	for _, a := range args[1:] {
 		if equalFold(a, c.blockOption) {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // arityOK reports whether n arguments (name included) satisfy arity.
