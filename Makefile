@@ -51,6 +51,8 @@ build:
 test:
 	@echo "> running tests (-race)"
 	$(GO) test -race -count=1 ./...
+	@echo "> running the broker tests once more with a goroutine per connection (--event-loops -1: TLS clients and clients that left their loop take that path)"
+	SEDIMENT_TEST_EVENT_LOOPS=-1 $(GO) test -count=1 ./broker
 	@echo "> running the churn-cost test at full length (10,000 and 100,000 cycles; too slow under -race)"
 	$(GO) test -count=1 -run '^TestChurnCostFlat$$' ./groups
 	@echo "> running the sorted-set rank-block model walk (too slow under -race)"

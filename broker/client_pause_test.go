@@ -200,6 +200,10 @@ func TestClientPause(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// CLIENT LIST names the command as it is read, before it reaches the
+	// pause: one killed and unpaused before it gets there would run (a
+	// flake of the full suite under load). Let it get there.
+	time.Sleep(100 * time.Millisecond)
 	mustDo(t, admin, "CLIENT", "KILL", "ID", id)
 	mustDo(t, admin, "CLIENT", "UNPAUSE")
 	time.Sleep(100 * time.Millisecond)

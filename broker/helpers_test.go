@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,6 +19,15 @@ type testServer struct {
 	dir  string
 	addr string
 }
+
+// testEventLoops is the test servers' Options.EventLoops:
+// SEDIMENT_TEST_EVENT_LOOPS when set (make test runs the package once
+// more with -1, a goroutine per connection, the path of TLS clients and
+// of clients that left their loop), else 0 (the default: loops).
+var testEventLoops = func() int {
+	n, _ := strconv.Atoi(os.Getenv("SEDIMENT_TEST_EVENT_LOOPS"))
+	return n
+}()
 
 // newTestServer starts a server and stops it at the end of the test.
 func newTestServer(t testing.TB, mods ...func(*Options)) *testServer {
@@ -38,7 +49,7 @@ func newTestServerOn(t testing.TB, listen string, mods ...func(*Options)) *testS
 
 func startTestServerOn(t testing.TB, dir, listen string, mods ...func(*Options)) *testServer {
 	t.Helper()
-	opts := Options{Dir: dir}
+	opts := Options{Dir: dir, EventLoops: testEventLoops}
 	for _, m := range mods {
 		m(&opts)
 	}

@@ -16,6 +16,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// newLoopTestServer is newTestServer with event loops, whatever
+// SEDIMENT_TEST_EVENT_LOOPS says.
+func newLoopTestServer(t *testing.T, mods ...func(*Options)) *testServer {
+	t.Helper()
+	return newTestServer(t, append([]func(*Options){func(o *Options) { o.EventLoops = 0 }}, mods...)...)
+}
+
 // loopState reports where the connection with the given client ID is
 // served: "loop", "goroutine" (handed off, or never in a loop) or "gone".
 func loopState(ts *testServer, id int64) string {
@@ -72,7 +79,7 @@ func TestLoopKeepsPlainClients(t *testing.T) {
 // moves the connection to a goroutine of its own; the writes before it
 // reply first, it blocks, and a push wakes it.
 func TestLoopHandOffKeepsOrder(t *testing.T) {
-	ts := newTestServer(t)
+	ts := newLoopTestServer(t)
 	nc, br := dialRaw(t, ts.addr)
 	id := rawClientID(t, nc, br)
 	rawSend(t, nc, "SET a 1\r\nRPUSH q x\r\nBLPOP q 0\r\nBLPOP q 0\r\nGET a\r\n")
@@ -96,7 +103,7 @@ func TestLoopHandOffKeepsOrder(t *testing.T) {
 // with requests Redis skips (*0, blank lines) among them, run once each
 // and in order.
 func TestLoopPartialRequests(t *testing.T) {
-	ts := newTestServer(t)
+	ts := newLoopTestServer(t)
 	nc, br := dialRaw(t, ts.addr)
 	var b strings.Builder
 	const n = 50
@@ -130,7 +137,7 @@ func TestLoopPartialRequests(t *testing.T) {
 // replies the socket does not take at once (a client that reads late),
 // hand the connection off without losing a byte.
 func TestLoopLargeValues(t *testing.T) {
-	ts := newTestServer(t)
+	ts := newLoopTestServer(t)
 	ctx := context.Background()
 	c := ts.client(t)
 	big := strings.Repeat("0123456789", 30_000) // 300 KB
@@ -162,7 +169,7 @@ func TestLoopLargeValues(t *testing.T) {
 // TestLoopClose: CLIENT KILL and the idle timeout close a client in a
 // loop, and a protocol error gets its one reply before the close.
 func TestLoopClose(t *testing.T) {
-	ts := newTestServer(t)
+	ts := newLoopTestServer(t)
 	admin := ts.client(t)
 
 	nc, br := dialRaw(t, ts.addr)
@@ -197,7 +204,7 @@ func TestLoopClose(t *testing.T) {
 // that waits in its loop reach it (it leaves the loop for them), and its
 // requests keep working.
 func TestLoopPushesToIdleClient(t *testing.T) {
-	ts := newTestServer(t)
+	ts := newLoopTestServer(t)
 	ctx := context.Background()
 	nc, br := dialRaw(t, ts.addr)
 	id := rawClientID(t, nc, br)
@@ -237,7 +244,7 @@ func TestLoopPushesToIdleClient(t *testing.T) {
 // TestLoopPipelinedClients: many clients pipelining writes and reads at
 // once through the loops see every write, in order, with its reply.
 func TestLoopPipelinedClients(t *testing.T) {
-	ts := newTestServer(t)
+	ts := newLoopTestServer(t)
 	ctx := context.Background()
 	const clients, rounds, depth = 20, 20, 16
 	errs := make(chan error, clients)
@@ -283,7 +290,7 @@ func TestLoopPipelinedClients(t *testing.T) {
 // each read sees the write before it (the read is held in the loop until
 // that write has ended, and the socket is not watched meanwhile).
 func TestLoopReadAfterWrite(t *testing.T) {
-	ts := newTestServer(t)
+	ts := newLoopTestServer(t)
 	nc, br := dialRaw(t, ts.addr)
 	const n = 3000
 	go func() {
@@ -307,7 +314,7 @@ func TestLoopReadAfterWrite(t *testing.T) {
 // for less than the timeout is not closed as idle (its connection's
 // activity time starts when it connects).
 func TestLoopQuietClientNotIdle(t *testing.T) {
-	ts := newTestServer(t, func(o *Options) { o.Timeout = 3 * time.Second })
+	ts := newLoopTestServer(t, func(o *Options) { o.Timeout = 3 * time.Second })
 	nc, br := dialRaw(t, ts.addr)
 	time.Sleep(1500 * time.Millisecond) // past the reaper's first checks (Timeout/4 apart)
 	rawSend(t, nc, "PING\r\n")
