@@ -820,3 +820,24 @@ func (c *conn) leaveLoop() {
 		lc.leaveLoop()
 	}
 }
+
+// count is how many event loops serve clients (0 without loops).
+func (e *eventLoops) count() int {
+	if e == nil {
+		return 0
+	}
+	n := 0
+	for _, l := range e.loops {
+		if !l.dead.Load() {
+			n++
+		}
+	}
+	return n
+}
+
+// inLoop reports whether an event loop serves c (it has not been handed
+// off to a goroutine of its own). Safe from any goroutine.
+func (c *conn) inLoop() bool {
+	lc, ok := c.nc.(*loopConn)
+	return ok && lc.handed() == nil
+}

@@ -18,6 +18,10 @@ func (*eventLoops) wrap(net.Conn) net.Conn { return nil }
 func (*eventLoops) prepare(*conn)          {}
 func (*eventLoops) add(*conn)              {}
 func (*eventLoops) stop()                  {}
+func (*eventLoops) count() int             { return 0 }
 
 // leaveLoop: no connection is in a loop.
 func (c *conn) leaveLoop() {}
+
+// inLoop: no connection is in a loop.
+func (c *conn) inLoop() bool { return false }

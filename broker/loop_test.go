@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,6 +72,15 @@ func TestLoopKeepsPlainClients(t *testing.T) {
 		}
 		if got := loopState(ts, id); got != want {
 			t.Fatalf("EventLoops %d: the client is served by a %s, want %s", loops, got, want)
+		}
+		info := infoFields(mustDo(t, ts.client(t), "INFO", "everything").(string))
+		wantLoops, wantIn := strconv.Itoa(runtime.GOMAXPROCS(0)), "2" // the raw client and INFO's
+		if loops < 0 {
+			wantLoops, wantIn = "0", "0"
+		}
+		if info["sediment_event_loops"] != wantLoops || info["sediment_loop_clients"] != wantIn {
+			t.Fatalf("EventLoops %d: INFO sediment_event_loops %q, sediment_loop_clients %q; want %s and %s",
+				loops, info["sediment_event_loops"], info["sediment_loop_clients"], wantLoops, wantIn)
 		}
 	}
 }

@@ -367,14 +367,21 @@ func runInfo(x *exec) error {
 		kv("uptime_in_seconds", int64(now.Sub(s.start)/time.Second))
 		kv("uptime_in_days", int64(now.Sub(s.start)/(24*time.Hour)))
 		kv("executable", executable())
+		kv("sediment_event_loops", s.loops.count())
 	})
 	section("clients", func() {
 		s.mu.Lock()
-		n := len(s.conns)
+		n, inLoops := len(s.conns), 0
+		for c := range s.conns {
+			if c.inLoop() {
+				inLoops++
+			}
+		}
 		s.mu.Unlock()
 		kv("connected_clients", n)
 		kv("blocked_clients", s.stats.blocked.Load())
 		kv("maxclients", s.maxClients.Load())
+		kv("sediment_loop_clients", inLoops)
 	})
 	section("memory", func() {
 		m := s.memoryFigures()
