@@ -903,13 +903,16 @@ func (s *Store) commitGroup(group []*writeReq) {
 	ready := s.ready.Load()
 	g.cv = View{r: g.b, vlog: s.log, cache: s.cache, staged: &s.staged, iters: &s.iters, dbm: s.staged.dbBase, filters: &s.filters}
 	// One View for the group's decisions (a decision must not keep it),
-	// its time set per write; one hook for the blocked clients served.
+	// its time the group's; one hook for the blocked clients served.
 	g.v = View{r: g.b, vlog: s.log, cache: s.cache, staged: &s.staged, iters: &s.iters,
 		counts: &s.counts, stagedCounts: &s.stagedCounts, dbm: s.staged.dbBase, filters: &s.filters, gcache: s.gcache, fcache: s.fields}
 	v := &g.v
+	// One decision time for the group, as Redis's commands in one event
+	// loop iteration share its cached time: a clock read per write was
+	// 3.4 % of the writer's CPU for SET.
+	g.now = s.opts.Now()
+	v.nowMs = g.now.UnixMilli()
 	for _, r := range group {
-		g.now = s.opts.Now()
-		v.nowMs = g.now.UnixMilli()
 		if r.rec != nil {
 			if r.rec.Seq != g.seq+1 {
 				r.err = fmt.Errorf("materialize: apply record %d after record %d: %w", r.rec.Seq, g.seq, ErrRecordOrder)

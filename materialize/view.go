@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -22,9 +23,13 @@ type View struct {
 	pin     *readPin   // a ReadView's state (&pinned); nil in other views
 	pinned_ readPin
 	nowMs   int64
-	cache   *metaCache // committed metadata cache; nil: read Pebble only
-	staged  *overlay   // the commit group's staged metadata; nil outside Write
-	iters   *iterCounters
+	// clock, when not nil, gives nowMs at its first use (NowMs): a read
+	// view reads the clock only when a key with a TTL asks (a GET of a
+	// key without one read it for every request: 3.5 % of pipelined GET).
+	clock  func() time.Time
+	cache  *metaCache // committed metadata cache; nil: read Pebble only
+	staged *overlay   // the commit group's staged metadata; nil outside Write
+	iters  *iterCounters
 
 	counts       *[256]dbCounts // committed key counts
 	stagedCounts *stagedCounts  // the group's; nil outside Write
@@ -64,8 +69,14 @@ func (v *View) counted(found bool) {
 	}
 }
 
-// NowMs returns the decision time in Unix milliseconds.
-func (v *View) NowMs() int64 { return v.nowMs }
+// NowMs returns the decision time in Unix milliseconds (a read view's:
+// the time of its first use of it).
+func (v *View) NowMs() int64 {
+	if v.clock != nil {
+		v.nowMs, v.clock = v.clock().UnixMilli(), nil
+	}
+	return v.nowMs
+}
 
 // Get returns a copy of the value at k, and false if k is absent.
 func (v *View) Get(k []byte) ([]byte, bool, error) {
@@ -449,7 +460,7 @@ func (v *View) metaWith(db uint8, key []byte, fn func(m codec.Meta) error, retri
 // Redis, a key expires once the time is past its deadline, not at it.
 func (v *View) Expired(m codec.Meta) bool { return v.expired(m) }
 
-func (v *View) expired(m codec.Meta) bool { return m.ExpireAtMs != 0 && m.ExpireAtMs < v.nowMs }
+func (v *View) expired(m codec.Meta) bool { return m.ExpireAtMs != 0 && m.ExpireAtMs < v.NowMs() }
 
 // Meta returns key's metadata, and false if the key does not exist or its
 // TTL has passed (lazy expiry: an expired key reads as absent).
