@@ -132,13 +132,13 @@ func (e *eventLoops) wrap(nc net.Conn) net.Conn {
 	if err != nil {
 		return nil
 	}
+	l := e.loops[int(e.next.Add(1))%len(e.loops)]
+	if l.dead.Load() {
+		return nil
+	}
 	fd := -1
 	var derr error
 	if err := rc.Control(func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil || derr != nil {
-		return nil
-	}
-	l := e.loops[int(e.next.Add(1))%len(e.loops)]
-	if l.dead.Load() {
 		return nil
 	}
 	lc := &loopConn{l: l, fd: fd, laddr: nc.LocalAddr(), raddr: nc.RemoteAddr(), left: make(chan struct{})}
@@ -257,7 +257,6 @@ func (l *loop) fail(err error) {
 		l.handOff(c, nil)
 	}
 	for {
-		<-l.written // post signals it too
 		l.mu.Lock()
 		msgs := l.inbox
 		l.inbox = nil
@@ -265,11 +264,13 @@ func (l *loop) fail(err error) {
 		for _, m := range msgs {
 			switch {
 			case m.op == opStop:
+				unix.Close(l.efd)
 				return
 			case m.op == opAdd:
 				l.handOff(m.c, nil)
 			}
 		}
+		<-l.written // post signals it too
 	}
 }
 

@@ -115,7 +115,7 @@ type Options struct {
 	// Timeout/4 apart, at most a second apart.
 	Timeout time.Duration
 	// EventLoops is how many event loops serve plain TCP connections
-	// (Linux; docs/architecture.md, "Event loops"): 0 takes
+	// (Linux; docs/architecture.md, "Connection model"): 0 takes
 	// runtime.GOMAXPROCS, and a negative number gives every connection a
 	// goroutine of its own instead, as do TLS connections and other
 	// systems.

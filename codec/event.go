@@ -233,7 +233,7 @@ const (
 type Record struct {
 	Seq    uint64
 	ULID   [16]byte
-	TimeMs int64 // Unix ms at which the command was decided
+	TimeMs int64 // Unix ms at which the command was decided (its commit group's decision time)
 	Events []Event
 	// Trace is the trace context of the command that wrote the record
 	// when it was sampled (docs/telemetry.md); zero: none. The change feed
