@@ -224,21 +224,20 @@ var pushReplies = []string{"subscribe", "unsubscribe", "psubscribe", "punsubscri
 // replies before it are written first, its reply is written and then cut
 // from the buffer unless the mode no longer drops it (CLIENT REPLY ON),
 // and pushes that arrive meanwhile stay queued for the next flush.
-func (c *conn) executeSilenced(args [][]byte) {
+func (c *conn) executeSilenced(cmd *cmdSpec, args [][]byte) {
 	c.drain()
 	if c.ps.Load() != nil {
 		c.takePushes(false)
 	}
 	c.silenced = true
 	c.replyMark = c.w.Len()
-	c.execute(args)
+	c.execute(cmd, args)
 	if c.mustLeave {
 		c.silenced = false
 		return // it runs again, silenced there
 	}
 	c.drain()
 	c.silenced = false
-	cmd := lookup(args[0])
 	if c.replyMode.silenced() && (cmd == nil || !slices.Contains(pushReplies, cmd.name)) {
 		c.w.Truncate(c.replyMark)
 		c.buffered = c.replyMark // the replies before it are still to flush

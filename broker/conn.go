@@ -204,7 +204,7 @@ func (c *conn) serve(first [][]byte) {
 			c.flush()
 			return
 		}
-		c.runRequest(args)
+		c.runRequest(lookup(args[0]), args)
 		if c.closeAfter || c.rd.Buffered() == 0 || n%maxBatch == 0 || c.buffered >= flushAt {
 			if err := c.flush(); err != nil || c.closeAfter {
 				return
@@ -216,13 +216,14 @@ func (c *conn) serve(first [][]byte) {
 	}
 }
 
-// runRequest runs one request and buffers its reply.
-func (c *conn) runRequest(args [][]byte) {
+// runRequest runs one request, of the command cmd (lookup; nil: unknown),
+// and buffers its reply.
+func (c *conn) runRequest(cmd *cmdSpec, args [][]byte) {
 	c.qbuf.Store(int64(c.rd.Buffered()))
 	if c.replyMode.silenced() {
-		c.executeSilenced(args)
+		c.executeSilenced(cmd, args)
 	} else {
-		c.execute(args)
+		c.execute(cmd, args)
 		if !c.mustLeave {
 			c.endReply()
 		}
@@ -486,9 +487,9 @@ func (c *conn) refuseState(cmd *cmdSpec, args [][]byte, msg string) {
 	c.reject(cmd, args, msg)
 }
 
-// execute runs one request and buffers its reply.
-func (c *conn) execute(args [][]byte) {
-	cmd := lookup(args[0])
+// execute runs one request, of the command cmd (lookup; nil: unknown),
+// and buffers its reply.
+func (c *conn) execute(cmd *cmdSpec, args [][]byte) {
 	if cmd != nil { // CLIENT LIST's cmd: the last command looked up, as Redis's
 		if cmd.container {
 			name := fullName(cmd, args)
@@ -554,7 +555,7 @@ func (c *conn) execute(args [][]byte) {
 		return
 	}
 	c.s.stats.commands.Add(1)
-	if cmd == nil || !cmd.arityOK(len(args)) || !cmd.pipelined(args) {
+	if !pipelinedRequest(cmd, args) {
 		// Anything but a pipelinable write runs after, and sees, every
 		// write submitted before it.
 		c.drain()

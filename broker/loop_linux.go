@@ -385,11 +385,12 @@ func (l *loop) serveBuffered(c *conn, ferr error) {
 				return
 			}
 		}
-		if !c.loopRuns(args) {
+		cmd := lookup(args[0])
+		if !c.loopRuns(cmd, args) {
 			l.handOff(c, args)
 			return
 		}
-		if !pipelinedRequest(args) && c.writesPending() {
+		if !pipelinedRequest(cmd, args) && c.writesPending() {
 			// It must see the writes before it (conn.execute drains):
 			// it runs once they have ended, and the loop serves the other
 			// connections meanwhile.
@@ -397,7 +398,7 @@ func (l *loop) serveBuffered(c *conn, ferr error) {
 			l.joinRound(c)
 			return
 		}
-		c.runRequest(args)
+		c.runRequest(cmd, args)
 		if c.mustLeave { // CLIENT PAUSE began: it runs again on its own goroutine
 			c.mustLeave = false
 			l.handOff(c, args)
@@ -417,13 +418,6 @@ func (l *loop) serveBuffered(c *conn, ferr error) {
 			}
 		}
 	}
-}
-
-// pipelinedRequest reports whether args is a write that conn.execute
-// submits without waiting for the writes before it.
-func pipelinedRequest(args [][]byte) bool {
-	cmd := lookup(args[0])
-	return cmd != nil && cmd.arityOK(len(args)) && cmd.pipelined(args)
 }
 
 // watch turns the loop's watch of lc's socket on or off (a connection
@@ -613,23 +607,19 @@ func (l *loop) handOff(c *conn, first [][]byte) {
 	}()
 }
 
-// loopRuns reports whether the request args may run in an event loop:
-// it cannot wait on its own (see the comment at the top of the file).
-func (c *conn) loopRuns(args [][]byte) bool {
-	if c.s.pause.on.Load() || c.monitor.Load() || c.replyMode.silenced() {
+// loopRuns reports whether the request args, of the command cmd (nil:
+// unknown), may run in an event loop: it cannot wait on its own (see the
+// comment at the top of the file).
+func (c *conn) loopRuns(cmd *cmdSpec, args [][]byte) bool {
+	if c.s.pause.on.Load() || c.replyMode.silenced() {
 		// CLIENT REPLY OFF or SKIP: each request waits for the writes
 		// before it (executeSilenced), which a loop must not do.
 		return false
 	}
-	cmd := lookup(args[0])
 	if cmd == nil || !cmd.arityOK(len(args)) {
 		return true // an error reply
 	}
-	switch cmd.name {
-	case "subscribe", "psubscribe", "ssubscribe", "monitor", "save", "shutdown":
-		return false
-	}
-	return !cmd.mayBlock(args)
+	return !cmd.ownGoroutine && !cmd.mayBlock(args)
 }
 
 // loopConn is the net.Conn of a connection served by an event loop: the

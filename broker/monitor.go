@@ -20,7 +20,7 @@ import (
 
 func init() {
 	register(
-		&cmdSpec{name: "monitor", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", since: "1.0.0", summary: "Listens for all requests received by the server in real-time.", run: runMonitor},
+		&cmdSpec{name: "monitor", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", since: "1.0.0", summary: "Listens for all requests received by the server in real-time.", run: runMonitor, ownGoroutine: true},
 	)
 }
 

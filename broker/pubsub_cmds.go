@@ -10,9 +10,9 @@ import (
 func init() {
 	f := flagNoScript | flagLoading | flagStale
 	register(
-		&cmdSpec{name: "subscribe", arity: -2, flags: f, group: "pubsub", since: "2.0.0", summary: "Listens for messages published to channels.", run: runSubscribe(subChannel)},
-		&cmdSpec{name: "psubscribe", arity: -2, flags: f, group: "pubsub", since: "2.0.0", summary: "Listens for messages published to channels that match one or more patterns.", run: runSubscribe(subPattern)},
-		&cmdSpec{name: "ssubscribe", arity: -2, flags: f, group: "pubsub", since: "7.0.0", summary: "Listens for messages published to shard channels.", run: runSubscribe(subShard)},
+		&cmdSpec{name: "subscribe", arity: -2, flags: f, group: "pubsub", since: "2.0.0", summary: "Listens for messages published to channels.", run: runSubscribe(subChannel), ownGoroutine: true},
+		&cmdSpec{name: "psubscribe", arity: -2, flags: f, group: "pubsub", since: "2.0.0", summary: "Listens for messages published to channels that match one or more patterns.", run: runSubscribe(subPattern), ownGoroutine: true},
+		&cmdSpec{name: "ssubscribe", arity: -2, flags: f, group: "pubsub", since: "7.0.0", summary: "Listens for messages published to shard channels.", run: runSubscribe(subShard), ownGoroutine: true},
 		&cmdSpec{name: "unsubscribe", arity: -1, flags: f, group: "pubsub", since: "2.0.0", summary: "Stops listening to messages posted to channels.", run: runUnsubscribe(subChannel)},
 		&cmdSpec{name: "punsubscribe", arity: -1, flags: f, group: "pubsub", since: "2.0.0", summary: "Stops listening to messages published to channels that match one or more patterns.", run: runUnsubscribe(subPattern)},
 		&cmdSpec{name: "sunsubscribe", arity: -1, flags: f, group: "pubsub", since: "7.0.0", summary: "Stops listening to messages posted to shard channels.", run: runUnsubscribe(subShard)},

@@ -12,7 +12,7 @@ import (
 
 func init() {
 	register(
-		&cmdSpec{name: "save", arity: 1, flags: flagAdmin | flagNoScript | flagNoMulti, group: "server", since: "1.0.0", summary: "Synchronously saves the database(s) to disk.", run: runSave},
+		&cmdSpec{name: "save", arity: 1, flags: flagAdmin | flagNoScript | flagNoMulti, group: "server", since: "1.0.0", summary: "Synchronously saves the database(s) to disk.", run: runSave, ownGoroutine: true},
 		&cmdSpec{name: "bgsave", arity: -1, flags: flagAdmin | flagNoScript, group: "server", since: "1.0.0", summary: "Asynchronously saves the database(s) to disk.", run: runBgsave},
 		&cmdSpec{name: "lastsave", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", since: "1.0.0", summary: "Returns the Unix timestamp of the last successful save to disk.", run: runLastsave},
 	)

@@ -631,10 +631,9 @@ func (s *Server) serve(ln net.Listener, isTLS bool) error {
 		}
 		var lc net.Conn
 		if s.loops != nil && !isTLS {
-			lc = s.loops.wrap(nc)
-		}
-		if lc != nil {
-			nc = lc
+			if lc = s.loops.wrap(nc); lc != nil {
+				nc = lc
+			}
 		}
 		c := newConn(s, nc)
 		if lc != nil {

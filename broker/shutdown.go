@@ -7,7 +7,7 @@ var errShutdownFailed = wireError("ERR Errors trying to SHUTDOWN. Check logs.")
 
 func init() {
 	register(
-		&cmdSpec{name: "shutdown", arity: -1, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagNoMulti, group: "server", since: "1.0.0", summary: "Synchronously saves the database(s) to disk and shuts down the Redis server.", run: runShutdown},
+		&cmdSpec{name: "shutdown", arity: -1, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagNoMulti, group: "server", since: "1.0.0", summary: "Synchronously saves the database(s) to disk and shuts down the Redis server.", run: runShutdown, ownGoroutine: true},
 	)
 }
 

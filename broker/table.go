@@ -44,6 +44,10 @@ type cmdSpec struct {
 	// container: Redis names the command with its subcommand
 	// ("client|info") in INFO, CLIENT LIST and errors (subcommands).
 	container bool
+	// ownGoroutine: the command puts its connection in a mode that waits
+	// on its own (pushes, MONITOR) or runs long (SAVE, SHUTDOWN), so an
+	// event loop hands the connection off before it runs (loopRuns).
+	ownGoroutine bool
 	// attrs are its metric attributes (telemetry.go).
 	attrs cmdAttrs
 }
@@ -83,6 +87,13 @@ func lookup(name []byte) *cmdSpec {
 		lower[i] = c
 	}
 	return commandTable[string(lower)]
+}
+
+// pipelinedRequest reports whether the request args, of the command cmd
+// (nil: unknown), is a write conn.execute submits without waiting for the
+// writes before it (pipelined).
+func pipelinedRequest(cmd *cmdSpec, args [][]byte) bool {
+	return cmd != nil && cmd.arityOK(len(args)) && cmd.pipelined(args)
 }
 
 // pipelined reports whether the request args of the command is a write

@@ -622,10 +622,7 @@ func (s *Store) Submit(decide func(v *View) ([]codec.Event, error)) *Pending {
 // SubmitTagged is Submit with a tag that the Observer sees in the commit
 // group's GroupInfo.
 func (s *Store) SubmitTagged(tag any, decide func(v *View) ([]codec.Event, error)) *Pending {
-	req := s.newReq()
-	req.decide = decide
-	req.tag = tag
-	return s.enqueue(req)
+	return s.SubmitNotify(tag, nil, decide)
 }
 
 // Notifier is told that submitted writes have ended (SubmitNotify).
