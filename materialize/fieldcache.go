@@ -52,6 +52,13 @@ const (
 //   - a group that does not commit leaves it ahead of Pebble: the next
 //     group starts from an empty cache (begin).
 //
+// A collection the writer saw begin empty (View.NoElements: a decision
+// found its key absent) is *complete*: every element it has is cached, so
+// the lookup of one it does not hold is answered "absent" without Pebble
+// (an HSET, SADD or ZADD of a new field or member). It stays complete
+// while every write to it passes through stage; evicting one of its
+// entries ends it.
+//
 // Read views (Store.View, ReadView) never use it; a restart starts it
 // empty. An entry may outlive its key's expiry: decisions read the
 // metadata first and do not look up the fields of an expired key, whose
@@ -70,7 +77,15 @@ type fieldColl struct {
 	// noRun: a list read ahead met an element over listValueMax; its
 	// elements are looked up one at a time.
 	noRun bool
+	// complete: m holds every element the collection has (present ones;
+	// an element m does not hold is absent). Set by empty, cleared when
+	// an entry is evicted or dropped.
+	complete bool
 }
+
+// marked reports whether fc carries a mark (noRun or complete), counted
+// as one entry.
+func (fc *fieldColl) marked() bool { return fc.noRun || fc.complete }
 
 // fieldVal is one cached element. val is the cache's own copy when known.
 type fieldVal struct {
@@ -143,10 +158,29 @@ func (c *fieldCache) get(k []byte, needValue bool) (val []byte, exists, ok bool)
 		return nil, false, false
 	}
 	e, ok := fc.m[string(field)]
-	if !ok || (needValue && e.exists && !e.known) {
+	if !ok {
+		return nil, false, fc.complete
+	}
+	if needValue && e.exists && !e.known {
 		return nil, false, false
 	}
 	return e.val, e.exists, true
+}
+
+// empty records that the collection coll has no elements (its key does
+// not exist): it becomes complete, holding no entry. What the cache held
+// of it is dropped.
+func (c *fieldCache) empty(coll []byte) {
+	c.dirty = true
+	if fc := c.colls[string(coll)]; fc != nil {
+		c.dropColl(string(coll), fc)
+	}
+	fc := &fieldColl{m: map[string]fieldVal{}, complete: true}
+	c.colls[string(coll)] = fc
+	c.bytes += fieldEntryCost
+	if c.bytes > c.max {
+		c.evict(fc)
+	}
 }
 
 // fill records what a lookup of k in the writer's batch found: val is the
@@ -174,7 +208,17 @@ func (c *fieldCache) put(coll, field, val []byte, exists, known bool) {
 		fc = &fieldColl{m: map[string]fieldVal{}}
 		c.colls[string(coll)] = fc
 	}
-	if old, ok := fc.m[string(field)]; ok {
+	old, had := fc.m[string(field)]
+	if fc.complete && !exists {
+		// Absent is what a complete collection answers for what it
+		// does not hold.
+		if had {
+			c.bytes -= len(field) + len(old.val) + fieldEntryCost
+			delete(fc.m, string(field))
+		}
+		return
+	}
+	if had {
 		c.bytes += len(val) - len(old.val)
 	} else {
 		c.bytes += len(field) + len(val) + fieldEntryCost
@@ -203,6 +247,10 @@ func (c *fieldCache) evict(keep *fieldColl) {
 		}
 		c.bytes -= len(f) + len(e.val) + fieldEntryCost
 		delete(keep.m, f)
+		if keep.complete {
+			keep.complete = false
+			c.bytes -= fieldEntryCost
+		}
 	}
 }
 
@@ -216,6 +264,12 @@ func (c *fieldCache) drop(coll, field []byte) {
 		c.dirty = true
 		c.bytes -= len(field) + len(e.val) + fieldEntryCost
 		delete(fc.m, string(field))
+		if fc.complete { // (lists, which are never complete, drop elements)
+			fc.complete = false
+			if !fc.noRun {
+				c.bytes -= fieldEntryCost
+			}
+		}
 		if len(fc.m) == 0 && !fc.noRun {
 			delete(c.colls, string(coll))
 		}
@@ -231,9 +285,11 @@ func (c *fieldCache) markNoRun(coll []byte) {
 		c.colls[string(coll)] = fc
 	}
 	if !fc.noRun {
+		if !fc.marked() {
+			c.bytes += fieldEntryCost
+		}
 		fc.noRun = true
 		c.dirty = true
-		c.bytes += fieldEntryCost
 	}
 }
 
@@ -242,7 +298,7 @@ func (c *fieldCache) dropColl(coll string, fc *fieldColl) {
 	for f, e := range fc.m {
 		c.bytes -= len(f) + len(e.val) + fieldEntryCost
 	}
-	if fc.noRun {
+	if fc.marked() {
 		c.bytes -= fieldEntryCost
 	}
 	delete(c.colls, coll)

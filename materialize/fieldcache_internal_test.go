@@ -17,11 +17,24 @@ func fieldCacheMatches(t *testing.T, s *Store, step string) int {
 	t.Helper()
 	n, total := 0, 0
 	for coll, fc := range s.fields.colls {
-		if len(fc.m) == 0 && !fc.noRun {
+		if len(fc.m) == 0 && !fc.marked() {
 			t.Fatalf("%s: an empty collection %x is kept", step, coll)
 		}
-		if fc.noRun {
+		if fc.marked() {
 			total += fieldEntryCost
+		}
+		if fc.complete {
+			// Every element stored is cached, as present: the cache
+			// answers "absent" for any other.
+			stored, err := RawScan(s, []byte(coll))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, kv := range stored {
+				if e, ok := fc.m[string(kv[0][len(coll):])]; !ok || !e.exists {
+					t.Fatalf("%s: %q is stored, and its complete collection does not hold it", step, kv[0])
+				}
+			}
 		}
 		for f, e := range fc.m {
 			n++
@@ -153,6 +166,97 @@ func TestFieldCacheFollowsPebble(t *testing.T) {
 	if got := fieldLookups(t, s, hk(h, "f9")); got[0] != "false:" {
 		t.Fatalf("a field written by a failed group reads %q", got[0])
 	}
+}
+
+// TestFieldCacheCompleteCollections: a collection the writer saw begin
+// empty (View.NoElements) answers lookups of elements it does not hold as
+// absent, without Pebble and without filling entries; it follows writes
+// and removals, stops answering so once one of its entries is evicted, and
+// its key's deletion drops it. Every answer is what Pebble holds.
+func TestFieldCacheCompleteCollections(t *testing.T) {
+	s := openTemp(t)
+	_, must := eventWriters(t, s)
+	h, st := []byte("h"), []byte("s")
+	hk := func(f string) []byte { return codec.ElementKey(codec.TagHash, 0, h, []byte(f)) }
+	sk := func(m string) []byte { return codec.ElementKey(codec.TagSet, 0, st, []byte(m)) }
+	create := func(tag codec.Tag, key []byte, e codec.Event) {
+		t.Helper()
+		if _, err := s.Write(func(v *View) ([]codec.Event, error) {
+			v.NoElements(tag, 0, key)
+			return []codec.Event{e}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create(codec.TagHash, h, codec.ElementsEvent(codec.OpHSet, 0, h, [][]byte{[]byte("f1"), []byte("v1")}))
+	create(codec.TagSet, st, codec.ElementsEvent(codec.OpSAdd, 0, st, [][]byte{[]byte("m1")}))
+	if !s.fields.colls[string(codec.KeyPrefix(codec.TagHash, 0, h))].complete {
+		t.Fatal("a hash created after NoElements is not complete")
+	}
+	entries := fieldCacheMatches(t, s, "created")
+	lookups := [][]byte{hk("f1"), hk("f2"), hk("f3"), sk("m1"), sk("m2"), sk("m3")}
+	want := []string{"true:v1", "false:", "false:", "true:", "false:", "false:"}
+	hits := s.IterStats().FieldHits
+	if got := fieldLookups(t, s, lookups...); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("lookups: got %q, want %q", got, want)
+	}
+	if n := s.IterStats().FieldHits - hits; n != uint64(len(lookups)) {
+		t.Fatalf("%d of %d lookups answered by the cache", n, len(lookups))
+	}
+	if n := fieldCacheMatches(t, s, "lookups"); n != entries {
+		t.Fatalf("absent lookups added entries: %d, then %d", entries, n)
+	}
+
+	// Writes and removals keep it complete and right.
+	must(codec.ElementsEvent(codec.OpHSet, 0, h, [][]byte{[]byte("f2"), []byte("v2")}),
+		codec.ElementsEvent(codec.OpHDel, 0, h, [][]byte{[]byte("f1")}),
+		codec.ElementsEvent(codec.OpSRem, 0, st, [][]byte{[]byte("m1")}),
+		codec.ElementsEvent(codec.OpSAdd, 0, st, [][]byte{[]byte("m3")}))
+	fieldCacheMatches(t, s, "writes")
+	want = []string{"false:", "true:", "false:", "false:", "false:", "true:"}
+	hits = s.IterStats().FieldHits
+	if got := fieldLookups(t, s, lookups...); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("lookups after writes: got %q, want %q", got, want)
+	}
+	if n := s.IterStats().FieldHits - hits; n != uint64(len(lookups)) {
+		t.Fatalf("after writes, %d of %d lookups answered by the cache", n, len(lookups))
+	}
+
+	// An eviction from the hash ends its completeness: a field evicted is
+	// read from Pebble again.
+	s.fields.max = s.fields.bytes + 20*(fieldEntryCost+8)
+	var fv [][]byte
+	for i := range 40 {
+		fv = append(fv, fmt.Appendf(nil, "g%02d", i), []byte("x"))
+	}
+	must(codec.ElementsEvent(codec.OpHSet, 0, h, fv))
+	hc := s.fields.colls[string(codec.KeyPrefix(codec.TagHash, 0, h))]
+	if hc == nil || hc.complete {
+		t.Fatalf("the hash is still complete after an eviction from it (%v)", hc)
+	}
+	fieldCacheMatches(t, s, "eviction")
+	var all [][]byte
+	for i := range 40 {
+		all = append(all, hk(fmt.Sprintf("g%02d", i)))
+	}
+	for i, got := range fieldLookups(t, s, all...) {
+		if !strings.HasPrefix(got, "true:") {
+			t.Fatalf("field g%02d after the eviction: %q", i, got)
+		}
+	}
+	s.fields.max = fieldCacheMaxBytes
+
+	// The key's deletion drops it; a later NoElements starts it anew.
+	must(codec.DelKeyEvent(0, st, codec.TypeSet, 0))
+	if s.fields.colls[string(codec.KeyPrefix(codec.TagSet, 0, st))] != nil {
+		t.Fatal("a deleted set's collection is kept")
+	}
+	create(codec.TagSet, st, codec.ElementsEvent(codec.OpSAdd, 0, st, [][]byte{[]byte("m9")}))
+	want = []string{"false:", "true:", "false:"}
+	if got := fieldLookups(t, s, sk("m3"), sk("m9"), sk("m1")); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("lookups of the set made anew: got %q, want %q", got, want)
+	}
+	fieldCacheMatches(t, s, "set made anew")
 }
 
 // TestFieldCacheBound: the cache stays within its byte bound, evicting

@@ -191,6 +191,21 @@ func (v *View) fieldCache(k []byte) *fieldCache {
 	return v.fcache
 }
 
+// NoElements tells the writer's field cache that key has no elements of
+// the collection type tag (codec.TagHash, codec.TagSet or
+// codec.TagZMember): a decision found the key's metadata absent, not
+// merely expired (an expired key's elements stay in Pebble until its
+// deletion is staged). From then on the cache answers the lookup of an
+// element it does not hold as absent, without reading Pebble, while it
+// holds the collection whole (docs/perf.md, "New fields and members
+// without lookups"). It does nothing in a read view.
+func (v *View) NoElements(tag codec.Tag, db uint8, key []byte) {
+	if v.fcache == nil {
+		return
+	}
+	v.fcache.empty(codec.KeyPrefix(tag, db, key))
+}
+
 // cachedHas answers an existence check of k from the field cache; ok is
 // false when it must read Pebble.
 func (v *View) cachedHas(fc *fieldCache, k []byte) (exists, ok bool) {

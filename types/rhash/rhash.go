@@ -102,6 +102,9 @@ func Set(v *materialize.View, db uint8, key []byte, pairs [][]byte, nx bool) (in
 	}
 	if !ok {
 		m = codec.Meta{Type: codec.TypeHash}
+		if len(events) == 0 { // absent, not expired: no field to look up
+			v.NoElements(codec.TagHash, db, key)
+		}
 	}
 	seen := make(map[string]bool, len(pairs)/2)
 	var added int64
@@ -187,6 +190,9 @@ func Update(v *materialize.View, db uint8, key, field []byte, f func(cur []byte,
 		}
 	} else {
 		m = codec.Meta{Type: codec.TypeHash}
+		if len(events) == 0 { // absent, not expired
+			v.NoElements(codec.TagHash, db, key)
+		}
 	}
 	nv, err := f(cur, found)
 	if err != nil {

@@ -81,6 +81,9 @@ func Add(v *materialize.View, db uint8, key []byte, members [][]byte) (int64, []
 	}
 	if !ok {
 		m = codec.Meta{Type: codec.TypeSet}
+		if len(events) == 0 { // absent, not expired: no member to look up
+			v.NoElements(codec.TagSet, db, key)
+		}
 	}
 	var added [][]byte
 	seen := make(map[string]bool, len(members))

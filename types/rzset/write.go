@@ -35,6 +35,9 @@ func Add(v *materialize.View, db uint8, key []byte, members []Member, f Flags) (
 	}
 	if !ok {
 		m = codec.Meta{Type: codec.TypeZSet}
+		if len(events) == 0 { // absent, not expired: no member to look up
+			v.NoElements(codec.TagZMember, db, key)
+		}
 	}
 	cur := map[string]float64{} // scores decided by earlier members of this call
 	has := map[string]bool{}
