@@ -485,6 +485,9 @@ func runInfo(x *exec) error {
 		// Hash fields, set members and sorted-set scores the writer's
 		// field cache answered without a Pebble lookup.
 		kv("sediment_field_cache_hits", st.FieldHits)
+		// The same lookups by read commands (HGET, SISMEMBER, ZSCORE, ...)
+		// the committed elements answered without a Pebble lookup.
+		kv("sediment_read_field_cache_hits", st.ReadFieldHits)
 		// Group commit: commits and the change-log records they held.
 		groups, records := s.store.GroupStats()
 		kv("sediment_commit_groups", groups)

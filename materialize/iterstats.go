@@ -41,6 +41,10 @@ type IterStats struct {
 	// FieldHits counts the lookups of hash fields, set members and
 	// sorted-set scores the writer's field cache answered (fieldcache.go).
 	FieldHits uint64
+	// ReadFieldHits counts the lookups of hash fields, set members and
+	// sorted-set scores by read views that the committed elements answered
+	// (readfields.go).
+	ReadFieldHits uint64
 }
 
 // Sub returns s minus o, field by field.
@@ -59,6 +63,7 @@ func (s IterStats) Sub(o IterStats) IterStats {
 		GroupHits:     s.GroupHits - o.GroupHits,
 		TailHits:      s.TailHits - o.TailHits,
 		FieldHits:     s.FieldHits - o.FieldHits,
+		ReadFieldHits: s.ReadFieldHits - o.ReadFieldHits,
 	}
 }
 
@@ -66,6 +71,7 @@ func (s IterStats) Sub(o IterStats) IterStats {
 type iterCounters struct {
 	gets, iterators, seeks, steps, internalSteps, points, covered     atomic.Uint64
 	metaHits, metaAbsent, metaLookups, groupHits, tailHits, fieldHits atomic.Uint64
+	readFieldHits                                                     atomic.Uint64
 }
 
 // record adds the stats of it, which is about to be closed. c may be nil.
@@ -108,6 +114,7 @@ func (c *iterCounters) load() IterStats {
 		GroupHits:     c.groupHits.Load(),
 		TailHits:      c.tailHits.Load(),
 		FieldHits:     c.fieldHits.Load(),
+		ReadFieldHits: c.readFieldHits.Load(),
 	}
 }
 
@@ -123,6 +130,12 @@ func (c *iterCounters) groupHit() {
 func (c *iterCounters) fieldHit() {
 	if c != nil {
 		c.fieldHits.Add(1)
+	}
+}
+
+func (c *iterCounters) readFieldHit() {
+	if c != nil {
+		c.readFieldHits.Add(1)
 	}
 }
 

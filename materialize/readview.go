@@ -83,7 +83,7 @@ func (s *Store) PinnedReadView() *View { return s.ReadViewIn(new(View), true) }
 // caller reuses once it closed the ReadView it held before: a connection's
 // commands, one at a time, then allocate none.
 func (s *Store) ReadViewIn(v *View, eager bool) *View {
-	*v = View{vlog: s.log, clock: s.opts.Now, cache: s.cache, iters: &s.iters, counts: &s.counts, dbm: s.dbm.Load(), filters: &s.filters}
+	*v = View{vlog: s.log, clock: s.opts.Now, cache: s.cache, rfields: s.rfields, iters: &s.iters, counts: &s.counts, dbm: s.dbm.Load(), filters: &s.filters}
 	v.pinned_ = readPin{s: s, eager: eager}
 	v.pin = &v.pinned_
 	return v

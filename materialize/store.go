@@ -205,6 +205,7 @@ type Store struct {
 
 	reqs         chan *writeReq // to the writer goroutine
 	cache        *metaCache     // committed metadata; filled by the writer goroutine only
+	rfields      *readFields    // committed elements for read views; filled by the writer goroutine only
 	gcache       *groupCache    // consumer-group values; the writer goroutine's only
 	zblocks      *zBlockCache   // rank blocks of ranked sorted sets; the writer goroutine's only
 	fields       *fieldCache    // hash fields, set members, sorted-set scores; the writer goroutine's only
@@ -345,6 +346,7 @@ func Open(opts Options) (*Store, error) {
 		writerDone: make(chan struct{}),
 		commitCh:   make(chan struct{}, 1),
 		cache:      newMetaCache(),
+		rfields:    newReadFields(),
 		gcache:     newGroupCache(),
 		zblocks:    newZBlockCache(),
 		fields:     newFieldCache(),
@@ -501,7 +503,7 @@ func (s *Store) LastSeq() uint64 { return s.committed.Load() }
 
 // View returns a View of the latest committed state at the current time.
 func (s *Store) View() *View {
-	return &View{r: s.db, vlog: s.log, nowMs: s.opts.Now().UnixMilli(), cache: s.cache, iters: &s.iters, counts: &s.counts, dbm: s.dbm.Load(), filters: &s.filters}
+	return &View{r: s.db, vlog: s.log, nowMs: s.opts.Now().UnixMilli(), cache: s.cache, rfields: s.rfields, iters: &s.iters, counts: &s.counts, dbm: s.dbm.Load(), filters: &s.filters}
 }
 
 // writeReq is one Write call waiting for the writer goroutine. Requests
@@ -1084,6 +1086,7 @@ func (s *Store) publish(events []codec.Event, seq uint64) {
 	s.zblocks.commit()
 	s.fields.commit()
 	s.staged.publish(s.cache, seq)
+	s.rfields.publish(events, seq)
 	for _, e := range events {
 		s.ttl.observe(e)
 	}

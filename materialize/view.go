@@ -26,10 +26,14 @@ type View struct {
 	// clock, when not nil, gives nowMs at its first use (NowMs): a read
 	// view reads the clock only when a key with a TTL asks (a GET of a
 	// key without one read it for every request: 3.5 % of pipelined GET).
-	clock  func() time.Time
-	cache  *metaCache // committed metadata cache; nil: read Pebble only
-	staged *overlay   // the commit group's staged metadata; nil outside Write
-	iters  *iterCounters
+	clock func() time.Time
+	cache *metaCache // committed metadata cache; nil: read Pebble only
+	// rfields answers read views' lookups of hash fields, set members and
+	// sorted-set scores from committed groups (readfields.go); nil in the
+	// writer's views, which use fcache.
+	rfields *readFields
+	staged  *overlay // the commit group's staged metadata; nil outside Write
+	iters   *iterCounters
 
 	counts       *[256]dbCounts // committed key counts
 	stagedCounts *stagedCounts  // the group's; nil outside Write
@@ -97,6 +101,9 @@ func (v *View) Get(k []byte) ([]byte, bool, error) {
 			return append([]byte(nil), val...), exists, nil
 		}
 	}
+	if val, exists, ok, err := v.readField(k); err != nil || ok {
+		return append([]byte(nil), val...), exists, err
+	}
 	v.iters.get()
 	val, closer, err := v.get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -106,6 +113,7 @@ func (v *View) Get(k []byte) ([]byte, bool, error) {
 		if fc != nil {
 			fc.fill(k, nil, false, true)
 		}
+		v.fillReadField(k, nil, false)
 		return nil, false, nil
 	}
 	if err != nil {
@@ -119,6 +127,7 @@ func (v *View) Get(k []byte) ([]byte, bool, error) {
 	if fc != nil {
 		fc.fill(k, out, true, true)
 	}
+	v.fillReadField(k, out, true)
 	return out, true, nil
 }
 
@@ -210,7 +219,8 @@ func (v *View) NoElements(tag codec.Tag, db uint8, key []byte) {
 // false when it must read Pebble.
 func (v *View) cachedHas(fc *fieldCache, k []byte) (exists, ok bool) {
 	if fc == nil {
-		return false, false
+		_, exists, ok, _ = v.readField(k)
+		return exists, ok
 	}
 	if _, exists, ok = fc.get(k, false); ok {
 		v.iters.fieldHit()
@@ -218,11 +228,47 @@ func (v *View) cachedHas(fc *fieldCache, k []byte) (exists, ok bool) {
 	return exists, ok
 }
 
-// filledHas records an existence check's answer in the field cache: a
-// set member's value is always empty, other values stay unknown.
-func filledHas(fc *fieldCache, k []byte, exists bool) {
+// fillReadField records in the committed elements what a read view read
+// from Pebble at k: its value (when exists) or its absence, as of the
+// view's pinned state.
+func (v *View) fillReadField(k, val []byte, exists bool) {
+	if v.rfields == nil || v.pin == nil || !readFieldCached(k) {
+		return
+	}
+	if seq, useCache := v.cacheSeq(); useCache {
+		v.rfields.fill(k, val, exists, seq)
+	}
+}
+
+// readField answers a read view's lookup of the element key k from the
+// committed elements (readfields.go): ok is false when the view must read
+// Pebble. val is shared: the caller copies it.
+func (v *View) readField(k []byte) (val []byte, exists, ok bool, err error) {
+	if v.rfields == nil || !readFieldCached(k) {
+		return nil, false, false, nil
+	}
+	if err := v.softPinned(); err != nil {
+		return nil, false, false, err
+	}
+	seq, useCache := v.cacheSeq()
+	if !useCache {
+		return nil, false, false, nil
+	}
+	if val, exists, ok = v.rfields.get(k, seq); ok {
+		v.iters.readFieldHit()
+	}
+	return val, exists, ok, nil
+}
+
+// filledHas records an existence check's answer in the writer's field
+// cache, or a read view's committed elements: a set member's value is
+// always empty, other values stay unknown.
+func (v *View) filledHas(fc *fieldCache, k []byte, exists bool) {
+	known := !exists || codec.Tag(k[0]) == codec.TagSet
 	if fc != nil {
-		fc.fill(k, nil, exists, !exists || codec.Tag(k[0]) == codec.TagSet)
+		fc.fill(k, nil, exists, known)
+	} else if known {
+		v.fillReadField(k, nil, exists)
 	}
 }
 
@@ -233,16 +279,20 @@ func (v *View) Has(k []byte) (bool, error) {
 		return exists, nil
 	}
 	v.iters.get()
-	_, closer, err := v.get(k)
+	val, closer, err := v.get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
-		filledHas(fc, k, false)
+		v.filledHas(fc, k, false)
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
+	if fc == nil {
+		v.fillReadField(k, val, true) // copies val
+	} else {
+		v.filledHas(fc, k, true)
+	}
 	closer.Close()
-	filledHas(fc, k, true)
 	return true, nil
 }
 
@@ -276,7 +326,7 @@ func (v *View) HasKey(k []byte) (bool, error) {
 	if err := it.Close(); err != nil {
 		return false, err
 	}
-	filledHas(fc, k, ok)
+	v.filledHas(fc, k, ok)
 	return ok, nil
 }
 

@@ -1,0 +1,266 @@
+package materialize
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/sediment-dev/sediment/codec"
+)
+
+// readFieldsMatch fails unless every entry of the read views' element
+// cache agrees with Pebble (present with the same value, or absent), and
+// its byte count is the sum over its entries. It returns the number of
+// entries.
+func readFieldsMatch(t *testing.T, s *Store, step string) int {
+	t.Helper()
+	n, total := 0, 0
+	for i := range s.rfields.shards {
+		sh := &s.rfields.shards[i]
+		for coll, rc := range sh.colls {
+			total += len(coll) + fieldEntryCost
+			if !rc.wanted && rc.m != nil {
+				t.Fatalf("%s: %q holds elements and is not wanted", step, coll)
+			}
+			for f, e := range rc.m {
+				n++
+				total += len(f) + len(e.val) + fieldEntryCost
+				k := []byte(coll + f)
+				val, ok, err := RawGet(s, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok != e.exists || (ok && !bytes.Equal(val, e.val)) {
+					t.Fatalf("%s: %q: stored %v %q, cached %v %q", step, k, ok, val, e.exists, e.val)
+				}
+			}
+		}
+	}
+	if b := s.rfields.bytes.Load(); int64(total) != b {
+		t.Fatalf("%s: the cache counts %d bytes and holds %d", step, b, total)
+	}
+	return n
+}
+
+// TestReadFieldsFollowWrites: the committed elements that read views use
+// are filled by their reads, answer the reads after them, and agree with
+// the H, S and Z keys in Pebble through writes, removals, a value too large
+// to hold, DEL, COPY and FLUSHDB; a view pinned before a write reads the
+// state it pinned, and a read from before a write to a collection no read
+// had asked for does not fill it.
+func TestReadFieldsFollowWrites(t *testing.T) {
+	s := openTemp(t)
+	_, must := eventWriters(t, s)
+	h, st, z := []byte("h"), []byte("s"), []byte("z")
+	hk := func(f string) []byte { return codec.ElementKey(codec.TagHash, 0, h, []byte(f)) }
+	sk := func(m string) []byte { return codec.ElementKey(codec.TagSet, 0, st, []byte(m)) }
+	zk := func(m string) []byte { return codec.ZMemberKey(0, z, []byte(m)) }
+	large := strings.Repeat("v", fieldValueMax+1)
+	read := func(v *View, keys ...[]byte) []string {
+		t.Helper()
+		var out []string
+		for i, k := range keys {
+			var (
+				val []byte
+				ok  bool
+				err error
+			)
+			if i%2 == 0 {
+				val, ok, err = v.Get(k)
+			} else {
+				ok, err = v.Has(k)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%v:%s", ok, val))
+		}
+		return out
+	}
+
+	must(codec.ElementsEvent(codec.OpHSet, 0, h, [][]byte{[]byte("f1"), []byte("v1"), []byte("f2"), []byte(large)}),
+		codec.ElementsEvent(codec.OpSAdd, 0, st, [][]byte{[]byte("m1"), []byte("m2")}),
+		codec.ZAddEvent(0, z, false, zMembers("m", 0, 3)))
+	if n := readFieldsMatch(t, s, "writes"); n != 0 {
+		t.Fatalf("writes no read asked for left %d entries", n)
+	}
+	// f1 (Get), m1 (Has), f2 (too large), m00001, m00002 (Gets), m3
+	// (absent): the first reads fill the cache, all but f2.
+	keys := [][]byte{hk("f1"), sk("m1"), hk("f2"), zk("m00001"), zk("m00002"), sk("m3")}
+	want := []string{"true:v1", "true:", "true:" + large, "true:", "true:" + string(codec.ScoreArg(2)), "false:"}
+	for i, v := range []*View{s.ReadView(), s.PinnedReadView(), s.View()} {
+		hits := s.IterStats().ReadFieldHits
+		if got := read(v, keys...); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("reads %d: got %q, want %q", i, got, want)
+		}
+		v.Close()
+		n := s.IterStats().ReadFieldHits - hits
+		if (i == 0 && n != 0) || (i > 0 && n != 5) {
+			t.Fatalf("reads %d: %d of %d answered by the cache", i, n, len(keys))
+		}
+		readFieldsMatch(t, s, fmt.Sprint("reads ", i))
+	}
+
+	// A view pinned before a write reads what it pinned.
+	pinned := s.PinnedReadView()
+	defer pinned.Close()
+	if got := read(pinned, hk("f1")); got[0] != "true:v1" {
+		t.Fatalf("pinned view before the write: %q", got[0])
+	}
+	must(codec.ElementsEvent(codec.OpHSet, 0, h, [][]byte{[]byte("f1"), []byte("v2")}),
+		codec.ElementsEvent(codec.OpSRem, 0, st, [][]byte{[]byte("m1")}),
+		codec.ZRemEvent(0, z, false, [][]byte{[]byte("m00001"), codec.ScoreArg(1)}))
+	readFieldsMatch(t, s, "removals")
+	if got := read(pinned, hk("f1"), sk("m1")); fmt.Sprint(got) != fmt.Sprint([]string{"true:v1", "true:"}) {
+		t.Fatalf("pinned view after the write: %q", got)
+	}
+	hits := s.IterStats().ReadFieldHits
+	want = []string{"true:v2", "false:", "true:" + large, "false:", "true:" + string(codec.ScoreArg(2)), "false:"}
+	if got := read(s.ReadView(), keys...); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("reads after the write: got %q, want %q", got, want)
+	}
+	if n := s.IterStats().ReadFieldHits - hits; n != 5 {
+		t.Fatalf("after the write %d of %d reads answered by the cache, want 5", n, len(keys))
+	}
+
+	// A view pinned before a write to a collection no read asked for:
+	// its read of the old value must not fill the cache.
+	h3 := []byte("h3")
+	must(codec.ElementsEvent(codec.OpHSet, 0, h3, [][]byte{[]byte("g"), []byte("old")}))
+	old := s.PinnedReadView()
+	defer old.Close()
+	read(old, sk("pin")) // pins it
+	must(codec.ElementsEvent(codec.OpHSet, 0, h3, [][]byte{[]byte("g"), []byte("new")}))
+	gk := codec.ElementKey(codec.TagHash, 0, h3, []byte("g"))
+	if got := read(old, gk); got[0] != "true:old" {
+		t.Fatalf("old view: %q", got[0])
+	}
+	readFieldsMatch(t, s, "old view's read")
+	if got := read(s.ReadView(), gk); got[0] != "true:new" {
+		t.Fatalf("a new view after the old view's read: %q", got[0])
+	}
+
+	// The same after the write's record was evicted: the read of the old
+	// value must not fill the cache either.
+	must(codec.ElementsEvent(codec.OpHSet, 0, h3, [][]byte{[]byte("e"), []byte("old")}))
+	old2 := s.PinnedReadView()
+	defer old2.Close()
+	read(old2, sk("pin"))
+	must(codec.ElementsEvent(codec.OpHSet, 0, h3, [][]byte{[]byte("e"), []byte("new")}))
+	s.rfields.max = 0
+	s.rfields.evict() // nothing else runs: the writer is idle
+	s.rfields.max = readFieldsMaxBytes
+	ek := codec.ElementKey(codec.TagHash, 0, h3, []byte("e"))
+	if got := read(old2, ek); got[0] != "true:old" {
+		t.Fatalf("old view after an eviction: %q", got[0])
+	}
+	if got := read(s.ReadView(), ek); got[0] != "true:new" {
+		t.Fatalf("a new view after the old view's read and an eviction: %q", got[0])
+	}
+
+	// h replaced by a copy of h2 (DEL, then COPY): none of h's old
+	// fields is answered from the cache.
+	h2 := []byte("h2")
+	must(codec.ElementsEvent(codec.OpHSet, 0, h2, [][]byte{[]byte("f3"), []byte("x3")}))
+	must(codec.DelKeyEvent(0, h, codec.TypeHash, 0), codec.CopyKeyEvent(0, h, codec.TypeHash, 0, h2))
+	readFieldsMatch(t, s, "copy onto a cached hash")
+	want = []string{"false:", "false:", "true:x3"}
+	for range 2 {
+		if got := read(s.ReadView(), hk("f1"), hk("f2"), hk("f3")); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("reads after COPY: got %q, want %q", got, want)
+		}
+	}
+	readFieldsMatch(t, s, "reads after COPY")
+
+	// FLUSHDB empties it.
+	must(codec.FlushDBEvent(0, []uint16{codec.Slot(h), codec.Slot(h2), codec.Slot(h3), codec.Slot(st), codec.Slot(z)}))
+	if n := readFieldsMatch(t, s, "flush"); n != 0 {
+		t.Fatalf("after FLUSHDB the cache holds %d entries", n)
+	}
+}
+
+// TestReadFieldsRandom runs random HSET, HDEL, SADD, SREM, DEL and COPY
+// events over a few keys through a cache bound small enough to evict,
+// and after each group compares the cache with Pebble and every element's
+// read through a read view with a Pebble read.
+func TestReadFieldsRandom(t *testing.T) {
+	s := openTemp(t)
+	_, must := eventWriters(t, s)
+	rng := rand.New(rand.NewPCG(1, 2))
+	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
+	field := func() []byte { return fmt.Appendf(nil, "f%d", rng.IntN(40)) }
+	cachedSteps := 0
+	for step := range 400 {
+		var events []codec.Event
+		for range 1 + rng.IntN(4) {
+			k := keys[rng.IntN(len(keys))]
+			switch r := rng.IntN(20); {
+			case r < 8:
+				events = append(events, codec.ElementsEvent(codec.OpHSet, 0, k, [][]byte{field(), fmt.Appendf(nil, "v%d", step)}))
+			case r < 12:
+				events = append(events, codec.ElementsEvent(codec.OpHDel, 0, k, [][]byte{field()}))
+			case r < 15:
+				events = append(events, codec.ElementsEvent(codec.OpSAdd, 0, k, [][]byte{field()}))
+			case r < 17:
+				events = append(events, codec.ElementsEvent(codec.OpSRem, 0, k, [][]byte{field()}))
+			case r < 19:
+				events = append(events, codec.DelKeyEvent(0, k, codec.TypeHash, 0))
+			default:
+				events = append(events, codec.DelKeyEvent(0, k, codec.TypeHash, 0), codec.CopyKeyEvent(0, k, codec.TypeHash, 0, keys[rng.IntN(len(keys))]))
+			}
+		}
+		// A view pinned before the group reads every element after it
+		// (it may fill from its older state: it must not fill what the
+		// group changed).
+		oldView := s.PinnedReadView()
+		if _, _, err := oldView.Get([]byte("pin")); err != nil {
+			t.Fatal(err)
+		}
+		must(events...)
+		for _, k := range keys {
+			for i := range 40 {
+				for _, tag := range []codec.Tag{codec.TagHash, codec.TagSet} {
+					if _, _, err := oldView.Get(codec.ElementKey(tag, 0, k, fmt.Appendf(nil, "f%d", i))); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		oldView.Close()
+		if step == 200 {
+			if cachedSteps < 150 {
+				t.Fatalf("the cache held entries after %d of 200 steps", cachedSteps)
+			}
+			// From here on the cache holds a few entries: evictions.
+			s.rfields.max = 12 * (fieldEntryCost + 8)
+		}
+		if n := readFieldsMatch(t, s, fmt.Sprint("step ", step)); step < 200 && n > 0 {
+			cachedSteps++
+		}
+		if rf := s.rfields; step > 200 && rf.bytes.Load() > rf.max {
+			t.Fatalf("step %d: %d bytes cached, bound %d", step, rf.bytes.Load(), rf.max)
+		}
+		v := s.ReadView()
+		for _, k := range keys {
+			for i := range 40 {
+				for _, tag := range []codec.Tag{codec.TagHash, codec.TagSet} {
+					ek := codec.ElementKey(tag, 0, k, fmt.Appendf(nil, "f%d", i))
+					got, ok, err := v.Get(ek)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, wok, err := RawGet(s, ek)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if ok != wok || !bytes.Equal(got, want) {
+						t.Fatalf("step %d: %q reads %v %q, Pebble holds %v %q", step, ek, ok, got, wok, want)
+					}
+				}
+			}
+		}
+		v.Close()
+	}
+}
