@@ -19,22 +19,27 @@ import (
 // It holds committed state only; each entry carries the sequence of the
 // state it was read or written at, and a read view pinned to an earlier
 // state skips it (View.cacheSeq). Only collections that reads asked for
-// (wanted) hold entries, so a workload of writes alone pays little:
+// have a record, so a workload of writes alone pays a shard lock and a
+// map lookup per written collection:
 //
 //   - A read view that read an element from Pebble fills it, as of its
-//     pinned state's sequence S, and marks the collection wanted; unless a
-//     committed write to the collection came after S (its lastWrite), or
-//     the collection's record was evicted after one (evictedUpTo).
+//     pinned state's sequence S, and the collection gets a record; unless
+//     a committed write to the collection may have come after S: its
+//     record's lastWrite, or without a record its shard's unrecorded (the
+//     newest write to any collection of the shard without a record, never
+//     read or evicted since). A new record starts with lastWrite at
+//     unrecorded, so that no older state fills it either.
 //   - When a group commits, before it becomes visible (Store.publish, then
-//     committed), the writer sets lastWrite of every collection its events
-//     write, and records what they left in the wanted ones.
+//     committed), the writer records what its events left in the
+//     collections with a record (and sets their lastWrite), and raises
+//     unrecorded for the others.
 //
 // Both run under the collection's shard lock, so a fill either sees the
-// write's lastWrite (and does not fill) or comes before it (and the write
-// then records its own value over the fill's). Events it does not know
-// clear it, as do FLUSHDB, FLUSHALL and SWAPDB; DEL and COPY empty the
-// key's collections; a restart starts it empty. Lists are not held (a list
-// read is a range, and LINDEX reads by position).
+// write (and does not fill) or comes before it (and the write then
+// records its own value over the fill's). Events it does not know clear
+// it, as do FLUSHDB, FLUSHALL and SWAPDB; DEL and COPY empty the key's
+// collections; a restart starts it empty. Lists are not held (a list read
+// is a range, and LINDEX reads by position).
 //
 // Layout: shards by collection (codec.KeyPrefix), each a map of
 // collections under a read-write lock, so that a key's deletion touches
@@ -46,22 +51,22 @@ type readFields struct {
 	shards [readFieldShards]readFieldShard
 	bytes  atomic.Int64
 	max    int64 // bound on bytes: readFieldsMaxBytes (tests lower it)
-	// evictedUpTo is the newest lastWrite of a collection evicted: a
-	// collection without a record may have been written up to it.
-	evictedUpTo atomic.Uint64
-	next        int // the shard eviction looks at next (the writer's)
+	next   int   // the shard eviction looks at next (the writer's)
 }
 
 type readFieldShard struct {
 	mu    sync.RWMutex
 	colls map[string]*readColl
+	// unrecorded is the newest sequence of a write to a collection of the
+	// shard without a record (never read, or evicted since): a fill of
+	// such a collection from an older state is not made.
+	unrecorded uint64
 }
 
-// readColl is one collection's record.
+// readColl is the record of a collection a read asked for.
 type readColl struct {
-	m         map[string]readField // nil until wanted
-	lastWrite uint64               // sequence of the last committed write to it
-	wanted    bool                 // a read filled it: writes record their values
+	m         map[string]readField
+	lastWrite uint64 // no fill from an older state: the last committed write to it, or more
 }
 
 // readField is one cached element as the state of sequence seq holds it.
@@ -130,7 +135,8 @@ func (c *readFields) get(k []byte, seq uint64) (val []byte, exists, ok bool) {
 
 // fill records what a read view found at k in the state of sequence seq
 // (a Pebble read): the element's value (val, when exists; at most
-// fieldValueMax bytes) or its absence. It marks the collection wanted.
+// fieldValueMax bytes) or its absence. The collection gets a record, so
+// that the writer keeps it current.
 func (c *readFields) fill(k, val []byte, exists bool, seq uint64) {
 	if len(val) > fieldValueMax {
 		return
@@ -144,14 +150,15 @@ func (c *readFields) fill(k, val []byte, exists bool, seq uint64) {
 	defer s.mu.Unlock()
 	rc := s.colls[string(coll)]
 	if rc == nil {
-		if c.evictedUpTo.Load() > seq {
+		if s.unrecorded > seq {
 			return // it may have been written after seq
 		}
-		rc = &readColl{}
+		// Fills from states older than the writes unrecorded were are
+		// not made from now on either.
+		rc = &readColl{lastWrite: s.unrecorded}
 		s.colls[string(coll)] = rc
 		c.bytes.Add(int64(len(coll) + fieldEntryCost))
 	}
-	rc.wanted = true
 	if rc.lastWrite > seq {
 		return // written after seq: the write's value is the one to hold
 	}
@@ -227,25 +234,18 @@ func (c *readFields) publish(events []codec.Event, seq uint64) {
 }
 
 // written notes a committed write of sequence seq to the collection of
-// tag of (db, key) and returns its record when it is wanted (nil
-// otherwise) with its shard, locked: the caller unlocks it.
+// tag of (db, key) and returns its record, nil when it has none, with its
+// shard, locked: the caller unlocks it.
 func (c *readFields) written(tag codec.Tag, db uint8, key []byte, seq uint64) (*readColl, *readFieldShard) {
 	coll := codec.KeyPrefix(tag, db, key)
 	s := c.shard(coll)
 	s.mu.Lock()
 	rc := s.colls[string(coll)]
 	if rc == nil {
-		rc = &readColl{}
-		s.colls[string(coll)] = rc
-		c.bytes.Add(int64(len(coll) + fieldEntryCost))
-	}
-	rc.lastWrite = seq
-	if !rc.wanted {
+		s.unrecorded = seq
 		return nil, s
 	}
-	if rc.m == nil {
-		rc.m = map[string]readField{}
-	}
+	rc.lastWrite = seq
 	return rc, s
 }
 
@@ -297,9 +297,7 @@ func (c *readFields) evict() {
 			if c.bytes.Load() <= c.max {
 				break
 			}
-			if rc.lastWrite > c.evictedUpTo.Load() {
-				c.evictedUpTo.Store(rc.lastWrite)
-			}
+			s.unrecorded = max(s.unrecorded, rc.lastWrite)
 			c.empty(rc)
 			c.bytes.Add(-int64(len(coll) + fieldEntryCost))
 			delete(s.colls, coll)
@@ -314,7 +312,6 @@ func (c *readFields) evict() {
 // clear forgets everything, at a write of sequence seq that may have
 // written any collection.
 func (c *readFields) clear(seq uint64) {
-	c.evictedUpTo.Store(seq) // first: a fill from before seq finds no record and stops
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
@@ -325,6 +322,7 @@ func (c *readFields) clear(seq uint64) {
 		if len(s.colls) > 0 {
 			s.colls = map[string]*readColl{}
 		}
+		s.unrecorded = seq
 		s.mu.Unlock()
 	}
 }

@@ -205,7 +205,7 @@ type Store struct {
 
 	reqs         chan *writeReq // to the writer goroutine
 	cache        *metaCache     // committed metadata; filled by the writer goroutine only
-	rfields      *readFields    // committed elements for read views; filled by the writer goroutine only
+	rfields      *readFields    // committed elements for read views: filled by their reads, kept current by the writer
 	gcache       *groupCache    // consumer-group values; the writer goroutine's only
 	zblocks      *zBlockCache   // rank blocks of ranked sorted sets; the writer goroutine's only
 	fields       *fieldCache    // hash fields, set members, sorted-set scores; the writer goroutine's only

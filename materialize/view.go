@@ -209,8 +209,8 @@ func (v *View) fieldCache(k []byte) *fieldCache {
 // holds the collection whole (docs/perf.md, "New fields and members
 // without lookups"). It does nothing in a read view.
 func (v *View) NoElements(tag codec.Tag, db uint8, key []byte) {
-	if v.fcache == nil {
-		return
+	if v.fcache == nil || (tag != codec.TagHash && tag != codec.TagSet && tag != codec.TagZMember) {
+		return // (a list is never held whole: GetRun reads positions ahead)
 	}
 	v.fcache.empty(codec.KeyPrefix(tag, db, key))
 }
