@@ -52,6 +52,7 @@ type readPin struct {
 	epoch uint32           // hard only: its registration in Store.pins
 	seq   uint64           // the committed state read (when cache)
 	cache bool             // whether the metadata cache serves the view
+	lent  bool             // root serves an iteration (View.borrowRoot)
 }
 
 type pinState uint8
@@ -111,7 +112,7 @@ func (v *View) Close() error {
 		err = p.root.Close()
 		p.s.pins.exit(p.epoch)
 	}
-	p.root, p.state, v.r = nil, unpinned, nil
+	p.root, p.state, p.lent, v.r = nil, unpinned, false, nil
 	return err
 }
 
@@ -171,7 +172,7 @@ func (v *View) pinned() error {
 			return ErrStateMoved
 		}
 		p.root, p.state, p.epoch = root, hard, epoch
-		v.r = pinnedReader{root}
+		v.r = pinnedReader{p}
 		return nil
 	}
 	a := p.s.committed.Load()
@@ -182,7 +183,7 @@ func (v *View) pinned() error {
 	}
 	p.root, p.seq, p.state, p.epoch = root, a, hard, epoch
 	p.cache = p.s.applying.Load() == a
-	v.r = pinnedReader{root}
+	v.r = pinnedReader{p}
 	return nil
 }
 
@@ -195,28 +196,41 @@ func (v *View) cacheSeq() (uint64, bool) {
 	return v.pin.seq, v.cache != nil && v.pin.cache
 }
 
-// pinnedReader reads a pinned state: lookups position the root iterator,
-// iterators are its clones.
-type pinnedReader struct{ root *pebble.Iterator }
+// pinnedReader reads a pinned state: lookups position the root iterator
+// (a clone of it while an iteration holds it: View.borrowRoot), iterators
+// are its clones.
+type pinnedReader struct{ p *readPin }
 
 type nopCloser struct{}
 
 func (nopCloser) Close() error { return nil }
 
 // Get is pebble.Reader's Get at the pinned state. The value is valid until
-// the next read of the view.
+// the next read of the view, or until the closer is closed.
 func (r pinnedReader) Get(key []byte) ([]byte, io.Closer, error) {
-	if !r.root.SeekPrefixGE(key) || !bytes.Equal(r.root.Key(), key) {
-		if err := r.root.Error(); err != nil {
+	it := r.p.root
+	var closer io.Closer = nopCloser{}
+	if r.p.lent {
+		c, err := it.Clone(pebble.CloneOptions{IterOptions: &pebble.IterOptions{}})
+		if err != nil {
+			return nil, nil, err
+		}
+		it, closer = c, c
+	}
+	if !it.SeekPrefixGE(key) || !bytes.Equal(it.Key(), key) {
+		err := it.Error()
+		closer.Close()
+		if err != nil {
 			return nil, nil, err
 		}
 		return nil, nil, pebble.ErrNotFound
 	}
-	val, err := r.root.ValueAndErr()
+	val, err := it.ValueAndErr()
 	if err != nil {
+		closer.Close()
 		return nil, nil, err
 	}
-	return val, nopCloser{}, nil
+	return val, closer, nil
 }
 
 // NewIter returns an iterator over the pinned state.
@@ -224,5 +238,5 @@ func (r pinnedReader) NewIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
 	if o == nil {
 		o = &pebble.IterOptions{}
 	}
-	return r.root.Clone(pebble.CloneOptions{IterOptions: o})
+	return r.p.root.Clone(pebble.CloneOptions{IterOptions: o})
 }
