@@ -3,8 +3,10 @@ package rhash_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/sediment-dev/sediment/codec"
+	"github.com/sediment-dev/sediment/keyspace"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/types/rhash"
 )
@@ -112,5 +114,80 @@ func TestScanProgress(t *testing.T) {
 	}
 	if calls < 50 {
 		t.Errorf("%d calls for %d fields at COUNT 10", calls, len(pairs)/2)
+	}
+}
+
+// TestSetCountsNewFields: HSET counts the fields it adds, through the
+// writer's field cache holding a hash it saw created whole (an absent
+// field is not looked up), an expired hash written again (it starts
+// empty: every field is new, even one the expired hash had), and the hash
+// created then.
+func TestSetCountsNewFields(t *testing.T) {
+	now := time.UnixMilli(1_000_000)
+	s, err := materialize.Open(materialize.Options{Dir: t.TempDir(), Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	h := []byte("h")
+	set := func(pairs ...string) int64 {
+		t.Helper()
+		var b [][]byte
+		for _, p := range pairs {
+			b = append(b, []byte(p))
+		}
+		var n int64
+		if _, err := s.Write(func(v *materialize.View) ([]codec.Event, error) {
+			var evs []codec.Event
+			var err error
+			n, evs, err = rhash.Set(v, 0, h, b, false)
+			return evs, err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	length := func() int64 {
+		t.Helper()
+		n, err := rhash.Len(s.View(), 0, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	gets := s.IterStats().Gets
+	for i, c := range []struct {
+		pairs []string
+		added int64
+	}{
+		{[]string{"f1", "v", "f2", "v"}, 2},
+		{[]string{"f1", "x", "f3", "v"}, 1},
+		{[]string{"f2", "x", "f4", "v", "f4", "w"}, 1},
+	} {
+		if n := set(c.pairs...); n != c.added {
+			t.Fatalf("HSET %d %q added %d, want %d", i, c.pairs, n, c.added)
+		}
+	}
+	if n := s.IterStats().Gets - gets; n != 0 {
+		t.Fatalf("HSETs of a hash created whole made %d Pebble lookups", n)
+	}
+	if n := length(); n != 4 {
+		t.Fatalf("HLEN %d, want 4", n)
+	}
+	if _, err := s.Write(func(v *materialize.View) ([]codec.Event, error) {
+		_, evs, err := keyspace.Expire(v, 0, h, 10, false, 0)
+		return evs, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(20 * time.Millisecond)
+	if n := set("f1", "v", "f5", "v"); n != 2 {
+		t.Fatalf("HSET on the expired hash added %d, want 2", n)
+	}
+	if n := set("f1", "v", "f2", "v"); n != 1 {
+		t.Fatalf("HSET of a field the expired hash had added %d, want 1", n)
+	}
+	if n := length(); n != 3 {
+		t.Fatalf("HLEN of the hash made anew %d, want 3", n)
 	}
 }
