@@ -659,33 +659,12 @@ func (v *View) iterate(lower, upper []byte, reverse, values bool, fn func(k, val
 	if err != nil {
 		return err
 	}
-	var valid bool
-	if reverse {
-		valid = it.Last()
-	} else {
-		valid = it.First()
-	}
-	for ; valid; valid = step(it, reverse) {
-		var val []byte
-		if values {
-			val = it.Value()
-		}
-		more, err := fn(it.Key(), val)
-		if err != nil {
-			v.iters.record(it)
-			it.Close()
-			return err
-		}
-		if !more {
-			break
-		}
-	}
+	err = walk(it, reverse, values, fn)
 	v.iters.record(it)
-	if err := it.Error(); err != nil {
-		it.Close()
-		return err
+	if cerr := it.Close(); err == nil {
+		err = cerr
 	}
-	return it.Close()
+	return err
 }
 
 // borrowRoot lends a pinned read view's root iterator to one iteration,
