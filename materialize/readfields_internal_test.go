@@ -122,59 +122,40 @@ func TestReadFieldsFollowWrites(t *testing.T) {
 		t.Fatalf("after the write %d of %d reads answered by the cache, want 5", n, len(keys))
 	}
 
-	// A view pinned before a write to a collection no read asked for:
-	// its read of the old value must not fill the cache.
+	// A view pinned before a write of field of h3 from "old" to "new"
+	// reads "old" after between ran (and, with another, after a new view
+	// read another field, so that h3 has a record again): its read must
+	// not fill the cache, and a new view must read "new".
 	h3 := []byte("h3")
-	must(codec.ElementsEvent(codec.OpHSet, 0, h3, [][]byte{[]byte("g"), []byte("old")}))
-	old := s.PinnedReadView()
-	defer old.Close()
-	read(old, sk("pin")) // pins it
-	must(codec.ElementsEvent(codec.OpHSet, 0, h3, [][]byte{[]byte("g"), []byte("new")}))
-	gk := codec.ElementKey(codec.TagHash, 0, h3, []byte("g"))
-	if got := read(old, gk); got[0] != "true:old" {
-		t.Fatalf("old view: %q", got[0])
+	staleFill := func(after, field string, between func(), another bool) {
+		t.Helper()
+		k := codec.ElementKey(codec.TagHash, 0, h3, []byte(field))
+		must(codec.ElementsEvent(codec.OpHSet, 0, h3, [][]byte{[]byte(field), []byte("old")}))
+		old := s.PinnedReadView()
+		defer old.Close()
+		read(old, sk("pin")) // pins it
+		must(codec.ElementsEvent(codec.OpHSet, 0, h3, [][]byte{[]byte(field), []byte("new")}))
+		if between != nil {
+			between()
+		}
+		if another {
+			read(s.ReadView(), codec.ElementKey(codec.TagHash, 0, h3, []byte("x")))
+		}
+		if got := read(old, k); got[0] != "true:old" {
+			t.Fatalf("old view after %s: %q", after, got[0])
+		}
+		readFieldsMatch(t, s, "old view's read after "+after)
+		if got := read(s.ReadView(), k); got[0] != "true:new" {
+			t.Fatalf("a new view after the old view's read after %s: %q", after, got[0])
+		}
 	}
-	readFieldsMatch(t, s, "old view's read")
-	if got := read(s.ReadView(), gk); got[0] != "true:new" {
-		t.Fatalf("a new view after the old view's read: %q", got[0])
-	}
-
-	// The same after the write's record was evicted: the read of the old
-	// value must not fill the cache either.
-	must(codec.ElementsEvent(codec.OpHSet, 0, h3, [][]byte{[]byte("e"), []byte("old")}))
-	old2 := s.PinnedReadView()
-	defer old2.Close()
-	read(old2, sk("pin"))
-	must(codec.ElementsEvent(codec.OpHSet, 0, h3, [][]byte{[]byte("e"), []byte("new")}))
-	s.rfields.max = 0
-	s.rfields.evict() // nothing else runs: the writer is idle
-	s.rfields.max = readFieldsMaxBytes
-	ek := codec.ElementKey(codec.TagHash, 0, h3, []byte("e"))
-	// A new view reads another field first: h3 gets a record again, which
-	// must still refuse the old view's fill.
-	read(s.ReadView(), codec.ElementKey(codec.TagHash, 0, h3, []byte("x")))
-	if got := read(old2, ek); got[0] != "true:old" {
-		t.Fatalf("old view after an eviction: %q", got[0])
-	}
-	if got := read(s.ReadView(), ek); got[0] != "true:new" {
-		t.Fatalf("a new view after the old view's read and an eviction: %q", got[0])
-	}
-
-	// The same after a FLUSHDB of another db cleared the cache.
-	must(codec.ElementsEvent(codec.OpHSet, 0, h3, [][]byte{[]byte("d"), []byte("old")}))
-	old3 := s.PinnedReadView()
-	defer old3.Close()
-	read(old3, sk("pin"))
-	must(codec.ElementsEvent(codec.OpHSet, 0, h3, [][]byte{[]byte("d"), []byte("new")}))
-	must(codec.FlushDBEvent(1, nil))
-	dk := codec.ElementKey(codec.TagHash, 0, h3, []byte("d"))
-	read(s.ReadView(), codec.ElementKey(codec.TagHash, 0, h3, []byte("x")))
-	if got := read(old3, dk); got[0] != "true:old" {
-		t.Fatalf("old view after a FLUSHDB: %q", got[0])
-	}
-	if got := read(s.ReadView(), dk); got[0] != "true:new" {
-		t.Fatalf("a new view after the old view's read and a FLUSHDB: %q", got[0])
-	}
+	staleFill("a write to a collection no read asked for", "g", nil, false)
+	staleFill("an eviction of the write's record", "e", func() {
+		s.rfields.max = 0
+		s.rfields.evict() // nothing else runs: the writer is idle
+		s.rfields.max = readFieldsMaxBytes
+	}, true)
+	staleFill("a FLUSHDB of another db", "d", func() { must(codec.FlushDBEvent(1, nil)) }, true)
 
 	// h replaced by a copy of h2 (DEL, then COPY): none of h's old
 	// fields is answered from the cache.
