@@ -2,10 +2,14 @@ package materialize
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sediment-dev/sediment/codec"
 )
@@ -291,6 +295,129 @@ func TestReadFieldsRandom(t *testing.T) {
 		v.Close()
 	}
 	if s.IterStats().ReadFieldHits == hits {
+		t.Fatal("no read was answered by the cache")
+	}
+}
+
+// TestReadFieldsConcurrent: while the writer sets every field of a hash to
+// the same counter, group after group (now and then deleting the hash and
+// writing it again in one group, or clearing the cache with a FLUSHDB of
+// another db; half the run with a bound that evicts the hash's record),
+// readers read every field through ReadViews and PinnedReadViews, the
+// latter pausing between reads so that their fills come from states
+// older than the latest. Each view must read one value for every field,
+// never older than what an earlier view of the same reader read.
+func TestReadFieldsConcurrent(t *testing.T) {
+	s := openTemp(t)
+	h := []byte("h")
+	const fields = 10
+	hset := func(n int) []codec.Event {
+		pairs := make([][]byte, 0, 2*fields)
+		for i := range fields {
+			pairs = append(pairs, fmt.Appendf(nil, "f%d", i), strconv.AppendInt(nil, int64(n), 10))
+		}
+		return []codec.Event{codec.ElementsEvent(codec.OpHSet, 0, h, pairs)}
+	}
+	write := func(events []codec.Event) {
+		t.Helper()
+		if _, err := s.Write(func(*View) ([]codec.Event, error) { return events, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(hset(0))
+
+	var (
+		wg   sync.WaitGroup
+		done = make(chan struct{})
+		errs = make(chan error, 4)
+	)
+	read := func(v *View, rng *rand.Rand, pause bool) (int, error) {
+		value := -1
+		for _, i := range rng.Perm(fields) {
+			if pause {
+				time.Sleep(time.Duration(rng.IntN(30)) * time.Microsecond)
+			}
+			k := codec.ElementKey(codec.TagHash, 0, h, fmt.Appendf(nil, "f%d", i))
+			if rng.IntN(4) == 0 {
+				if ok, err := v.Has(k); err != nil || !ok {
+					return 0, errors.Join(err, fmt.Errorf("f%d: exists %v", i, ok))
+				}
+				continue
+			}
+			val, ok, err := v.Get(k)
+			if err != nil {
+				return 0, err
+			}
+			n, perr := strconv.Atoi(string(val))
+			if !ok || perr != nil || (value >= 0 && n != value) {
+				return 0, fmt.Errorf("f%d reads %v %q after %d", i, ok, val, value)
+			}
+			value = n
+		}
+		return value, nil
+	}
+	for r := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), 7))
+			last := -1
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				pinned := r > 0
+				v := s.ReadView()
+				if pinned {
+					v = s.PinnedReadView()
+				}
+				n, err := read(v, rng, pinned)
+				v.Close()
+				if errors.Is(err, ErrStateMoved) {
+					continue
+				}
+				if err == nil && n >= 0 && n < last {
+					err = fmt.Errorf("read %d after %d", n, last)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("reader %d: %w", r, err)
+					return
+				}
+				last = max(last, n)
+			}
+		}()
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	for n := 1; n <= 3000; n++ {
+		if n == 1500 {
+			s.rfields.max = 6 * (fieldEntryCost + 8) // the hash's record is evicted at each write now
+		}
+		events := hset(n)
+		switch rng.IntN(20) {
+		case 0:
+			events = append([]codec.Event{codec.DelKeyEvent(0, h, codec.TypeHash, 0)}, events...)
+		case 1:
+			events = append(events, codec.FlushDBEvent(1, nil))
+		}
+		write(events)
+		select {
+		case err := <-errs:
+			close(done)
+			wg.Wait()
+			t.Fatal(err)
+		default:
+		}
+	}
+	close(done)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	if s.IterStats().ReadFieldHits == 0 {
 		t.Fatal("no read was answered by the cache")
 	}
 }

@@ -122,3 +122,49 @@ func TestMetaWith(t *testing.T) {
 	}
 	check(openStore(t, opts), "reopened")
 }
+
+// TestReadViewLookupsDuringIteration: a pinned view's first iteration uses
+// its root iterator (View.borrowRoot); point lookups and a second
+// iteration made from inside it read through clones and leave it where
+// it was, and the view's later reads see its pinned state.
+func TestReadViewLookupsDuringIteration(t *testing.T) {
+	s := openMem(t, newClock(t0))
+	var pairs [][]byte
+	for i := range 20 {
+		pairs = append(pairs, []byte{'f', byte('a' + i)}, []byte{'v', byte('a' + i)})
+	}
+	h, g := []byte("h"), []byte("g")
+	if _, err := s.Write(func(*materialize.View) ([]codec.Event, error) {
+		return []codec.Event{codec.ElementsEvent(codec.OpHSet, 0, h, pairs), codec.ElementsEvent(codec.OpHSet, 0, g, pairs[:8])}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	v := s.PinnedReadView()
+	defer v.Close()
+	hp, gp := codec.KeyPrefix(codec.TagHash, 0, h), codec.KeyPrefix(codec.TagHash, 0, g)
+	var seen []string
+	if err := v.Iterate(hp, codec.PrefixEnd(hp), false, func(k, val []byte) (bool, error) {
+		seen = append(seen, string(k[len(hp):])+"="+string(val))
+		// A lookup of another hash's field, and of one of this hash's.
+		if got, ok, err := v.Get(codec.ElementKey(codec.TagHash, 0, g, []byte("fb"))); err != nil || !ok || string(got) != "vb" {
+			return false, errors.Join(err, errors.New("g.fb read "+string(got)))
+		}
+		if ok, err := v.Has(codec.ElementKey(codec.TagHash, 0, h, []byte("fz"))); err != nil || ok {
+			return false, errors.Join(err, errors.New("h.fz reads present"))
+		}
+		n := 0
+		if err := v.Iterate(gp, codec.PrefixEnd(gp), true, func([]byte, []byte) (bool, error) { n++; return true, nil }); err != nil || n != 4 {
+			return false, errors.Join(err, errors.New("the inner iteration saw a wrong count"))
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 20 || seen[0] != "fa=va" || seen[19] != "ft=vt" {
+		t.Fatalf("the outer iteration saw %d fields: %q", len(seen), seen)
+	}
+	// The root is unbounded again: a lookup outside the iteration's range.
+	if got, ok, err := v.Get(codec.ElementKey(codec.TagHash, 0, g, []byte("fd"))); err != nil || !ok || string(got) != "vd" {
+		t.Fatalf("g.fd after the iteration: %q %v %v", got, ok, err)
+	}
+}
