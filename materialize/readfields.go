@@ -9,7 +9,7 @@ import (
 )
 
 // readFields is the read views' cache of collection elements: hash fields
-// with values of at most fieldValueMax bytes, set members and sorted-set
+// with values of at most readFieldValueMax bytes, set members and sorted-set
 // members' scores, present or absent, by Pebble key (H, S and Z keys). A
 // read of one it holds (HGET, HMGET, SISMEMBER, ZSCORE, ...) makes no
 // Pebble lookup: on a hash held in the memtable that lookup, a seek of
@@ -83,6 +83,10 @@ const (
 	// bytes are (fieldEntryCost per entry and per collection, plus the
 	// collection, field and value bytes).
 	readFieldsMaxBytes = 32 << 20
+	// readFieldValueMax is the largest hash-field value it holds, as the
+	// metadata cache holds string values of up to metaCacheMaxValue
+	// without counting them apart: a read of a larger one reads Pebble.
+	readFieldValueMax = 256
 )
 
 func newReadFields() *readFields {
@@ -135,10 +139,10 @@ func (c *readFields) get(k []byte, seq uint64) (val []byte, exists, ok bool) {
 
 // fill records what a read view found at k in the state of sequence seq
 // (a Pebble read): the element's value (val, when exists; at most
-// fieldValueMax bytes) or its absence. The collection gets a record, so
+// readFieldValueMax bytes) or its absence. The collection gets a record, so
 // that the writer keeps it current.
 func (c *readFields) fill(k, val []byte, exists bool, seq uint64) {
-	if len(val) > fieldValueMax {
+	if len(val) > readFieldValueMax {
 		return
 	}
 	coll, field, ok := splitFieldKey(k)
@@ -177,7 +181,7 @@ func (c *readFields) publish(events []codec.Event, seq uint64) {
 		case codec.OpHSet:
 			rc, s := c.written(codec.TagHash, e.DB, e.Key, seq)
 			for i := 0; rc != nil && i+1 < len(a); i += 2 {
-				if len(a[i+1]) > fieldValueMax {
+				if len(a[i+1]) > readFieldValueMax {
 					c.drop(rc, a[i]) // a read of its value reads Pebble
 				} else {
 					c.set(rc, a[i], a[i+1], true, seq)

@@ -58,7 +58,7 @@ func TestReadFieldsFollowWrites(t *testing.T) {
 	hk := func(f string) []byte { return codec.ElementKey(codec.TagHash, 0, h, []byte(f)) }
 	sk := func(m string) []byte { return codec.ElementKey(codec.TagSet, 0, st, []byte(m)) }
 	zk := func(m string) []byte { return codec.ZMemberKey(0, z, []byte(m)) }
-	large := strings.Repeat("v", fieldValueMax+1)
+	large := strings.Repeat("v", readFieldValueMax+1)
 	read := func(v *View, keys ...[]byte) []string {
 		t.Helper()
 		var out []string
@@ -175,8 +175,19 @@ func TestReadFieldsFollowWrites(t *testing.T) {
 	}
 	readFieldsMatch(t, s, "reads after COPY")
 
+	// A value longer than the writer's field cache copies (fieldValueMax)
+	// and within readFieldValueMax is held.
+	h4, mid := []byte("h4"), strings.Repeat("m", readFieldValueMax)
+	must(codec.ElementsEvent(codec.OpHSet, 0, h4, [][]byte{[]byte("f"), []byte(mid)}))
+	mk := codec.ElementKey(codec.TagHash, 0, h4, []byte("f"))
+	read(s.ReadView(), mk)
+	hits = s.IterStats().ReadFieldHits
+	if got := read(s.ReadView(), mk); got[0] != "true:"+mid || s.IterStats().ReadFieldHits != hits+1 {
+		t.Fatalf("a %d-byte value: %q, %d hits", len(mid), got[0], s.IterStats().ReadFieldHits-hits)
+	}
+
 	// FLUSHDB empties it.
-	must(codec.FlushDBEvent(0, []uint16{codec.Slot(h), codec.Slot(h2), codec.Slot(h3), codec.Slot(st), codec.Slot(z)}))
+	must(codec.FlushDBEvent(0, []uint16{codec.Slot(h), codec.Slot(h2), codec.Slot(h3), codec.Slot(h4), codec.Slot(st), codec.Slot(z)}))
 	if n := readFieldsMatch(t, s, "flush"); n != 0 {
 		t.Fatalf("after FLUSHDB the cache holds %d entries", n)
 	}
