@@ -50,8 +50,8 @@ type readFields struct {
 	seed   maphash.Seed
 	shards [readFieldShards]readFieldShard
 	bytes  atomic.Int64
-	max    int64 // bound on bytes: readFieldsMaxBytes (tests lower it)
-	next   int   // the shard eviction looks at next (the writer's)
+	max    atomic.Int64 // bound on bytes: readFieldsMaxBytes (tests lower it, while readers run)
+	next   int          // the shard eviction looks at next (the writer's)
 }
 
 type readFieldShard struct {
@@ -90,7 +90,8 @@ const (
 )
 
 func newReadFields() *readFields {
-	c := &readFields{seed: maphash.MakeSeed(), max: readFieldsMaxBytes}
+	c := &readFields{seed: maphash.MakeSeed()}
+	c.max.Store(readFieldsMaxBytes)
 	for i := range c.shards {
 		c.shards[i].colls = map[string]*readColl{}
 	}
@@ -146,7 +147,7 @@ func (c *readFields) fill(k, val []byte, exists bool, seq uint64) {
 		return
 	}
 	coll, field, ok := splitFieldKey(k)
-	if !ok || c.bytes.Load()+int64(len(coll)+len(field)+len(val)+2*fieldEntryCost) > c.max {
+	if !ok || c.bytes.Load()+int64(len(coll)+len(field)+len(val)+2*fieldEntryCost) > c.max.Load() {
 		return // the writer alone evicts
 	}
 	s := c.shard(coll)
@@ -231,7 +232,7 @@ func (c *readFields) publish(events []codec.Event, seq uint64) {
 		default: // FLUSHDB, FLUSHALL, SWAPDB and any op added later
 			c.clear(seq)
 		}
-		if c.bytes.Load() > c.max {
+		if c.bytes.Load() > c.max.Load() {
 			c.evict()
 		}
 	}
@@ -298,7 +299,7 @@ func (c *readFields) evict() {
 		c.next = (c.next + 1) % readFieldShards
 		s.mu.Lock()
 		for coll, rc := range s.colls {
-			if c.bytes.Load() <= c.max {
+			if c.bytes.Load() <= c.max.Load() {
 				break
 			}
 			s.unrecorded = max(s.unrecorded, rc.lastWrite)
@@ -307,7 +308,7 @@ func (c *readFields) evict() {
 			delete(s.colls, coll)
 		}
 		s.mu.Unlock()
-		if c.bytes.Load() <= c.max {
+		if c.bytes.Load() <= c.max.Load() {
 			return
 		}
 	}

@@ -155,9 +155,9 @@ func TestReadFieldsFollowWrites(t *testing.T) {
 	}
 	staleFill("a write to a collection no read asked for", "g", nil, false)
 	staleFill("an eviction of the write's record", "e", func() {
-		s.rfields.max = 0
+		s.rfields.max.Store(0)
 		s.rfields.evict() // nothing else runs: the writer is idle
-		s.rfields.max = readFieldsMaxBytes
+		s.rfields.max.Store(readFieldsMaxBytes)
 	}, true)
 	staleFill("a FLUSHDB of another db", "d", func() { must(codec.FlushDBEvent(1, nil)) }, true)
 
@@ -275,13 +275,13 @@ func TestReadFieldsRandom(t *testing.T) {
 				t.Fatalf("the cache held entries after %d of 200 steps", cachedSteps)
 			}
 			// From here on the cache holds a few entries: evictions.
-			s.rfields.max = 12 * (fieldEntryCost + 8)
+			s.rfields.max.Store(12 * (fieldEntryCost + 8))
 		}
 		if n := readFieldsMatch(t, s, fmt.Sprint("step ", step)); step < 200 && n > 0 {
 			cachedSteps++
 		}
-		if rf := s.rfields; step > 200 && rf.bytes.Load() > rf.max {
-			t.Fatalf("step %d: %d bytes cached, bound %d", step, rf.bytes.Load(), rf.max)
+		if rf := s.rfields; step > 200 && rf.bytes.Load() > rf.max.Load() {
+			t.Fatalf("step %d: %d bytes cached, bound %d", step, rf.bytes.Load(), rf.max.Load())
 		}
 		v := s.ReadView()
 		for _, k := range keys {
@@ -403,7 +403,7 @@ func TestReadFieldsConcurrent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	for n := 1; n <= 3000; n++ {
 		if n == 1500 {
-			s.rfields.max = 6 * (fieldEntryCost + 8) // the hash's record is evicted at each write now
+			s.rfields.max.Store(6 * (fieldEntryCost + 8)) // the hash's record is evicted at each write now
 		}
 		events := hset(n)
 		switch rng.IntN(20) {
