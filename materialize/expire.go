@@ -100,6 +100,15 @@ func (s *Store) ExpireCycle(limit int) ([]ExpiredKey, error) {
 	var out []ExpiredKey
 	_, err := s.Write(func(v *View) ([]codec.Event, error) {
 		out = out[:0]
+		t := &s.ttl
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.known && t.has == ([codec.NumSlots / 64]uint64{}) {
+			// No slot holds a TTL: no iterator (whose making, after a
+			// range deletion, re-fragments the memtable's range
+			// tombstones).
+			return nil, nil
+		}
 		it, err := v.newIter(&pebble.IterOptions{
 			LowerBound: []byte{byte(codec.TagTTL)},
 			UpperBound: []byte{byte(codec.TagTTL) + 1},
@@ -109,9 +118,6 @@ func (s *Store) ExpireCycle(limit int) ([]ExpiredKey, error) {
 		}
 		defer it.Close()
 		defer v.iters.record(it)
-		t := &s.ttl
-		t.mu.Lock()
-		defer t.mu.Unlock()
 		if !t.known {
 			if err := t.rebuildLocked(it); err != nil {
 				return nil, err

@@ -1632,6 +1632,35 @@ func TestExpireCycleCostFlat(t *testing.T) {
 	}
 }
 
+// TestExpireCycleWithoutTTLs: once the TTL index is known, a cycle while
+// no key has a TTL makes no iterator (a new iterator after a range
+// deletion re-fragments the memtable's range tombstones, and cycles run
+// ten times a second); a key given a TTL is then expired as before.
+func TestExpireCycleWithoutTTLs(t *testing.T) {
+	c := newClock(t0)
+	s := openMem(t, c)
+	for i := range 100 {
+		setString(t, s, 0, fmt.Sprint("k", i), "v", 0, 0)
+	}
+	if _, err := s.ExpireCycle(20); err != nil { // learns the index
+		t.Fatal(err)
+	}
+	before := s.IterStats()
+	for range 10 {
+		if keys, err := s.ExpireCycle(20); err != nil || len(keys) != 0 {
+			t.Fatalf("ExpireCycle: %d keys, %v", len(keys), err)
+		}
+	}
+	if d := s.IterStats().Sub(before); d.Iterators != 0 {
+		t.Fatalf("10 cycles without TTLs made %d iterators", d.Iterators)
+	}
+	setString(t, s, 0, "k1", "v", c.Now().UnixMilli()+1, 0)
+	c.Advance(2)
+	if keys, err := s.ExpireCycle(20); err != nil || len(keys) != 1 || string(keys[0].Key) != "k1" {
+		t.Fatalf("ExpireCycle after a TTL: %v, %v", keys, err)
+	}
+}
+
 // TestExpireCycleSlotBound checks the bound active expiry keeps per slot:
 // a key given an earlier deadline than the slot's bound (after a cycle
 // raised it) is still expired, and a slot emptied by a cycle is visited
