@@ -504,6 +504,19 @@ func TestMetaStreamRoundTrip(t *testing.T) {
 			}
 		}
 	}
+	// A tail's next ID is never encoded (the tail has no next node), and a
+	// Meta whose tail carries one does not decode.
+	withNext := full
+	withNext.Tail.Next = ID{full.Tail.Last.Ms + 1, 0}
+	encNext := AppendMeta(nil, Meta{Type: TypeStream, Stream: withNext})
+	if !bytes.Equal(encNext, AppendMeta(nil, Meta{Type: TypeStream, Stream: full})) || MetaLen(Meta{Type: TypeStream, Stream: withNext}) != len(encNext) {
+		t.Fatalf("AppendMeta encoded a tail's next ID: %x", encNext)
+	}
+	cut := len(encNext) - streamNodeLen(full.Tail)
+	bad := append(encNext[:cut:cut], AppendStreamNode(nil, withNext.Tail)...)
+	if _, err := DecodeMeta(bad); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("DecodeMeta of a tail with a next ID = %v, want ErrCorrupt", err)
+	}
 	// A typical stream: 64-byte entries under today's IDs, 5 nodes, the
 	// tail's fields known. The varint form is what keeps XADD's record
 	// small (docs/rfcs/20261127_stream_node_keys.md, "Costs").

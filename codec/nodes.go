@@ -46,18 +46,31 @@ type StreamNode struct {
 	// it: an entry with the same fields is stored with SAMEFIELDS.
 	MasterKnown  bool
 	MasterDigest uint64
+	// Next is the first ID of the node that followed this one when it
+	// was closed (the entry that opened the next node; zero: unknown, as
+	// for nodes closed before it was kept, and always in a Meta's tail).
+	// Nodes are only ever made at the tail, above every existing node, so
+	// while the node key Next exists it is the node key after this one:
+	// a trim finds the next node with a point lookup instead of a seek.
+	Next ID
 }
 
 // A StreamNode value is, integers as uvarints:
 //
-//	+-------------------------+-------+------+---------+------+------------+-----------+
-//	| last ID (ms, seq)       | count | live | deleted | body | digest (8) | flags (1) |
-//	+-------------------------+-------+------+---------+------+------------+-----------+
+//	+-------------------+-------+------+---------+------+------------+-----------+-------------------+
+//	| last ID (ms, seq) | count | live | deleted | body | digest (8) | flags (1) | [next ID (ms, seq)] |
+//	+-------------------+-------+------+---------+------+------------+-----------+-------------------+
 //
-// digest is MasterDigest, big-endian; flags bit 0 is MasterKnown, the other
-// bits are zero. A node of 100 entries of today's IDs takes about 20 bytes
-// (StreamNodeMaxLen at most).
-const StreamNodeMaxLen = 6*binary.MaxVarintLen64 + 8 + 1
+// digest is MasterDigest, big-endian; flags bit 0 is MasterKnown, bit 1
+// tells that the next ID (StreamNode.Next, above the last ID) follows, the
+// other bits are zero. A node of 100 entries of today's IDs takes about 30
+// bytes (StreamNodeMaxLen at most).
+const StreamNodeMaxLen = 8*binary.MaxVarintLen64 + 8 + 1
+
+const (
+	nodeMasterKnown = 1 << iota
+	nodeHasNext
+)
 
 // AppendStreamNode appends the value encoding of n (without n.First) to b.
 func AppendStreamNode(b []byte, n StreamNode) []byte {
@@ -69,20 +82,30 @@ func AppendStreamNode(b []byte, n StreamNode) []byte {
 	b = binary.BigEndian.AppendUint64(b, n.MasterDigest)
 	var flags byte
 	if n.MasterKnown {
-		flags |= 1
+		flags |= nodeMasterKnown
 	}
-	return append(b, flags)
+	if n.Next.IsZero() {
+		return append(b, flags)
+	}
+	return appendUvarintID(append(b, flags|nodeHasNext), n.Next)
 }
 
 // streamNodeLen returns the length of AppendStreamNode's encoding of n.
 func streamNodeLen(n StreamNode) int {
 	return uvarintIDLen(n.Last) + uvarintLen(n.Count) + uvarintLen(n.Live) +
-		uvarintLen(n.Deleted) + uvarintLen(n.Body) + 8 + 1
+		uvarintLen(n.Deleted) + uvarintLen(n.Body) + 8 + 1 + nextLen(n.Next)
+}
+
+func nextLen(next ID) int {
+	if next.IsZero() {
+		return 0
+	}
+	return uvarintIDLen(next)
 }
 
 // DecodeStreamNode decodes the value b of the node key whose first ID is
-// first. It rejects a count of 0, a last ID below first, unknown flags and
-// bytes left over.
+// first. It rejects a count of 0, a last ID below first, a next ID not
+// above the last, unknown flags and bytes left over.
 func DecodeStreamNode(first ID, b []byte) (StreamNode, error) {
 	r := uvarints{b: b}
 	n := r.streamNode(first)
@@ -105,15 +128,20 @@ func (r *uvarints) streamNode(first ID) StreamNode {
 	n.Body = r.u64()
 	n.MasterDigest = r.fixed64()
 	flags := r.byte()
+	if flags&nodeHasNext != 0 {
+		n.Next = r.id()
+	}
 	if r.err != nil {
 		return StreamNode{}
 	}
-	n.MasterKnown = flags&1 != 0
+	n.MasterKnown = flags&nodeMasterKnown != 0
 	switch {
-	case flags&^1 != 0:
+	case flags&^(nodeMasterKnown|nodeHasNext) != 0:
 		r.fail("stream node flags %#x", flags)
 	case n.Last.Less(n.First):
 		r.fail("stream node %s with last ID %s", first, n.Last)
+	case flags&nodeHasNext != 0 && !n.Last.Less(n.Next):
+		r.fail("stream node %s..%s with next ID %s", first, n.Last, n.Next)
 	}
 	return n
 }

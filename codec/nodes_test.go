@@ -13,6 +13,8 @@ func TestStreamNodeRoundTrip(t *testing.T) {
 		{First: ID{1700000000005, 4}, Last: ID{1700000000100, 0}, Count: 3, Live: 250},
 		{First: ID{1, 1}, Last: ID{1, 1}, Count: 1, Deleted: 2, Body: 40},
 		{First: MaxID, Last: MaxID, Count: math.MaxUint64, Live: math.MaxUint64, Deleted: math.MaxUint64, Body: math.MaxUint64, MasterDigest: math.MaxUint64},
+		{First: ID{1700000000000, 0}, Last: ID{1700000000005, 3}, Count: 1, Live: 7, Body: 317, MasterKnown: true, Next: ID{1700000000005, 4}},
+		{First: ID{1, 1}, Last: ID{1, 1}, Count: 1, Live: 1, Body: 40, Next: ID{math.MaxUint64, math.MaxUint64}},
 	} {
 		enc := AppendStreamNode([]byte("pre"), n)
 		if !bytes.HasPrefix(enc, []byte("pre")) || len(enc) != 3+streamNodeLen(n) || len(enc) > 3+StreamNodeMaxLen {
@@ -32,7 +34,11 @@ func TestStreamNodeRoundTrip(t *testing.T) {
 		"long":          append(AppendStreamNode(nil, good), 0),
 		"count 0":       AppendStreamNode(nil, StreamNode{First: good.First, Last: good.Last}),
 		"last below":    AppendStreamNode(nil, StreamNode{Last: ID{1, 4}, Count: 1}),
-		"unknown flags": append(AppendStreamNode(nil, good)[:streamNodeLen(good)-1], 2),
+		"unknown flags": append(AppendStreamNode(nil, good)[:streamNodeLen(good)-1], 4),
+		"no next ID":    append(AppendStreamNode(nil, good)[:streamNodeLen(good)-1], 2),
+		"next at last":  AppendStreamNode(nil, StreamNode{First: good.First, Last: good.Last, Count: 1, Next: good.Last}),
+		"next below":    AppendStreamNode(nil, StreamNode{First: good.First, Last: good.Last, Count: 1, Next: ID{1, 5}}),
+		"zero next":     append(append(AppendStreamNode(nil, good)[:streamNodeLen(good)-1], 2), 0, 0),
 		"empty":         nil,
 	} {
 		if _, err := DecodeStreamNode(good.First, bad); !errors.Is(err, ErrCorrupt) {

@@ -192,7 +192,7 @@ type StreamMeta struct {
 const (
 	streamMetaLegacyLen = 8 + 3*IDLen + 8
 	streamMetaOriginLen = streamMetaLegacyLen + 8
-	streamMetaMaxLen    = 14*binary.MaxVarintLen64 + 1 + StreamNodeMaxLen
+	streamMetaMaxLen    = 14*binary.MaxVarintLen64 + 1 + StreamNodeMaxLen - 2*binary.MaxVarintLen64 // the tail has no next ID
 )
 
 // appendStreamMeta appends s in the varint form.
@@ -211,14 +211,16 @@ func appendStreamMeta(b []byte, s StreamMeta) []byte {
 	b = appendUvarintID(b, s.HeadLast)
 	b = binary.AppendUvarint(b, s.HeadLive)
 	b = appendUvarintID(b, s.Tail.First)
-	return AppendStreamNode(b, s.Tail)
+	t := s.Tail
+	t.Next = ID{} // the tail has no next node
+	return AppendStreamNode(b, t)
 }
 
 // streamMetaLen returns the length of appendStreamMeta's encoding of s.
 func streamMetaLen(s StreamMeta) int {
 	return uvarintLen(s.Length) + uvarintIDLen(s.LastID) + uvarintIDLen(s.FirstID) +
 		uvarintIDLen(s.MaxDeletedID) + uvarintLen(s.EntriesAdded) + uvarintLen(s.Nodes) + 1 +
-		uvarintIDLen(s.HeadLast) + uvarintLen(s.HeadLive) + uvarintIDLen(s.Tail.First) + streamNodeLen(s.Tail)
+		uvarintIDLen(s.HeadLast) + uvarintLen(s.HeadLive) + uvarintIDLen(s.Tail.First) + streamNodeLen(s.Tail) - nextLen(s.Tail.Next)
 }
 
 // decodeStreamMeta decodes the varint form of a stream's metadata. A Meta
@@ -242,6 +244,8 @@ func decodeStreamMeta(b []byte) (StreamMeta, error) {
 		r.fail("stream meta with %d bytes left over", len(r.b))
 	case flags&^1 != 0:
 		r.fail("stream meta flags %#x", flags)
+	case !t.Next.IsZero():
+		r.fail("stream meta with a tail's next ID %s", t.Next)
 	case t.Count == 0 && t != (StreamNode{}):
 		r.fail("stream meta without a tail node but tail fields")
 	case s.Nodes < t.Count:

@@ -161,9 +161,18 @@ func (c *checker) streamNodes(cu *cursor, h []byte) ([]*nodeTally, error) {
 // (outside, the first of them outsideID).
 func (c *checker) checkStreamNodes(h []byte, s codec.StreamMeta, nodes []*nodeTally, tailN, outside uint64, outsideID codec.ID) {
 	count := s.Tail.Count
-	for _, nd := range nodes {
+	for i, nd := range nodes {
 		count += nd.n.Count
 		name := "node " + nd.n.First.String()
+		// The node that followed it when it closed (Next) is the next
+		// node still, or was removed: none can have come between them.
+		next, ok := s.Tail.First, s.Tail.Count > 0
+		if i+1 < len(nodes) {
+			next, ok = nodes[i+1].n.First, true
+		}
+		if !nd.n.Next.IsZero() && ok && next.Less(nd.n.Next) {
+			c.keyViolation(h, "stream node next ID", name+": next "+nd.n.Next.String(), "above the next node's first ID "+next.String(), nd.raw)
+		}
 		if nd.entries != nd.n.Live {
 			c.keyViolation(h, "stream node live count", name+": "+u64(nd.n.Live), u64(nd.entries)+" X keys", nd.raw)
 		}

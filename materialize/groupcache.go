@@ -12,7 +12,12 @@ import (
 // XREADGROUP and XACK reads its group and consumer, and an XACK the PEL
 // entry its XREADGROUP wrote a moment before; each of those was a Pebble
 // point lookup (a walk of the memtable skiplist with a cache miss per
-// level). The cache answers them from memory.
+// level). The cache answers them from memory. It holds the streams' node
+// keys (N) the same way, for the trims of capped streams: a trim reads the
+// head node key and the one after it by point lookups (streams,
+// nodeEditor.keyAt), and a Pebble read after a trim's range deletion
+// re-fragments every range tombstone of the memtable (docs/perf.md, "Trims
+// without Pebble reads").
 //
 // Only the writer goroutine uses it, so it needs no lock: decisions read
 // it through the writer's views, and it learns every change from the
@@ -97,10 +102,15 @@ const (
 // after the stream (the group name, then a consumer name or an ID), one
 // map per tag.
 type streamVals struct {
-	g, c, p map[string]cachedVal
+	g, c, p, n map[string]cachedVal
 	// void (staged level only): the group deleted or replaced the stream's
-	// group keys, so its committed values no longer hold.
+	// group or node keys, so its committed values no longer hold.
 	void bool
+	// nodeDels (staged level only) are the [from, to] suffix ranges (first
+	// IDs) of node keys the group removed with a range deletion: those
+	// keys are absent unless n sets them again (a set staged before the
+	// deletion was marked absent by it).
+	nodeDels [][2]string
 
 	// tail (committed level) is the stream's tail cache. On the staged
 	// level, adds are the entries this group's XADDs added, and tailVoid
@@ -122,7 +132,7 @@ type cachedVal struct {
 
 // groupTags are the tags of the keys the cache holds, as in a tag list
 // (codec.TagsArg).
-var groupTags = string([]byte{byte(codec.TagGroup), byte(codec.TagConsumer), byte(codec.TagPEL)})
+var groupTags = string([]byte{byte(codec.TagGroup), byte(codec.TagConsumer), byte(codec.TagPEL), byte(codec.TagStreamNode)})
 
 // groupCacheMax bounds the committed level (a PEL entry is about 150
 // bytes with its key and the maps' overhead: some 10 MiB in all).
@@ -171,14 +181,14 @@ func splitGroupKey(k []byte) (stream, suffix []byte, ok bool) {
 }
 
 // groupCached reports whether k is a key the group cache holds: a group,
-// consumer or PEL-entry key (other keys, large values among them, are
-// neither looked up in it nor copied into it).
+// consumer, PEL-entry or stream node key (other keys, large values among
+// them, are neither looked up in it nor copied into it).
 func groupCached(k []byte) bool {
 	if len(k) == 0 {
 		return false
 	}
 	switch codec.Tag(k[0]) {
-	case codec.TagGroup, codec.TagConsumer, codec.TagPEL:
+	case codec.TagGroup, codec.TagConsumer, codec.TagPEL, codec.TagStreamNode:
 		return true
 	}
 	return false
@@ -191,6 +201,8 @@ func (sv *streamVals) tagMap(tag byte, create bool) map[string]cachedVal {
 		p = &sv.g
 	case codec.TagConsumer:
 		p = &sv.c
+	case codec.TagStreamNode:
+		p = &sv.n
 	}
 	if *p == nil && create {
 		*p = map[string]cachedVal{}
@@ -208,6 +220,9 @@ func (c *groupCache) get(k []byte) (val []byte, exists, ok bool) {
 	if sv := c.staged[string(stream)]; sv != nil {
 		if e, ok := sv.tagMap(k[0], false)[string(suffix)]; ok {
 			return e.val, e.exists, true
+		}
+		if sv.nodeDeleted(k[0], suffix) {
+			return nil, false, true
 		}
 		if sv.void {
 			return nil, false, false
@@ -236,7 +251,7 @@ func (c *groupCache) fill(k, val []byte, exists bool) {
 		return
 	}
 	if sv := c.staged[string(stream)]; sv != nil {
-		if _, ok := sv.tagMap(k[0], false)[string(suffix)]; ok || sv.void {
+		if _, ok := sv.tagMap(k[0], false)[string(suffix)]; ok || sv.void || sv.nodeDeleted(k[0], suffix) {
 			return
 		}
 	}
@@ -251,6 +266,23 @@ func (c *groupCache) fill(k, val []byte, exists bool) {
 	}
 	m[string(suffix)] = cachedVal{val: val, exists: exists}
 }
+
+// nodeDeleted reports whether a range deletion of this group (nodeDels)
+// removed the key of tag and suffix.
+func (sv *streamVals) nodeDeleted(tag byte, suffix []byte) bool {
+	if codec.Tag(tag) != codec.TagStreamNode {
+		return false
+	}
+	for _, r := range sv.nodeDels {
+		if string(suffix) >= r[0] && string(suffix) <= r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// size is the number of values sv's maps hold.
+func (sv *streamVals) size() int { return len(sv.g) + len(sv.c) + len(sv.p) + len(sv.n) }
 
 // begin starts a commit group: nothing staged.
 func (c *groupCache) begin() {
@@ -287,6 +319,26 @@ func (c *groupCache) stage(e codec.Event) {
 		if len(e.Args) >= 2 {
 			c.stageKey(codec.AppendConsumerKey(kb[:0], e.DB, e.Key, e.Args[0], e.Args[1]), nil, false)
 		}
+	case codec.OpXNodeSet:
+		if len(e.Args) >= 2 && len(e.Args[0]) == codec.IDLen {
+			c.stageKey(append(codec.AppendKeyPrefix(kb[:0], codec.TagStreamNode, e.DB, e.Key), e.Args[0]...), e.Args[1], true)
+		}
+	case codec.OpXNodeDel:
+		if len(e.Args) < 2 || len(e.Args[0]) != codec.IDLen || len(e.Args[1]) != codec.IDLen {
+			return // applyEvent refuses the event: the group fails
+		}
+		if bytes.Equal(e.Args[0], e.Args[1]) {
+			c.stageKey(append(codec.AppendKeyPrefix(kb[:0], codec.TagStreamNode, e.DB, e.Key), e.Args[0]...), nil, false)
+			return
+		}
+		sv := c.stagedOf(streamOf(e.DB, e.Key))
+		from, to := string(e.Args[0]), string(e.Args[1])
+		for k := range sv.n {
+			if k >= from && k <= to {
+				sv.n[k] = cachedVal{} // deleted
+			}
+		}
+		sv.nodeDels = append(sv.nodeDels, [2]string{from, to})
 	case codec.OpPELSet, codec.OpPELDel:
 		if len(e.Args) < 3 {
 			return
@@ -585,7 +637,7 @@ func (c *groupCache) dropTail(stream string, sv *streamVals) {
 		c.tailBytes -= sv.tail.bytes
 		sv.tail = nil
 	}
-	if len(sv.g)+len(sv.c)+len(sv.p) == 0 {
+	if sv.size() == 0 {
 		delete(c.committed, stream)
 	}
 }
@@ -610,6 +662,24 @@ func (c *groupCache) stageKey(k, val []byte, exists bool) {
 	}
 }
 
+// commitNodeDels forgets the committed node keys of stream (whose
+// committed values are cur) in ranges, a group's range deletions
+// (nodeDels).
+func (c *groupCache) commitNodeDels(stream string, cur *streamVals, ranges [][2]string) {
+	for k := range cur.n {
+		for _, r := range ranges {
+			if k >= r[0] && k <= r[1] {
+				delete(cur.n, k)
+				c.entries--
+				break
+			}
+		}
+	}
+	if cur.size() == 0 && cur.tail == nil {
+		delete(c.committed, stream)
+	}
+}
+
 // commit folds the staged level into the committed one: the group is
 // applied.
 func (c *groupCache) commit() {
@@ -625,16 +695,20 @@ func (c *groupCache) commit() {
 	for stream, sv := range c.staged {
 		cur := c.committed[stream]
 		if sv.void && cur != nil {
-			c.entries -= len(cur.g) + len(cur.c) + len(cur.p)
-			cur.g, cur.c, cur.p = nil, nil, nil
+			c.entries -= cur.size()
+			cur.g, cur.c, cur.p, cur.n = nil, nil, nil, nil
 			c.dropTail(stream, cur) // and the entry, now empty
 			cur = nil
+		}
+		if cur != nil && len(sv.nodeDels) > 0 {
+			c.commitNodeDels(stream, cur, sv.nodeDels)
+			cur = c.committed[stream]
 		}
 		if !c.tailsVoid {
 			c.commitTail(stream, sv)
 			cur = c.committed[stream]
 		}
-		if len(sv.g)+len(sv.c)+len(sv.p) == 0 {
+		if sv.size() == 0 {
 			continue // nothing to keep: no empty entry
 		}
 		if cur == nil {
@@ -644,7 +718,7 @@ func (c *groupCache) commit() {
 		for _, tm := range [...]struct {
 			tag byte
 			m   map[string]cachedVal
-		}{{byte(codec.TagGroup), sv.g}, {byte(codec.TagConsumer), sv.c}, {byte(codec.TagPEL), sv.p}} {
+		}{{byte(codec.TagGroup), sv.g}, {byte(codec.TagConsumer), sv.c}, {byte(codec.TagPEL), sv.p}, {byte(codec.TagStreamNode), sv.n}} {
 			if len(tm.m) == 0 {
 				continue
 			}

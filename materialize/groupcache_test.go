@@ -11,12 +11,13 @@ import (
 	"github.com/sediment-dev/sediment/materialize"
 )
 
-// TestGroupCacheMatchesPebble runs random consumer-group changes, range
-// deletions (DEL, COPY onto a stream, XGROUP DESTROY, FLUSHALL) and
-// failed commit groups through the writer, several writes per commit
-// group, and checks in every decision that each group, consumer and PEL
-// key reads the same through the writer's group cache as from Pebble
-// (the group's batch over the committed state).
+// TestGroupCacheMatchesPebble runs random consumer-group and node-key
+// changes, range deletions (DEL, COPY onto a stream, XGROUP DESTROY,
+// FLUSHALL, node keys removed by range) and failed commit groups through
+// the writer, several writes per commit group, and checks in every
+// decision that each group, consumer, PEL and node key reads the same
+// through the writer's group cache as from Pebble (the group's batch over
+// the committed state).
 func TestGroupCacheMatchesPebble(t *testing.T) {
 	s, err := materialize.Open(materialize.Options{InMemory: true})
 	if err != nil {
@@ -29,6 +30,7 @@ func TestGroupCacheMatchesPebble(t *testing.T) {
 		key []byte
 	}
 	streams := []stream{{0, []byte("a")}, {0, []byte("b\x00")}, {1, []byte("a")}}
+	const nodeKeys = 6
 	names := [][]byte{[]byte("g1"), []byte("g2")}
 	consumers := [][]byte{[]byte("c1"), []byte(""), []byte("c\x00")}
 	var keys [][]byte
@@ -41,6 +43,9 @@ func TestGroupCacheMatchesPebble(t *testing.T) {
 			for ms := uint64(1); ms <= 4; ms++ {
 				keys = append(keys, codec.PELKey(st.db, st.key, g, codec.ID{Ms: ms}))
 			}
+		}
+		for ms := uint64(1); ms <= nodeKeys; ms++ {
+			keys = append(keys, codec.StreamNodeKey(st.db, st.key, codec.ID{Ms: ms}))
 		}
 	}
 
@@ -99,6 +104,13 @@ func TestGroupCacheMatchesPebble(t *testing.T) {
 				if seed%8 == 0 {
 					events = append(events, codec.FlushAllEvent())
 				}
+			case 15, 16: // a node key written (opened, or its counts changed)
+				first := codec.ID{Ms: 1 + seed%nodeKeys}
+				events = append(events, codec.XNodeSetEvent(st.db, st.key, codec.StreamNode{First: first, Last: first, Count: 1, Live: 1 + seed%7, Next: codec.ID{Ms: first.Ms + 1}}))
+			case 17, 18: // node keys removed: one, or a range (a trim)
+				from := 1 + seed%nodeKeys
+				to := from + uint64(op-17)*(seed/nodeKeys%3)
+				events = append(events, codec.XNodeDelEvent(st.db, st.key, codec.ID{Ms: from}, codec.ID{Ms: to}))
 			}
 			return events, nil
 		}
@@ -108,7 +120,7 @@ func TestGroupCacheMatchesPebble(t *testing.T) {
 		n := 1 + r.IntN(8)
 		pending := make([]*materialize.Pending, 0, n)
 		for i := 0; i < n; i++ {
-			d := decide(r.IntN(15), r.IntN(len(streams)), r.IntN(len(names)), r.IntN(len(consumers)), 1+r.Uint64N(4), r.Uint64N(1000))
+			d := decide(r.IntN(19), r.IntN(len(streams)), r.IntN(len(names)), r.IntN(len(consumers)), 1+r.Uint64N(4), r.Uint64N(1000))
 			pending = append(pending, s.Submit(d))
 		}
 		for _, p := range pending {
@@ -126,6 +138,10 @@ func TestGroupCacheMatchesPebble(t *testing.T) {
 			return err
 		}
 		if err := tx.Emit(codec.GroupSetEvent(st.db, st.key, names[0], codec.Group{DeadLetterKey: string(bad)})); err != nil {
+			return err
+		}
+		if err := tx.Emit(codec.XNodeSetEvent(st.db, st.key, codec.StreamNode{First: codec.ID{Ms: 2}, Last: codec.ID{Ms: 2}, Count: 1, Live: 99}),
+			codec.XNodeDelEvent(st.db, st.key, codec.ID{Ms: 3}, codec.ID{Ms: nodeKeys})); err != nil {
 			return err
 		}
 		return fmt.Errorf("refused")

@@ -268,20 +268,46 @@ func (ed *nodeEditor) hintedHead() (*nodeRef, error) {
 	if !ok {
 		return nil, nil
 	}
-	r := ed.keys[first]
-	if r == nil {
-		val, found, err := ed.v.Get(codec.StreamNodeKey(ed.db, ed.key, first))
-		if err != nil || !found {
-			return nil, err
-		}
-		if r, err = ed.ref(first, val); err != nil {
-			return nil, err
-		}
-	}
-	if r.gone || r.n.Last != ed.s.HeadLast {
-		return nil, nil
+	r, err := ed.keyAt(first)
+	if err != nil || r == nil || r.n.Last != ed.s.HeadLast {
+		return nil, err
 	}
 	return r, nil
+}
+
+// keyAt returns the node key whose first ID is first, nil when it does not
+// exist or the decision has removed it: a point lookup (which the writer's
+// group cache answers for node keys it has seen written or read).
+func (ed *nodeEditor) keyAt(first codec.ID) (*nodeRef, error) {
+	if r := ed.keys[first]; r != nil {
+		if r.gone {
+			return nil, nil
+		}
+		return r, nil
+	}
+	val, found, err := ed.v.Get(codec.StreamNodeKey(ed.db, ed.key, first))
+	if err != nil || !found {
+		return nil, err
+	}
+	return ed.ref(first, val)
+}
+
+// keyAfterNode is keyAfter(r.n.First) for the node key r: when r knows
+// the node that followed it (StreamNode.Next), a point lookup of that
+// node key, which is then the next one (nodes are only made at the tail,
+// so none can have come between them since); when it is the tail, there
+// is no node key after r. Otherwise, or when that node is gone, the seek.
+func (ed *nodeEditor) keyAfterNode(r *nodeRef) (*nodeRef, error) {
+	if next := r.n.Next; !next.IsZero() {
+		if ed.tail != nil && ed.tail.n.First == next {
+			return nil, nil
+		}
+		k, err := ed.keyAt(next)
+		if err != nil || k != nil {
+			return k, err
+		}
+	}
+	return ed.keyAfter(r.n.First)
 }
 
 // after returns the node after r (the tail after the last node key), or
@@ -290,7 +316,7 @@ func (ed *nodeEditor) after(r *nodeRef) (*nodeRef, error) {
 	if r.tail {
 		return nil, nil
 	}
-	next, err := ed.keyAfter(r.n.First)
+	next, err := ed.keyAfterNode(r)
 	if err != nil || next != nil {
 		return next, err
 	}
@@ -356,6 +382,7 @@ func (ed *nodeEditor) append(id codec.ID, fv [][]byte, c Config) {
 			r.Last = id
 			return
 		}
+		ed.tail.n.Next = id // the entry opening the next node
 		ed.closeTail()
 	}
 	ed.tail = &nodeRef{tail: true, n: codec.StreamNode{
@@ -393,7 +420,7 @@ func (ed *nodeEditor) drop(r *nodeRef) error {
 	if !head {
 		return nil
 	}
-	next, err := ed.keyAfter(r.n.First)
+	next, err := ed.keyAfterNode(r)
 	ed.setHead(next)
 	return err
 }
@@ -463,6 +490,7 @@ func (ed *nodeEditor) deleteID(id codec.ID) error {
 func (ed *nodeEditor) events() []codec.Event {
 	if ed.tail != nil {
 		ed.s.Tail = ed.tail.n
+		ed.s.Tail.Next = codec.ID{} // the tail has no next node (a node key promoted to tail kept its own)
 	} else {
 		ed.s.Tail = codec.StreamNode{}
 	}
