@@ -53,7 +53,21 @@ type StreamNode struct {
 	// while the node key Next exists it is the node key after this one:
 	// a trim finds the next node with a point lookup instead of a seek.
 	Next ID
+	// Inner lists, encoded (AppendInnerIDs), the IDs of the node's
+	// entries between First and Last when it closed clean (no entry
+	// deleted) with 3 to InnerIDsMax of them, and the writer knew them
+	// (its cache of each stream's newest entries): a trim that removes
+	// the node whole then deletes its entries one by one without reading
+	// their IDs from Pebble. Empty otherwise, and always in a Meta's tail.
+	// A node with it has Count 1, no deleted entry and Live = 2 + the
+	// IDs listed: a write that deletes entries in the node drops it.
+	Inner string
 }
+
+// InnerIDsMax is the most entries a node whose inner IDs are listed
+// (StreamNode.Inner) may hold: the largest trim applied as point
+// deletions (streams.PointTrimMax).
+const InnerIDsMax = 64
 
 // A StreamNode value is, integers as uvarints:
 //
@@ -62,15 +76,75 @@ type StreamNode struct {
 //	+-------------------+-------+------+---------+------+------------+-----------+-------------------+
 //
 // digest is MasterDigest, big-endian; flags bit 0 is MasterKnown, bit 1
-// tells that the next ID (StreamNode.Next, above the last ID) follows, the
-// other bits are zero. A node of 100 entries of today's IDs takes about 30
-// bytes (StreamNodeMaxLen at most).
+// tells that the next ID (StreamNode.Next, above the last ID) follows, bit
+// 2 that the inner IDs (StreamNode.Inner) follow it, the other bits are
+// zero. Inner IDs are a uvarint count (1 to InnerIDsMax-2), then each ID
+// after the one before (the first after First) as the uvarint difference
+// of the ms, then the seq as a uvarint: whole when the ms differ, less the
+// previous seq plus one when they are equal. A node of 100 entries of
+// today's IDs takes about 30 bytes (StreamNodeMaxLen at most, plus its
+// inner IDs).
 const StreamNodeMaxLen = 8*binary.MaxVarintLen64 + 8 + 1
 
 const (
 	nodeMasterKnown = 1 << iota
 	nodeHasNext
+	nodeHasInner
 )
+
+// AppendInnerIDs appends the inner-ID encoding (StreamNode.Inner) of ids,
+// each above the one before, the first above first. It does not check
+// their order.
+func AppendInnerIDs(b []byte, first ID, ids []ID) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ids)))
+	prev := first
+	for _, id := range ids {
+		if id.Ms != prev.Ms {
+			b = binary.AppendUvarint(binary.AppendUvarint(b, id.Ms-prev.Ms), id.Seq)
+		} else {
+			b = binary.AppendUvarint(binary.AppendUvarint(b, 0), id.Seq-prev.Seq-1)
+		}
+		prev = id
+	}
+	return b
+}
+
+// InnerIDs decodes n.Inner into b's array: the IDs of n's entries
+// between its first and last, or none.
+func (n StreamNode) InnerIDs(b []ID) ([]ID, error) {
+	if n.Inner == "" {
+		return b[:0], nil
+	}
+	r := uvarints{b: []byte(n.Inner)}
+	ids := r.innerIDs(b[:0], n.First, n.Last)
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("stream node inner IDs with %d bytes left over", len(r.b))
+	}
+	return ids, r.err
+}
+
+// innerIDs decodes a count and that many inner IDs, each above the one
+// before (the first above first), all below last.
+func (r *uvarints) innerIDs(b []ID, first, last ID) []ID {
+	count := r.u64()
+	if r.err == nil && (count == 0 || count > InnerIDsMax-2) {
+		r.fail("stream node with %d inner IDs", count)
+	}
+	prev := first
+	for i := uint64(0); i < count && r.err == nil; i++ {
+		dms, seq := r.u64(), r.u64()
+		id := ID{Ms: prev.Ms + dms, Seq: seq}
+		if dms == 0 {
+			id.Seq = prev.Seq + 1 + seq
+		}
+		if r.err == nil && (id.Ms < prev.Ms || (dms == 0 && id.Seq <= prev.Seq) || !id.Less(last)) {
+			r.fail("stream node inner ID %s after %s, below %s", id, prev, last)
+		}
+		b = append(b, id)
+		prev = id
+	}
+	return b
+}
 
 // AppendStreamNode appends the value encoding of n (without n.First) to b.
 func AppendStreamNode(b []byte, n StreamNode) []byte {
@@ -84,16 +158,23 @@ func AppendStreamNode(b []byte, n StreamNode) []byte {
 	if n.MasterKnown {
 		flags |= nodeMasterKnown
 	}
-	if n.Next.IsZero() {
-		return append(b, flags)
+	if !n.Next.IsZero() {
+		flags |= nodeHasNext
 	}
-	return appendUvarintID(append(b, flags|nodeHasNext), n.Next)
+	if n.Inner != "" {
+		flags |= nodeHasInner
+	}
+	b = append(b, flags)
+	if !n.Next.IsZero() {
+		b = appendUvarintID(b, n.Next)
+	}
+	return append(b, n.Inner...)
 }
 
 // streamNodeLen returns the length of AppendStreamNode's encoding of n.
 func streamNodeLen(n StreamNode) int {
 	return uvarintIDLen(n.Last) + uvarintLen(n.Count) + uvarintLen(n.Live) +
-		uvarintLen(n.Deleted) + uvarintLen(n.Body) + 8 + 1 + nextLen(n.Next)
+		uvarintLen(n.Deleted) + uvarintLen(n.Body) + 8 + 1 + nextLen(n.Next) + len(n.Inner)
 }
 
 func nextLen(next ID) int {
@@ -131,12 +212,21 @@ func (r *uvarints) streamNode(first ID) StreamNode {
 	if flags&nodeHasNext != 0 {
 		n.Next = r.id()
 	}
+	if flags&nodeHasInner != 0 && r.err == nil {
+		inner := r.b
+		var buf [InnerIDsMax]ID
+		ids := r.innerIDs(buf[:0], first, n.Last)
+		n.Inner = string(inner[:len(inner)-len(r.b)])
+		if r.err == nil && (uint64(len(ids)+2) != n.Live || n.Deleted != 0 || n.Count != 1) {
+			r.fail("stream node of %d live and %d deleted entries (count %d) with %d inner IDs", n.Live, n.Deleted, n.Count, len(ids))
+		}
+	}
 	if r.err != nil {
 		return StreamNode{}
 	}
 	n.MasterKnown = flags&nodeMasterKnown != 0
 	switch {
-	case flags&^(nodeMasterKnown|nodeHasNext) != 0:
+	case flags&^(nodeMasterKnown|nodeHasNext|nodeHasInner) != 0:
 		r.fail("stream node flags %#x", flags)
 	case n.Last.Less(n.First):
 		r.fail("stream node %s with last ID %s", first, n.Last)

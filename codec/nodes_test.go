@@ -86,3 +86,63 @@ func TestMasterDigest(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamNodeInnerIDs: a node lists the IDs between its first and last
+// entry (Inner) in one canonical encoding, which decodes back; lists that
+// are out of order, outside the node, of a node with deleted entries or
+// of another length than its live entries less two do not decode.
+func TestStreamNodeInnerIDs(t *testing.T) {
+	first, last := ID{1700000000000, 5}, ID{1700000000300, 0}
+	inner := []ID{{1700000000000, 6}, {1700000000000, 900}, {1700000000007, 0}, {1700000000299, 1 << 40}}
+	n := StreamNode{First: first, Last: last, Count: 1, Live: uint64(len(inner) + 2), Body: 300, Next: ID{1700000000300, 1},
+		Inner: string(AppendInnerIDs(nil, first, inner))}
+	enc := AppendStreamNode(nil, n)
+	got, err := DecodeStreamNode(first, enc)
+	if err != nil || got != n || len(enc) != streamNodeLen(n) {
+		t.Fatalf("DecodeStreamNode = %+v, %v; want %+v", got, err, n)
+	}
+	ids, err := got.InnerIDs(nil)
+	if err != nil || len(ids) != len(inner) {
+		t.Fatalf("InnerIDs = %v, %v", ids, err)
+	}
+	for i := range ids {
+		if ids[i] != inner[i] {
+			t.Fatalf("InnerIDs = %v, want %v", ids, inner)
+		}
+	}
+	bad := func(name string, m StreamNode, ids []ID) {
+		t.Helper()
+		m.Inner = string(AppendInnerIDs(nil, m.First, ids))
+		if _, err := DecodeStreamNode(m.First, AppendStreamNode(nil, m)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: DecodeStreamNode = %v, want ErrCorrupt", name, err)
+		}
+	}
+	bad("none", n, nil)
+	bad("at first", n, append([]ID{first}, inner[1:]...))
+	bad("repeated", n, []ID{inner[0], inner[0], inner[2], inner[3]})
+	bad("at last", n, append(inner[:3:3], last))
+	bad("above last", n, append(inner[:3:3], ID{1700000000301, 0}))
+	short := n
+	short.Live--
+	bad("more than live less two", short, inner)
+	deleted := n
+	deleted.Deleted = 1
+	bad("deleted entries", deleted, inner)
+	many := make([]ID, InnerIDsMax-1)
+	for i := range many {
+		many[i] = ID{first.Ms, first.Seq + 1 + uint64(i)}
+	}
+	big := n
+	big.Live = uint64(len(many) + 2)
+	bad("more than InnerIDsMax entries", big, many)
+	if _, err := DecodeStreamNode(first, append(AppendStreamNode(nil, StreamNode{First: first, Last: last, Count: 1, Live: 2})[:streamNodeLen(StreamNode{First: first, Last: last, Count: 1, Live: 2})-1], 8)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("flags bit 3: %v, want ErrCorrupt", err)
+	}
+	// A Meta's tail never has inner IDs.
+	s := StreamMeta{Length: n.Live, LastID: last, FirstID: first, EntriesAdded: n.Live, Nodes: 1, Tail: n}
+	encMeta := AppendMeta(nil, Meta{Type: TypeStream, Stream: s})
+	m, err := DecodeMeta(encMeta)
+	if err != nil || m.Stream.Tail.Inner != "" || m.Stream.Tail.Next != (ID{}) || MetaLen(Meta{Type: TypeStream, Stream: s}) != len(encMeta) {
+		t.Fatalf("a Meta's tail with inner IDs: %+v, %v", m.Stream.Tail, err)
+	}
+}

@@ -212,7 +212,7 @@ func appendStreamMeta(b []byte, s StreamMeta) []byte {
 	b = binary.AppendUvarint(b, s.HeadLive)
 	b = appendUvarintID(b, s.Tail.First)
 	t := s.Tail
-	t.Next = ID{} // the tail has no next node
+	t.Next, t.Inner = ID{}, "" // the tail has no next node, nor inner IDs
 	return AppendStreamNode(b, t)
 }
 
@@ -220,7 +220,7 @@ func appendStreamMeta(b []byte, s StreamMeta) []byte {
 func streamMetaLen(s StreamMeta) int {
 	return uvarintLen(s.Length) + uvarintIDLen(s.LastID) + uvarintIDLen(s.FirstID) +
 		uvarintIDLen(s.MaxDeletedID) + uvarintLen(s.EntriesAdded) + uvarintLen(s.Nodes) + 1 +
-		uvarintIDLen(s.HeadLast) + uvarintLen(s.HeadLive) + uvarintIDLen(s.Tail.First) + streamNodeLen(s.Tail) - nextLen(s.Tail.Next)
+		uvarintIDLen(s.HeadLast) + uvarintLen(s.HeadLive) + uvarintIDLen(s.Tail.First) + streamNodeLen(s.Tail) - nextLen(s.Tail.Next) - len(s.Tail.Inner)
 }
 
 // decodeStreamMeta decodes the varint form of a stream's metadata. A Meta
@@ -244,8 +244,8 @@ func decodeStreamMeta(b []byte) (StreamMeta, error) {
 		r.fail("stream meta with %d bytes left over", len(r.b))
 	case flags&^1 != 0:
 		r.fail("stream meta flags %#x", flags)
-	case !t.Next.IsZero():
-		r.fail("stream meta with a tail's next ID %s", t.Next)
+	case !t.Next.IsZero() || t.Inner != "":
+		r.fail("stream meta with a tail's next ID %s or inner IDs", t.Next)
 	case t.Count == 0 && t != (StreamNode{}):
 		r.fail("stream meta without a tail node but tail fields")
 	case s.Nodes < t.Count:

@@ -74,6 +74,9 @@ func (c *checker) checkStream(curs map[codec.Tag]*cursor, h []byte, db uint8, ke
 		switch {
 		case j < len(nodes) && !id.Less(nodes[j].n.First):
 			nodes[j].entries++
+			if nodes[j].n.Inner != "" && len(nodes[j].ids) <= codec.InnerIDsMax {
+				nodes[j].ids = append(nodes[j].ids, id)
+			}
 		case s.Tail.Count > 0 && !id.Less(s.Tail.First):
 			tailN++
 		default:
@@ -125,6 +128,7 @@ type nodeTally struct {
 	n       codec.StreamNode
 	raw     []byte
 	entries uint64
+	ids     []codec.ID // the entries counted, for a node that lists its inner IDs
 }
 
 // streamNodes reads the node keys of the stream of header h, in ID order,
@@ -175,6 +179,16 @@ func (c *checker) checkStreamNodes(h []byte, s codec.StreamMeta, nodes []*nodeTa
 		}
 		if nd.entries != nd.n.Live {
 			c.keyViolation(h, "stream node live count", name+": "+u64(nd.n.Live), u64(nd.entries)+" X keys", nd.raw)
+		}
+		if nd.n.Inner != "" {
+			// Its inner IDs are its entries between the first and last.
+			inner, err := nd.n.InnerIDs(nil)
+			if k := len(nd.ids); err == nil && (k != len(inner)+2 || nd.ids[0] != nd.n.First || nd.ids[k-1] != nd.n.Last || !slices.Equal(nd.ids[1:k-1], inner)) {
+				err = fmt.Errorf("entries %v", nd.ids)
+			}
+			if err != nil {
+				c.keyViolation(h, "stream node inner IDs", name+": "+fmt.Sprint(inner), err.Error(), nd.raw)
+			}
 		}
 		if s.LastID.Less(nd.n.Last) {
 			c.keyViolation(h, "stream node last ID", name+": "+nd.n.Last.String(), "above the last ID "+s.LastID.String(), nd.raw)

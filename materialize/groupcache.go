@@ -44,7 +44,8 @@ import (
 // of the entries after a group's last-delivered-id.
 type groupCache struct {
 	committed map[string]*streamVals // by stream: db|keylen|key of the Pebble key
-	entries   int                    // values in committed
+	entries   int                    // group, consumer and PEL values in committed
+	nodes     int                    // node-key values in committed (bounded apart: streams never trimmed add them)
 	staged    map[string]*streamVals
 	flushed   bool // a FLUSHDB/FLUSHALL is staged: the committed level is void
 
@@ -262,9 +263,18 @@ func (c *groupCache) fill(k, val []byte, exists bool) {
 	}
 	m := sv.tagMap(k[0], true)
 	if _, ok := m[string(suffix)]; !ok {
-		c.entries++
+		*c.counter(k[0])++
 	}
 	m[string(suffix)] = cachedVal{val: val, exists: exists}
+}
+
+// counter returns the count of committed values of tag's keys: nodes for
+// node keys, entries for the others.
+func (c *groupCache) counter(tag byte) *int {
+	if codec.Tag(tag) == codec.TagStreamNode {
+		return &c.nodes
+	}
+	return &c.entries
 }
 
 // nodeDeleted reports whether a range deletion of this group (nodeDels)
@@ -662,6 +672,18 @@ func (c *groupCache) stageKey(k, val []byte, exists bool) {
 	}
 }
 
+// dropNodes forgets every committed node key (past groupCacheMax of
+// them), keeping the group values and tails.
+func (c *groupCache) dropNodes() {
+	for stream, sv := range c.committed {
+		sv.n = nil
+		if sv.size() == 0 && sv.tail == nil {
+			delete(c.committed, stream)
+		}
+	}
+	c.nodes = 0
+}
+
 // commitNodeDels forgets the committed node keys of stream (whose
 // committed values are cur) in ranges, a group's range deletions
 // (nodeDels).
@@ -670,7 +692,7 @@ func (c *groupCache) commitNodeDels(stream string, cur *streamVals, ranges [][2]
 		for _, r := range ranges {
 			if k >= r[0] && k <= r[1] {
 				delete(cur.n, k)
-				c.entries--
+				c.nodes--
 				break
 			}
 		}
@@ -686,7 +708,7 @@ func (c *groupCache) commit() {
 	if c.flushed {
 		clear(c.committed)
 		clear(c.heads)
-		c.entries = 0
+		c.entries, c.nodes = 0, 0
 		c.tailBytes = 0
 	}
 	if c.tailsVoid {
@@ -695,7 +717,8 @@ func (c *groupCache) commit() {
 	for stream, sv := range c.staged {
 		cur := c.committed[stream]
 		if sv.void && cur != nil {
-			c.entries -= cur.size()
+			c.entries -= len(cur.g) + len(cur.c) + len(cur.p)
+			c.nodes -= len(cur.n)
 			cur.g, cur.c, cur.p, cur.n = nil, nil, nil, nil
 			c.dropTail(stream, cur) // and the entry, now empty
 			cur = nil
@@ -722,18 +745,18 @@ func (c *groupCache) commit() {
 			if len(tm.m) == 0 {
 				continue
 			}
-			dst := cur.tagMap(tm.tag, true)
+			dst, n := cur.tagMap(tm.tag, true), c.counter(tm.tag)
 			for k, e := range tm.m {
 				_, had := dst[k]
 				switch {
 				case e.exists:
 					if !had {
-						c.entries++
+						*n++
 					}
 					dst[k] = e
 				case had: // deleted: forgotten (a miss reads Pebble)
 					delete(dst, k)
-					c.entries--
+					*n--
 				}
 			}
 		}
@@ -741,7 +764,10 @@ func (c *groupCache) commit() {
 	c.begin()
 	if c.entries > groupCacheMax {
 		clear(c.committed)
-		c.entries, c.tailBytes = 0, 0
+		c.entries, c.nodes, c.tailBytes = 0, 0, 0
+	}
+	if c.nodes > groupCacheMax {
+		c.dropNodes()
 	}
 	if c.tailBytes > tailsMaxBytes {
 		c.dropTails()

@@ -80,3 +80,34 @@ func TestStreamTailsLeaveNothingBehind(t *testing.T) {
 		t.Fatalf("the stream's deletion left %d streams", len(c.committed))
 	}
 }
+
+// TestGroupCacheNodesBoundedApart: node keys, which streams never trimmed
+// keep adding, are bounded on their own: past groupCacheMax of them they
+// are dropped, and the group values stay.
+func TestGroupCacheNodesBoundedApart(t *testing.T) {
+	c := newGroupCache()
+	c.begin()
+	c.stage(codec.GroupSetEvent(0, []byte("s"), []byte("g"), codec.Group{}))
+	c.commit()
+	for i := range groupCacheMax + 10 {
+		c.begin()
+		first := codec.ID{Ms: uint64(i + 1)}
+		c.stage(codec.XNodeSetEvent(0, []byte("s"), codec.StreamNode{First: first, Last: first, Count: 1, Live: 1}))
+		c.commit()
+		if c.nodes > groupCacheMax {
+			t.Fatalf("after %d node keys: %d held", i+1, c.nodes)
+		}
+	}
+	if c.entries != 1 || c.nodes == 0 || c.nodes > 10 {
+		t.Fatalf("%d group values, %d node keys; want 1 and the few set after the drop", c.entries, c.nodes)
+	}
+	if _, exists, ok := c.get(codec.GroupKey(0, []byte("s"), []byte("g"))); !ok || !exists {
+		t.Fatal("the group value was dropped with the node keys")
+	}
+	if _, _, ok := c.get(codec.StreamNodeKey(0, []byte("s"), codec.ID{Ms: 1})); ok {
+		t.Fatal("a node key set before the drop is still held")
+	}
+	if _, exists, ok := c.get(codec.StreamNodeKey(0, []byte("s"), codec.ID{Ms: groupCacheMax + 10})); !ok || !exists {
+		t.Fatal("the last node key set is not held")
+	}
+}

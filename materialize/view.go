@@ -573,10 +573,11 @@ func (v *View) metaForWrite(db uint8, key []byte, needValue bool) (codec.Meta, b
 // newest entries (groupcache.go, streamTail), until fn returns false or an
 // error. ok is false, and fn is not called, when the cache cannot answer:
 // a view other than the writer's, a stream not cached, or entries older
-// than the cache's. The entries' fields are shared: never modify them.
-// The caller has checked that the stream exists (expired keys included).
+// than the cache's (and on a nil View). The entries' fields are shared:
+// never modify them. The caller has checked that the stream exists
+// (expired keys included).
 func (v *View) StreamTail(db uint8, key []byte, start codec.ID, fn func(TailEntry) (bool, error)) (ok bool, err error) {
-	if v.gcache == nil {
+	if v == nil || v.gcache == nil {
 		return false, nil
 	}
 	ok, err = v.gcache.eachTail(v.streamOf(db, key), start, fn)

@@ -54,6 +54,20 @@ type nodeRef struct {
 	dirty  bool // its key is written in this decision
 }
 
+// innerCount returns the number of inner IDs r lists (0 for none or an
+// encoding that does not decode).
+func (r *nodeRef) innerCount() uint64 {
+	if r.n.Inner == "" {
+		return 0
+	}
+	var buf [codec.InnerIDsMax]codec.ID
+	ids, err := r.n.InnerIDs(buf[:0])
+	if err != nil {
+		return 0
+	}
+	return uint64(len(ids))
+}
+
 // nodeEditor edits the nodes of one stream within one decision. The
 // stream's metadata s holds the tail, the node count and the head summary;
 // the node keys read or changed are in keys until events turns them into
@@ -68,6 +82,9 @@ type nodeEditor struct {
 	last *nodeRef              // the node key deleteID found last
 	// ranges are the [from, to] first-ID ranges of node keys trims removed.
 	ranges [][2]codec.ID
+	// added are the IDs appended in this decision (append), which the
+	// writer's cache of the stream's newest entries does not hold yet.
+	added []codec.ID
 }
 
 // newNodeEditor starts editing the nodes of the stream key whose metadata
@@ -380,17 +397,57 @@ func (ed *nodeEditor) append(id codec.ID, fv [][]byte, c Config) {
 			r.Body += lpEntry(fv, id, r.First, same)
 			r.Live++
 			r.Last = id
+			ed.added = append(ed.added, id)
 			return
 		}
-		ed.tail.n.Next = id // the entry opening the next node
+		// The entry opening the next node; none when id is not above the
+		// tail's last entry (XSETID may lower the last ID below deleted
+		// entries: Redis 7.0 checks it against the top live entry only).
+		if ed.tail.n.Next = (codec.ID{}); ed.tail.n.Last.Less(id) {
+			ed.tail.n.Next = id
+		}
+		ed.tail.n.Inner = ed.innerIDs(ed.tail.n)
 		ed.closeTail()
 	}
+	ed.added = append(ed.added, id)
 	ed.tail = &nodeRef{tail: true, n: codec.StreamNode{
 		First: id, Last: id, Count: 1, Live: 1,
 		Body:        lpMasterBody(fv) + lpEntry(fv, id, id, true),
 		MasterKnown: true, MasterDigest: codec.MasterDigest(fv),
 	}}
 	ed.s.Nodes++
+}
+
+// innerIDs returns the encoded IDs of n's entries between its first and
+// last (codec.StreamNode.Inner) for the tail n about to close, when it is
+// clean and holds 3 to codec.InnerIDsMax entries and their IDs are known
+// without reading Pebble: the writer's cache of the stream's newest entries
+// (View.StreamTail), then the entries appended in this decision. Else "".
+func (ed *nodeEditor) innerIDs(n codec.StreamNode) string {
+	if n.Count != 1 || n.Deleted != 0 || n.Live < 3 || n.Live > codec.InnerIDsMax {
+		return ""
+	}
+	var buf [codec.InnerIDsMax]codec.ID
+	ids := buf[:0]
+	ok, err := ed.v.StreamTail(ed.db, ed.key, n.First, func(te materialize.TailEntry) (bool, error) {
+		if n.Last.Less(te.ID) || len(ids) == len(buf) {
+			return false, nil
+		}
+		ids = append(ids, te.ID)
+		return true, nil
+	})
+	if err != nil || (!ok && (len(ed.added) == 0 || ed.added[0] != n.First)) {
+		return ""
+	}
+	for _, id := range ed.added {
+		if !id.Less(n.First) && !n.Last.Less(id) && (len(ids) == 0 || ids[len(ids)-1].Less(id)) && len(ids) < len(buf) {
+			ids = append(ids, id)
+		}
+	}
+	if uint64(len(ids)) != n.Live || ids[0] != n.First || ids[len(ids)-1] != n.Last {
+		return ""
+	}
+	return string(codec.AppendInnerIDs(nil, n.First, ids[1:len(ids)-1]))
 }
 
 // closeTail turns the tail into a node key.
@@ -440,8 +497,17 @@ func (ed *nodeEditor) dropTail() error {
 	if err == nil && p == nil {
 		err = fmt.Errorf("streams: %q: %d nodes but no node key before the tail: %w", ed.key, ed.s.Nodes, codec.ErrCorrupt)
 	}
-	if err != nil || p.n.Count != 1 {
+	if err != nil {
 		return err
+	}
+	if p.n.Count != 1 {
+		// p stays a node key, the last, and names the removed tail as its
+		// next node: nodes made from now on may start below that ID
+		// (after an XSETID that lowers the last ID), so it names none.
+		if !p.n.Next.IsZero() {
+			p.n.Next, p.dirty = codec.ID{}, true
+		}
+		return nil
 	}
 	p.gone = true
 	ed.tail = &nodeRef{n: p.n, tail: true}
@@ -490,7 +556,9 @@ func (ed *nodeEditor) deleteID(id codec.ID) error {
 func (ed *nodeEditor) events() []codec.Event {
 	if ed.tail != nil {
 		ed.s.Tail = ed.tail.n
-		ed.s.Tail.Next = codec.ID{} // the tail has no next node (a node key promoted to tail kept its own)
+		// The tail has no next node nor inner IDs (a node key promoted to
+		// tail kept its own).
+		ed.s.Tail.Next, ed.s.Tail.Inner = codec.ID{}, ""
 	} else {
 		ed.s.Tail = codec.StreamNode{}
 	}
@@ -510,6 +578,9 @@ func (ed *nodeEditor) events() []codec.Event {
 	}
 	for _, f := range firsts {
 		if r := ed.keys[f]; !r.gone && r.dirty {
+			if r.n.Deleted != 0 || r.n.Count != 1 || r.n.Live != r.innerCount()+2 {
+				r.n.Inner = "" // entries deleted in it: no longer its live entries
+			}
 			evs = append(evs, codec.XNodeSetEvent(ed.db, ed.key, r.n))
 		}
 	}

@@ -196,23 +196,21 @@ func cleanTrimEnds(s *codec.StreamMeta, pl *trimPlan, removed []*nodeRef, stop *
 	}
 	var n uint64
 	list := pl.n <= PointTrimMax
+	var ids []codec.ID
 	for _, r := range removed {
-		if !clean(r) || (list && (r.n.Live > 2 || (r.n.Live == 1) != (r.n.First == r.n.Last))) {
+		if !clean(r) {
 			return false
+		}
+		if list {
+			var ok bool
+			if ids, ok = appendNodeIDs(ids, r.n); !ok {
+				return false
+			}
 		}
 		n += r.n.Live
 	}
 	if n != pl.n {
 		return false
-	}
-	var ids []codec.ID
-	if list {
-		for _, r := range removed {
-			ids = append(ids, r.n.First)
-			if r.n.Live == 2 {
-				ids = append(ids, r.n.Last)
-			}
-		}
 	}
 	pl.ids, pl.last = ids, removed[len(removed)-1].n.Last
 	pl.first = codec.ID{} // emptied
@@ -220,6 +218,27 @@ func cleanTrimEnds(s *codec.StreamMeta, pl *trimPlan, removed []*nodeRef, stop *
 		pl.first = stop.n.First
 	}
 	return true
+}
+
+// appendNodeIDs appends the IDs of the clean node n's entries, known
+// without reading: its first and last, and its inner IDs (StreamNode.Inner)
+// for more than two. ok is false when they are not known.
+func appendNodeIDs(ids []codec.ID, n codec.StreamNode) ([]codec.ID, bool) {
+	switch {
+	case n.Live == 1 && n.First == n.Last:
+		return append(ids, n.First), true
+	case n.Live == 2 && n.First != n.Last:
+		return append(ids, n.First, n.Last), true
+	case n.Live < 3 || n.Inner == "":
+		return ids, false
+	}
+	var buf [codec.InnerIDsMax]codec.ID
+	inner, err := n.InnerIDs(buf[:0])
+	if err != nil || uint64(len(inner))+2 != n.Live {
+		return ids, false
+	}
+	ids = append(append(ids, n.First), inner...)
+	return append(ids, n.Last), true
 }
 
 // findTrimEnds sets pl's last removed entry, new first entry and, for a
