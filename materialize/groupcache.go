@@ -135,8 +135,9 @@ type cachedVal struct {
 // (codec.TagsArg).
 var groupTags = string([]byte{byte(codec.TagGroup), byte(codec.TagConsumer), byte(codec.TagPEL), byte(codec.TagStreamNode)})
 
-// groupCacheMax bounds the committed level (a PEL entry is about 150
-// bytes with its key and the maps' overhead: some 10 MiB in all).
+// groupCacheMax bounds the committed level's group, consumer and PEL
+// values (a PEL entry is about 150 bytes with its key and the maps'
+// overhead: some 10 MiB in all), and apart from them its node keys.
 const groupCacheMax = 1 << 16
 
 func newGroupCache() *groupCache {
