@@ -280,6 +280,23 @@ func rawDel(t *testing.T, s *materialize.Store, k []byte) {
 	}
 }
 
+// editNode rewrites the i-th node key of stream key (db 0) through edit.
+func editNode(t *testing.T, s *materialize.Store, key string, i int, edit func(*codec.StreamNode)) {
+	t.Helper()
+	k := rawKeys(t, s, codec.KeyPrefix(codec.TagStreamNode, 0, []byte(key)))[i]
+	d, err := codec.DecodeKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := codec.DecodeID(d.Suffix)
+	n, err := codec.DecodeStreamNode(first, rawGet(t, s, k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(&n)
+	rawSet(t, s, k, codec.AppendStreamNode(nil, n))
+}
+
 func rawGet(t *testing.T, s *materialize.Store, k []byte) []byte {
 	t.Helper()
 	v, ok, err := materialize.RawGet(s, k)
@@ -474,42 +491,24 @@ var corruptions = []corruption{
 	{
 		name: "stream node live count",
 		edit: func(t *testing.T, s *materialize.Store) {
-			k := rawKeys(t, s, codec.KeyPrefix(codec.TagStreamNode, 0, b("sncopy")))[1]
-			d, err := codec.DecodeKey(k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			first, _ := codec.DecodeID(d.Suffix)
-			n, err := codec.DecodeStreamNode(first, rawGet(t, s, k))
-			if err != nil {
-				t.Fatal(err)
-			}
-			n.Live++
-			n.Inner = "" // which would have to list the entry added
-			rawSet(t, s, k, codec.AppendStreamNode(nil, n))
+			editNode(t, s, "sncopy", 1, func(n *codec.StreamNode) {
+				n.Live++
+				n.Inner = "" // which would have to list the entry added
+			})
 		},
 		want: materialize.Violation{Key: b("sncopy"), Check: "stream node live count"},
 	},
 	{
 		name: "stream node inner IDs",
 		edit: func(t *testing.T, s *materialize.Store) {
-			k := rawKeys(t, s, codec.KeyPrefix(codec.TagStreamNode, 0, b("sncopy")))[1]
-			d, err := codec.DecodeKey(k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			first, _ := codec.DecodeID(d.Suffix)
-			n, err := codec.DecodeStreamNode(first, rawGet(t, s, k))
-			if err != nil {
-				t.Fatal(err)
-			}
-			inner, err := n.InnerIDs(nil)
-			if err != nil || len(inner) < 2 || inner[0].Ms == inner[1].Ms {
-				t.Fatalf("node %+v: inner IDs %v, %v", n, inner, err)
-			}
-			inner[0].Seq++ // an ID between two entries, of none
-			n.Inner = string(codec.AppendInnerIDs(nil, n.First, inner))
-			rawSet(t, s, k, codec.AppendStreamNode(nil, n))
+			editNode(t, s, "sncopy", 1, func(n *codec.StreamNode) {
+				inner, err := n.InnerIDs(nil)
+				if err != nil || len(inner) < 2 || inner[0].Ms == inner[1].Ms {
+					t.Fatalf("node %+v: inner IDs %v, %v", n, inner, err)
+				}
+				inner[0].Seq++ // an ID between two entries, of none
+				n.Inner = string(codec.AppendInnerIDs(nil, n.First, inner))
+			})
 		},
 		want: materialize.Violation{Key: b("sncopy"), Check: "stream node inner IDs"},
 	},

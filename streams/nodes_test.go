@@ -487,4 +487,25 @@ func TestNodesAfterXSetID(t *testing.T) {
 	if m := meta(t, s, "b"); m.Length != 1 || m.FirstID != id(252, 0) {
 		t.Fatalf("after the trims: %+v", m)
 	}
+
+	// A migrated record's last ID is the stream's last when it was
+	// migrated (here raised by XSETID, of no entry): trimmed down to two
+	// live entries, the record does not name them by its first and last.
+	s, _ = open(t)
+	writeLegacyStream(t, s, "c", 250)
+	xsetid("c", 999, 0)
+	var dels []codec.ID
+	for i := uint64(1); i <= 244; i++ {
+		dels = append(dels, id(i, 0))
+	}
+	xdel("c", dels...)
+	for _, n := range []uint64{4, 2, 0} {
+		do(fmt.Sprintf("XTRIM c MAXLEN (approximate: %v) %d", n > 0, n), func(v *materialize.View) ([]codec.Event, error) {
+			_, evs, err := streams.TrimStream(v, 0, []byte("c"), streams.Trim{Strategy: streams.TrimMaxLen, MaxLen: n, Approx: n > 0})
+			return evs, err
+		})
+	}
+	if m := meta(t, s, "c"); m.Length != 0 {
+		t.Fatalf("after XTRIM MAXLEN 0: %+v", m)
+	}
 }

@@ -222,9 +222,13 @@ func cleanTrimEnds(s *codec.StreamMeta, pl *trimPlan, removed []*nodeRef, stop *
 
 // appendNodeIDs appends the IDs of the clean node n's entries, known
 // without reading: its first and last, and its inner IDs (StreamNode.Inner)
-// for more than two. ok is false when they are not known.
+// for more than two. ok is false when they are not known, and for a
+// migrated record (Body 0), whose last ID is the stream's last when it was
+// migrated, which may be no entry's (an entry deleted, or XSETID).
 func appendNodeIDs(ids []codec.ID, n codec.StreamNode) ([]codec.ID, bool) {
 	switch {
+	case n.Body == 0:
+		return ids, false
 	case n.Live == 1 && n.First == n.Last:
 		return append(ids, n.First), true
 	case n.Live == 2 && n.First != n.Last:
