@@ -19,7 +19,10 @@ import (
 // Pebble returns, through random XADDs (delayed ones among them), XDELs,
 // trims, DEL, RENAME, COPY, FLUSHDB and SWAPDB, with reads decided in the
 // same commit groups as the writes (so they see staged entries). It fails
-// if the cache was never used.
+// if the cache was never used. Half the XADDs use nodes of 3 to 6 entries,
+// whose inner IDs come from the same cache and from the commit group's
+// staged entries (StreamNode.Inner), and the store check runs after every
+// commit group.
 func TestEachMatchesRange(t *testing.T) {
 	for seed := uint64(1); seed <= 6; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -49,6 +52,9 @@ func TestEachMatchesRange(t *testing.T) {
 							}
 							if op == 8 {
 								a.Delay = &streams.Delay{Ms: 10}
+							}
+							if op%2 == 0 {
+								a.Config = streams.Config{NodeMaxEntries: 3 + int64(pick%4), NodeMaxBytes: 1 << 20}
 							}
 							_, _, evs, err := streams.Add(v, 0, k, [][]byte{[]byte("f"), make([]byte, size)}, a)
 							return evs, err
@@ -85,6 +91,7 @@ func TestEachMatchesRange(t *testing.T) {
 						t.Fatalf("step %d: %v", step, err)
 					}
 				}
+				mustCheck(t, s, fmt.Sprintf("step %d", step))
 			}
 			if hits := s.IterStats().Sub(before).TailHits; hits == 0 {
 				t.Errorf("the tail cache answered no read")
