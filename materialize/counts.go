@@ -71,14 +71,14 @@ func (s *Store) stagedFor(db uint8) *[2]int64 {
 func (s *Store) count(v *View, e codec.Event) error {
 	switch e.Op {
 	case codec.OpSetMeta, codec.OpDelKey:
-		prev, existed, err := v.rawMetaOpt(e.DB, e.Key, false) // the deadline only
+		existed, expireAtMs, err := v.existedForCount(e.DB, e.Key)
 		if err != nil {
 			return err
 		}
 		c := s.stagedFor(e.DB)
 		if existed {
 			c[0]--
-			if prev.ExpireAtMs != 0 {
+			if expireAtMs != 0 {
 				c[1]--
 			}
 		}

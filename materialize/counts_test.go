@@ -2,6 +2,7 @@ package materialize_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -106,4 +107,104 @@ func TestKeyCountsLegacyStore(t *testing.T) {
 	defer s.Close()
 	counts(t, s.View(), 0, 5, 2)
 	counts(t, s.View(), 3, 1, 0)
+}
+
+// TestKeyCountsRandom: the key counters match a model through random
+// writes, several decisions to a commit group and Txns, each decision
+// looking keys up before it emits their events (as MSET does), so that
+// the staging of an event finds its key's previous state among the
+// group's last lookups (overlay.lookedUp); deletions and FLUSHDB in the
+// same groups change keys those lookups saw.
+func TestKeyCountsRandom(t *testing.T) {
+	c := newClock(t0)
+	s := openMem(t, c)
+	r := rand.New(rand.NewPCG(3, 4))
+	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c\x00"), []byte("d"), []byte("e"), []byte("f")}
+	type state struct {
+		exists   bool
+		expireAt int64
+	}
+	var slots []uint16 // FLUSHDB's: every key's slot
+	for _, k := range keys {
+		slots = append(slots, codec.Slot(k))
+	}
+	var model [2]map[string]state
+	for db := range model {
+		model[db] = map[string]state{}
+	}
+	// decide returns a decision of op on keys ks of db, applying it to the
+	// model as it emits (decisions of a group run in submission order).
+	decide := func(op int, db uint8, ks [][]byte, ttl bool) func(v *materialize.View) ([]codec.Event, error) {
+		return func(v *materialize.View) ([]codec.Event, error) {
+			prev := make([]codec.Meta, len(ks))
+			found := make([]bool, len(ks))
+			for i, k := range ks { // look every key up first, as MSET does
+				m, ok, err := v.Meta(db, k)
+				if err != nil {
+					return nil, err
+				}
+				prev[i], found[i] = m, ok
+			}
+			var evs []codec.Event
+			for i, k := range ks {
+				switch {
+				case op == 0 && found[i]: // DEL
+					evs = append(evs, codec.DelKeyEvent(db, k, codec.TypeString, prev[i].ExpireAtMs))
+					delete(model[db], string(k))
+				case op == 1 && i == 0: // FLUSHDB, then the other keys set
+					evs = append(evs, codec.FlushDBEvent(db, slots))
+					clear(model[db])
+					for j := range found {
+						found[j] = false
+					}
+				default: // SET, with or without a TTL
+					var at int64
+					if ttl {
+						at = t0 + 1_000_000
+					}
+					prevAt := int64(0)
+					if found[i] {
+						prevAt = prev[i].ExpireAtMs
+					}
+					evs = append(evs, codec.SetMetaEvent(db, k, strMeta("v", at), prevAt))
+					found[i], prev[i].ExpireAtMs = true, at
+					model[db][string(k)] = state{true, at}
+				}
+			}
+			return evs, nil
+		}
+	}
+	for round := range 300 {
+		var pend []*materialize.Pending
+		for range 1 + r.IntN(5) {
+			db := uint8(r.IntN(2))
+			ks := make([][]byte, 1+r.IntN(4))
+			for i := range ks {
+				ks[i] = keys[r.IntN(len(keys))]
+			}
+			op := r.IntN(8)
+			if op == 1 && r.IntN(4) != 0 {
+				op = 2 // FLUSHDB seldom
+			}
+			pend = append(pend, s.Submit(decide(op, db, ks, r.IntN(2) == 0)))
+		}
+		for _, p := range pend {
+			if _, err := p.Wait(); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		for db := range model {
+			var n, e int64
+			for _, st := range model[db] {
+				n++
+				if st.expireAt != 0 {
+					e++
+				}
+			}
+			counts(t, s.View(), uint8(db), n, e)
+		}
+		if t.Failed() {
+			t.Fatalf("round %d", round)
+		}
+	}
 }

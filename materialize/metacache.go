@@ -376,6 +376,50 @@ type overlay struct {
 	// keep holds the requests' arguments the group's cache entries may
 	// hold without a copy (View.KeepValue), by first byte and length.
 	keep map[valueAt]struct{}
+	// looked are the group's last lookups of keys the overlay did not
+	// hold (noteLooked), a ring: the staging of the event a decision
+	// emits for a key it looked up (Store.count: did the key exist, with a
+	// TTL?) finds the answer here instead of in the committed cache, whose
+	// lookup misses the CPU caches. A key the overlay does not hold has
+	// the state it had when the group started, until an event that may
+	// change keys without staging their metadata (keepsMeta false: DEL,
+	// COPY, FLUSHDB, SWAPDB, ...) is staged: forgetLooked then drops them.
+	looked  [16]lookedKey
+	lookedN int
+}
+
+// lookedKey is a key's existence and deadline as a lookup found it.
+type lookedKey struct {
+	key        []byte // db, then key; empty: a free slot
+	exists     bool
+	expireAtMs int64
+}
+
+// noteLooked records a lookup of (db, key) that the overlay did not answer.
+func (o *overlay) noteLooked(db uint8, key []byte, exists bool, expireAtMs int64) {
+	l := &o.looked[o.lookedN%len(o.looked)]
+	o.lookedN++
+	l.key = append(append(l.key[:0], db), key...)
+	l.exists, l.expireAtMs = exists, expireAtMs
+}
+
+// lookedUp returns what the group's last lookups found for (db, key), ok
+// false when none of them was of it.
+func (o *overlay) lookedUp(db uint8, key []byte) (exists bool, expireAtMs int64, ok bool) {
+	for i := range o.looked {
+		l := &o.looked[i]
+		if len(l.key) == 1+len(key) && l.key[0] == db && string(l.key[1:]) == string(key) {
+			return l.exists, l.expireAtMs, true
+		}
+	}
+	return false, 0, false
+}
+
+// forgetLooked drops the recorded lookups (their buffers kept).
+func (o *overlay) forgetLooked() {
+	for i := range o.looked {
+		o.looked[i].key = o.looked[i].key[:0]
+	}
 }
 
 func (o *overlay) reset() {
@@ -383,6 +427,7 @@ func (o *overlay) reset() {
 	o.pend, o.pendB = o.pend[:0], nil
 	clear(o.keep)
 	o.clearEntries()
+	o.forgetLooked()
 	o.flushed = false
 	o.dbs = nil
 }

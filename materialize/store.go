@@ -1046,10 +1046,12 @@ func (s *Store) stage(v *View, b *pebble.Batch, e codec.Event) error {
 	default:
 		if !keepsMeta(e.Op) {
 			// It may read or delete M keys in b (DEL, COPY, FLUSHDB,
-			// SWAPDB): the deferred writes go first, in their order.
+			// SWAPDB): the deferred writes go first, in their order; and
+			// it may change keys the overlay does not hold.
 			if err := s.staged.flushMeta(nil); err != nil {
 				return err
 			}
+			s.staged.forgetLooked()
 		}
 		if err := applyEvent(b, e, s.zblocks); err != nil {
 			return err

@@ -362,11 +362,17 @@ func (v *View) rawMetaPartial(db uint8, key []byte, needValue, lend bool) (codec
 	if useCache {
 		if e, ok := v.cache.get(db, key); ok && (!e.noValue || !needValue) && e.seq <= seq {
 			v.iters.metaHit()
+			if v.staged != nil {
+				v.staged.noteLooked(db, key, e.exists, e.meta.ExpireAtMs)
+			}
 			return e.meta, e.exists, e.noValue, nil
 		}
 	}
 	if v.filters != nil && v.filters.absent(db, key, seq) {
 		v.iters.metaAbsentHit()
+		if v.staged != nil {
+			v.staged.noteLooked(db, key, false, 0)
+		}
 		return codec.Meta{}, false, false, nil // not cached: the filter answers again
 	}
 	v.iters.metaLookup()
@@ -407,7 +413,27 @@ func (v *View) rawMetaPartial(db uint8, key []byte, needValue, lend bool) (codec
 		// Only the writer fills the cache: no commit can race with its read.
 		v.cache.put(db, key, m, ok, v.staged.base)
 	}
+	if v.staged != nil {
+		v.staged.noteLooked(db, key, ok, m.ExpireAtMs)
+	}
 	return m, ok, partial, nil
+}
+
+// existedForCount returns whether (db, key) exists before the event being
+// staged, and its deadline (Unix ms, 0: none), expired keys included: the
+// group's staged metadata, else what a decision of the group looked up a
+// moment before (overlay.lookedUp), else a lookup.
+func (v *View) existedForCount(db uint8, key []byte) (bool, int64, error) {
+	if v.staged != nil {
+		if e, ok := v.staged.get(db, key); ok {
+			return e.exists, e.meta.ExpireAtMs, nil
+		}
+		if exists, expireAtMs, ok := v.staged.lookedUp(db, key); ok {
+			return exists, expireAtMs, nil
+		}
+	}
+	m, ok, err := v.rawMetaOpt(db, key, false) // the deadline only
+	return ok, m.ExpireAtMs, err
 }
 
 // LoadValue returns m, metadata decoded from the store
