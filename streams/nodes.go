@@ -54,20 +54,6 @@ type nodeRef struct {
 	dirty  bool // its key is written in this decision
 }
 
-// innerCount returns the number of inner IDs r lists (0 for none or an
-// encoding that does not decode).
-func (r *nodeRef) innerCount() uint64 {
-	if r.n.Inner == "" {
-		return 0
-	}
-	var buf [codec.InnerIDsMax]codec.ID
-	ids, err := r.n.InnerIDs(buf[:0])
-	if err != nil {
-		return 0
-	}
-	return uint64(len(ids))
-}
-
 // nodeEditor edits the nodes of one stream within one decision. The
 // stream's metadata s holds the tail, the node count and the head summary;
 // the node keys read or changed are in keys until events turns them into
@@ -578,8 +564,11 @@ func (ed *nodeEditor) events() []codec.Event {
 	}
 	for _, f := range firsts {
 		if r := ed.keys[f]; !r.gone && r.dirty {
-			if r.n.Deleted != 0 || r.n.Count != 1 || r.n.Live != r.innerCount()+2 {
-				r.n.Inner = "" // entries deleted in it: no longer its live entries
+			if r.n.Deleted != 0 || r.n.Count != 1 {
+				// Entries deleted in it: no longer its live entries. (Live
+				// changes only with Deleted in a node of count 1; a tail
+				// that grows again gets its list anew when it closes.)
+				r.n.Inner = ""
 			}
 			evs = append(evs, codec.XNodeSetEvent(ed.db, ed.key, r.n))
 		}
