@@ -89,6 +89,11 @@ type Options struct {
 	// than the cache is read from the files, checksummed and cached again
 	// on every read (docs/perf.md).
 	CacheSize int64
+	// MemTableSize is the size of each of Pebble's memtables in bytes
+	// (materialize.Options); 0 takes its default, 16 MiB. A flush starts
+	// once the full memtables waiting for it hold half of this, so the
+	// memory they take is bounded by about twice this size.
+	MemTableSize int64
 	// MinFreeDisk is the free space in bytes below which writes are
 	// refused with MISCONF (materialize.Options.MinFreeDisk); 0 takes its
 	// default, 64 MiB; negative turns the check off.
@@ -218,6 +223,9 @@ func (o Options) Validate() error {
 	}
 	if o.CacheSize < 0 {
 		return fmt.Errorf("broker: cache size must not be negative, got %d", o.CacheSize)
+	}
+	if o.MemTableSize < 0 || o.MemTableSize >= 4<<30 {
+		return fmt.Errorf("broker: memtable size must be at least 0 and below 4 GiB, got %d", o.MemTableSize)
 	}
 	if o.Timeout < 0 {
 		return fmt.Errorf("broker: timeout must not be negative, got %v", o.Timeout)
@@ -380,6 +388,7 @@ func New(opts Options) (*Server, error) {
 		InMemory:              o.InMemory,
 		Sync:                  o.AppendFsync,
 		CacheSize:             o.CacheSize,
+		MemTableSize:          uint64(o.MemTableSize),
 		MinFreeDisk:           o.MinFreeDisk,
 		ChangeLogRetention:    o.Retention,
 		ChangeLogRetentionAge: o.RetentionAge,

@@ -111,7 +111,7 @@ func (c *loopChild) kill() {
 // failed.
 func startChildFsync(t *testing.T, bin, dir string, port int, policy string) *loopChild {
 	t.Helper()
-	cmd := exec.Command(bin, "--dir", dir, "--port", strconv.Itoa(port), "--appendfsync", policy, "--log-level", "warn", "--nats-listen", "off")
+	cmd := exec.Command(bin, "--dir", dir, "--port", strconv.Itoa(port), "--appendfsync", policy, "--log-level", "warn", "--nats-listen", "off", "--memtable-size", "4")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -355,8 +355,9 @@ func (w *loopWriter) run(addr string) {
 
 // next picks op i. SETs are 5 in 12 and HSETs 1 in 12, of 100 to 8192
 // and 100 to 16384 bytes: a flush starts only once the immutable
-// memtables hold half of MemTableSize (8 MiB), however small the first
-// ones are. A SET value of 4 KiB or more stays in the change log (only a
+// memtables hold half of MemTableSize (2 MiB with the child's
+// --memtable-size 4; at the default 16 a slow fsync under always left
+// whole 3 s cycles without a flush), however small the first ones are. A SET value of 4 KiB or more stays in the change log (only a
 // reference reaches the memtable), so the HSET values bring most of the
 // bytes.
 func (w *loopWriter) next(i int) loopOp {

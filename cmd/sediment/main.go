@@ -59,7 +59,7 @@ type config struct {
 	natsListen, feedPrefix, requirepass, protected   string
 	aclFile, natsFeedPassword, retention             string
 	port, databases, maxclients, timeout, cacheMB    int
-	eventLoops                                       int
+	eventLoops, memtableMB                           int
 	shutdownGrace, snapshotEvery                     time.Duration
 	snapshotKeep                                     int
 	minFreeDiskMB                                    int
@@ -96,6 +96,7 @@ func parse(args []string, getenv func(string) string) (config, error) {
 	fs.IntVar(&c.databases, "databases", 16, "number of databases (SELECT 0..N-1)")
 	fs.IntVar(&c.maxclients, "maxclients", 10000, "most client connections served at once; more are told \"ERR max number of clients reached\"")
 	fs.IntVar(&c.cacheMB, "cache-size", 64, "Pebble's block cache in MiB (large values are read through it)")
+	fs.IntVar(&c.memtableMB, "memtable-size", 16, "each of Pebble's memtables in MiB, 1 to 4095; a flush starts once the full ones hold half of this")
 	fs.StringVar(&c.retention, "changelog-retention", "1048576", "change-log records kept for replay (CHANGES): a count, an age (168h), or both (1048576,168h); a record goes once either limit says so; 0: no count limit")
 	fs.DurationVar(&c.snapshotEvery, "snapshot-every", time.Hour, "write a snapshot of the store to <dir>/snapshots this often when it changed (the change log after the newest one is kept whatever --changelog-retention says, so 'sediment replay' can rebuild the store from them); 0: never")
 	fs.IntVar(&c.snapshotKeep, "snapshot-keep", 1, "how many periodic snapshots to keep (at least 1)")
@@ -148,6 +149,9 @@ func parse(args []string, getenv func(string) string) (config, error) {
 			}
 		}
 	})
+	if err == nil && (c.memtableMB < 1 || c.memtableMB > 4095) {
+		err = fmt.Errorf("--memtable-size %d: want 1 to 4095 (MiB)", c.memtableMB)
+	}
 	return c, err
 }
 
@@ -259,6 +263,7 @@ func run(args []string, getenv func(string) string) error {
 		ShutdownGrace:  c.shutdownGrace,
 		EventLoops:     c.eventLoops,
 		CacheSize:      int64(c.cacheMB) << 20,
+		MemTableSize:   int64(c.memtableMB) << 20,
 		MinFreeDisk:    minFreeDisk(c.minFreeDiskMB),
 		Retention:      keep,
 		RetentionAge:   keepAge,

@@ -10,7 +10,7 @@ func TestParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config{bind: "127.0.0.1", port: 6380, dir: "./data", appendfsync: "everysec", databases: 16, maxclients: 10000, logLevel: "info", logFormat: "text", natsListen: "127.0.0.1:4222", feedPrefix: "sediment", cacheMB: 64, minFreeDiskMB: 64, protected: "yes", retention: "1048576", shutdownGrace: 2 * time.Second, snapshotEvery: time.Hour, snapshotKeep: 1, tls: tlsFlags{authClients: "yes"}}
+	want := config{bind: "127.0.0.1", port: 6380, dir: "./data", appendfsync: "everysec", databases: 16, maxclients: 10000, logLevel: "info", logFormat: "text", natsListen: "127.0.0.1:4222", feedPrefix: "sediment", cacheMB: 64, memtableMB: 16, minFreeDiskMB: 64, protected: "yes", retention: "1048576", shutdownGrace: 2 * time.Second, snapshotEvery: time.Hour, snapshotKeep: 1, tls: tlsFlags{authClients: "yes"}}
 	if c != want {
 		t.Fatalf("defaults = %+v, want %+v", c, want)
 	}
@@ -54,6 +54,14 @@ func TestParseErrors(t *testing.T) {
 		return ""
 	}); err == nil {
 		t.Fatal("SEDIMENT_DATABASES=many accepted")
+	}
+	for _, mb := range []string{"0", "4096"} {
+		if _, err := parse([]string{"--memtable-size", mb}, none); err == nil {
+			t.Fatalf("--memtable-size %s accepted", mb)
+		}
+	}
+	if c, err := parse([]string{"--memtable-size", "4"}, none); err != nil || c.memtableMB != 4 {
+		t.Fatalf("--memtable-size 4: %d, %v", c.memtableMB, err)
 	}
 	if err := run([]string{"--appendfsync", "sometimes"}, none); err == nil {
 		t.Fatal("--appendfsync sometimes accepted")
