@@ -520,8 +520,10 @@ var corruptions = []corruption{
 			rawDel(t, s, k)
 			rawSet(t, s, append(codec.KeyPrefix(codec.TagStreamNode, 0, b("sn")), codec.AppendID(nil, codec.ID{Ms: 1010, Seq: 1})...), v)
 		},
-		want:   materialize.Violation{Key: b("sn"), Check: "stream node order"},
-		others: []string{"stream node count", "stream entries in no node"},
+		// Ranges may overlap (after XSETID): the moved node's entries are
+		// counted in the one before, whose next ID it now undercuts.
+		want:   materialize.Violation{Key: b("sn"), Check: "stream node live count"},
+		others: []string{"stream node next ID", "stream node inner IDs", "stream node count", "stream entries in no node"},
 	},
 	{
 		name: "stream node count",

@@ -250,7 +250,17 @@ func (ed *nodeEditor) first() (*nodeRef, error) {
 		return r, err
 	}
 	r, err := ed.keyAtOrBefore(ed.s.HeadLast)
-	if err == nil && (r == nil || r.n.Last != ed.s.HeadLast) {
+	// Nodes made after an XSETID that lowered the last ID may start
+	// inside the head's range (deleteID): the head is below them.
+	for err == nil && r != nil && r.n.Last != ed.s.HeadLast {
+		prev, ok := r.n.First.Prev()
+		if !ok {
+			r = nil
+			break
+		}
+		r, err = ed.keyAtOrBefore(prev)
+	}
+	if err == nil && r == nil {
 		err = fmt.Errorf("streams: %q: no node key ends at the head's last ID %s: %w", ed.key, ed.s.HeadLast, codec.ErrCorrupt)
 	}
 	if err == nil {
@@ -507,13 +517,21 @@ func (ed *nodeEditor) dropTail() error {
 // XACKDEL, an ACKED trim), as streamIteratorRemoveEntry: it is marked
 // deleted in its node, and a node whose last live entry goes is removed.
 // It finds the node with at most one seek: the tail is in the metadata,
-// and the node key found last is tried first.
+// and the node key found last is tried first when id is below the node
+// that followed it (StreamNode.Next).
+//
+// As in Redis, an entry is in the node of the greatest first ID at or
+// below it, whose range may reach past the entry: XSETID may lower the
+// last ID below deleted entries at the top of the last node (Redis 7.0
+// checks it against the top live entry only), and the next node then
+// starts inside that node's range. A node closed that way has no next
+// ID, so only a node with one is taken without a seek.
 func (ed *nodeEditor) deleteID(id codec.ID) error {
 	var r *nodeRef
 	switch {
 	case ed.tail != nil && !id.Less(ed.tail.n.First):
 		r = ed.tail
-	case ed.last != nil && !ed.last.gone && !id.Less(ed.last.n.First) && !ed.last.n.Last.Less(id):
+	case ed.last != nil && !ed.last.gone && !id.Less(ed.last.n.First) && !ed.last.n.Last.Less(id) && id.Less(ed.last.n.Next):
 		r = ed.last
 	default:
 		var err error
