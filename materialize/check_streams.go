@@ -192,10 +192,24 @@ func (c *checker) checkStreamNodes(h []byte, s codec.StreamMeta, nodes []*nodeTa
 		if s.Tail.Count > 0 && !nd.n.First.Less(s.Tail.First) {
 			c.keyViolation(h, "stream node order", name, "at or after the tail's first ID "+s.Tail.First.String(), nd.raw)
 		}
+		// A node's range reaches past the last ID, or into the next
+		// node's, only after an XSETID below its last entry, which is then
+		// deleted (or a migrated record's, which names no entry), and such
+		// a node closed without a next ID.
+		edgeDeleted := nd.n.Deleted > 0 || nd.n.Count > 1
+		if s.LastID.Less(nd.n.Last) && !edgeDeleted {
+			c.keyViolation(h, "stream node last ID", name+": "+nd.n.Last.String(), "above the last ID "+s.LastID.String()+" with no deleted entry", nd.raw)
+		}
+		if ok && !nd.n.Last.Less(next) && (!edgeDeleted || !nd.n.Next.IsZero()) {
+			c.keyViolation(h, "stream node order", name+".."+nd.n.Last.String(), "reaching the next node's first ID "+next.String(), nd.raw)
+		}
 	}
 	if s.Tail.Count > 0 {
 		if tailN != s.Tail.Live {
 			c.keyViolation(h, "stream tail live count", "tail "+s.Tail.First.String()+": "+u64(s.Tail.Live), u64(tailN)+" X keys", nil)
+		}
+		if s.LastID.Less(s.Tail.Last) && s.Tail.Deleted == 0 && s.Tail.Count == 1 {
+			c.keyViolation(h, "stream node last ID", "tail: "+s.Tail.Last.String(), "above the last ID "+s.LastID.String()+" with no deleted entry", nil)
 		}
 	}
 	if outside > 0 {
