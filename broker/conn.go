@@ -94,6 +94,12 @@ type conn struct {
 	replyScratch []byte
 	// viewBuf holds the read view of the command running (exec.view).
 	viewBuf materialize.View
+	// spares are execs of ended commands that nothing refers to any more
+	// (execDone, and drain for a submitted write once it replied), for
+	// the next commands to reuse: an exec is about 400 bytes, most of
+	// what a request allocates, and at GET -P 16 the garbage collector
+	// was a quarter of the CPU (docs/perf.md, "Execs reused").
+	spares []*exec
 	// lookups counts the key lookups of its reads (INFO keyspace_hits and
 	// keyspace_misses: Server.keyLookups), added to the server's at close.
 	lookups materialize.Lookups
@@ -283,6 +289,10 @@ type pendingReply struct {
 	events []codec.Event // the write's events, set by its decision
 	reply  func()
 	err    error
+	// owner is the exec this reply lives in (exec.pendBuf), given back to
+	// the connection once the reply is written (conn.drain): nil when
+	// the command submitted a second write, or cannot give it back.
+	owner *exec
 }
 
 // drain waits for every submitted write in request order, publishes their
@@ -313,6 +323,9 @@ func (c *conn) drain() {
 		}
 		it.reply() // a read's reply may add links to its span first
 		endCommand(it.span, nil)
+		if it.owner != nil {
+			c.spareExec(it.owner)
+		}
 	}
 	c.pending = c.pending[:0]
 }
@@ -571,7 +584,7 @@ func (c *conn) execute(cmd *cmdSpec, args [][]byte) {
 	if c.trk.on {
 		c.s.track.remember(c, cmd, args) // before the read: a change after it invalidates
 	}
-	x := &exec{c: c, cmd: cmd, args: args, inline: c.rd.Inline()}
+	x := c.newExec(cmd, args)
 	tl := c.s.tel
 	if tl != nil {
 		x.span = tl.startCommand(c, cmd, args, nil)
@@ -603,11 +616,51 @@ func (c *conn) execute(cmd *cmdSpec, args [][]byte) {
 	if err != nil {
 		if len(c.pending) > 0 { // keep the request order behind submitted writes
 			c.pending = append(c.pending, &pendingReply{cmd: cmd.name, err: err})
+			c.execDone(x)
 			return
 		}
 		c.logSpan = x.span
 		c.writeErr(cmd.name, err)
 		c.logSpan = nil
+	}
+	c.execDone(x)
+}
+
+// maxSpareExecs bounds conn.spares (about 7 KiB a connection): a
+// pipeline's writes give their execs back together when they reply, and
+// a pipeline of 16 (redis-benchmark -P 16) then allocates none.
+const maxSpareExecs = 16
+
+// newExec returns the exec of a command: one of the connection's spares,
+// cleared, when it has one.
+func (c *conn) newExec(cmd *cmdSpec, args [][]byte) *exec {
+	n := len(c.spares)
+	if n == 0 {
+		return &exec{c: c, cmd: cmd, args: args, inline: c.rd.Inline()}
+	}
+	x := c.spares[n-1]
+	c.spares[n-1] = nil
+	c.spares = c.spares[:n-1]
+	*x = exec{c: c, cmd: cmd, args: args, inline: c.rd.Inline()}
+	return x
+}
+
+// execDone gives back x, the exec of a command that ended, when nothing
+// can refer to it any more: a read-only command that cannot block (a
+// blocked command's tries run on other goroutines), outside a
+// transaction, with no write submitted (a submitted write's reply lives in
+// its exec until it is written: drain gives that exec back).
+func (c *conn) execDone(x *exec) {
+	if x.cmd.flags&flagReadonly == 0 || x.cmd.flags&flagBlocking != 0 || x.tx != nil || x.pend != nil || x.blocked != 0 {
+		return
+	}
+	c.spareExec(x)
+}
+
+// spareExec keeps x for newExec.
+func (c *conn) spareExec(x *exec) {
+	if len(c.spares) < maxSpareExecs {
+		c.spares = append(c.spares, x)
 	}
 }
 
@@ -831,8 +884,12 @@ func (x *exec) writeAsync(decide func(v *materialize.View) ([]codec.Event, error
 	it := &x.pendBuf
 	if x.pend != nil { // a second write of the command: the first's is queued
 		it = new(pendingReply)
+		x.pendBuf.owner = nil
 	}
 	*it = pendingReply{cmd: x.cmd.name, stat: x.c.s.cmdstats.statFor(x.cmd, x.args), reply: reply}
+	if it == &x.pendBuf && x.cmd.flags&flagBlocking == 0 {
+		it.owner = x
+	}
 	x.pend = it
 	db := x.db()
 	keep := x.keptArg()
