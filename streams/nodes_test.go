@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -550,5 +551,32 @@ func TestNodesAfterXSetID(t *testing.T) {
 	}
 	if m := meta(t, s, "e"); m.Length != 3 || m.Nodes != 3 || m.FirstID != id(2, 6) {
 		t.Fatalf("after the trims: %+v, redis-server 7.0: length 3, 3 nodes, first 2-6", m)
+	}
+
+	// An exact MINID trim leaves the stream empty with a node of deleted
+	// entries; XSETID may then go below that node's first ID (Redis 7.0
+	// checks nothing on an empty stream), and the entries added after it
+	// must not land below it: the node goes (dropNodesBelow).
+	s, _ = open(t)
+	xadd("f", 5, 0, streams.Config{})
+	xadd("f", 6, 0, streams.Config{})
+	xdel("f", id(6, 0))
+	do("XTRIM f MINID 5-5", func(v *materialize.View) ([]codec.Event, error) {
+		_, evs, err := streams.TrimStream(v, 0, []byte("f"), streams.Trim{Strategy: streams.TrimMinID, MinID: id(5, 5)})
+		return evs, err
+	})
+	if m := meta(t, s, "f"); m.Length != 0 || m.Nodes != 1 {
+		t.Fatalf("after XTRIM f MINID 5-5: %+v, redis-server 7.0: length 0, 1 node", m)
+	}
+	xsetid("f", 1, 0)
+	xadd("f", 2, 0, streams.Config{})
+	xadd("f", 3, 0, streams.Config{})
+	if got := rangeIDs(t, s, "f", codec.ID{}, codec.MaxID, 10, false); !slices.Equal(got, []codec.ID{id(2, 0), id(3, 0)}) {
+		t.Fatalf("XRANGE f - + = %v, redis-server 7.0: [2-0 3-0]", got)
+	}
+	xdel("f", id(2, 0))
+	trim("f", 0)
+	if m := meta(t, s, "f"); m.Length != 0 || m.Nodes != 0 || m.LastID != id(3, 0) {
+		t.Fatalf("after XDEL f 2-0 and XTRIM f MAXLEN 0: %+v, redis-server 7.0: length 0, no node, last ID 3-0", m)
 	}
 }

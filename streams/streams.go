@@ -695,11 +695,50 @@ func SetID(v *materialize.View, db uint8, key []byte, id codec.ID, a SetIDArgs) 
 		}
 	}
 	s.LastID = id
+	evs, err := dropNodesBelow(v, db, key, s, id, nodeSize(a.NodeSize))
+	if err != nil {
+		return true, nil, err
+	}
 	if a.EntriesAdded != -1 {
 		setEntriesAdded(s, uint64(a.EntriesAdded), nodeSize(a.NodeSize))
 	}
 	if !a.MaxDeletedID.IsZero() {
 		s.MaxDeletedID = a.MaxDeletedID
 	}
-	return true, []codec.Event{codec.SetMetaEvent(db, key, m, m.ExpireAtMs)}, nil
+	return true, append(evs, codec.SetMetaEvent(db, key, m, m.ExpireAtMs)), nil
+}
+
+// dropNodesBelow removes the nodes of an empty stream when XSETID sets a
+// last ID below the last node's first ID. On a stream of length 0 Redis
+// 7.0 takes any ID, and an exact MINID trim can leave a node without live
+// entries (its deleted entries stay, as in Redis): the next XADD would
+// then append an entry below the node's first ID, or open a node below
+// it, which node keys (keyed and ordered by first ID) cannot hold. Redis
+// appends such an entry to the node it kept; here the node goes and the
+// XADD opens a new one: XINFO STREAM's radix-tree-keys is 0 until then,
+// where Redis's is 1, and the new node does not count the old deleted
+// entries toward stream-node-max-entries. No entry is lost: the nodes
+// hold none. n is stream-node-max-entries (migrate).
+func dropNodesBelow(v *materialize.View, db uint8, key []byte, s *codec.StreamMeta, id codec.ID, n uint64) ([]codec.Event, error) {
+	if s.Length != 0 || (s.Nodes == 0 && !s.Legacy) {
+		return nil, nil
+	}
+	ed := newNodeEditor(v, db, key, s, n)
+	last := ed.tail
+	if last == nil && ed.hasKeys() {
+		var err error
+		if last, err = ed.keyAtOrBefore(codec.MaxID); err != nil {
+			return nil, err
+		}
+	}
+	if last == nil || !id.Less(last.n.First) {
+		return ed.events(), nil
+	}
+	if ed.hasKeys() {
+		ed.ranges = append(ed.ranges, [2]codec.ID{{}, codec.MaxID})
+	}
+	ed.tail = nil
+	s.Nodes = 0
+	ed.setHead(nil)
+	return ed.events(), nil
 }
