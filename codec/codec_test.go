@@ -447,6 +447,7 @@ func TestMetaStreamRoundTrip(t *testing.T) {
 	full := head
 	full.Nodes, full.HeadMigrated = 0x5152535455565758, true
 	full.HeadLast, full.HeadLive = ID{0x6162636465666768, 0x696a6b6c6d6e6f70}, 0x7172737475767778
+	full.HeadFirst = ID{0x6162636465666768, 0x11}
 	full.Tail = StreamNode{First: ID{0x8182838485868788, 1}, Last: ID{0x8182838485868788, 2}, Count: 3, Live: 4, Deleted: 5, Body: 6,
 		MasterKnown: true, MasterDigest: 0x9192939495969798}
 	metas := []Meta{
@@ -454,7 +455,7 @@ func TestMetaStreamRoundTrip(t *testing.T) {
 		{Type: TypeStream, ExpireAtMs: 1700000060000, Stream: head},
 		{Type: TypeStream, ExpireAtMs: 1700000060000, Stream: full},
 		{Type: TypeStream, ExpireAtMs: -1, Stream: StreamMeta{Length: math.MaxUint64, LastID: MaxID, FirstID: MaxID, MaxDeletedID: MaxID,
-			EntriesAdded: math.MaxUint64, Nodes: math.MaxUint64, HeadLast: MaxID, HeadLive: math.MaxUint64,
+			EntriesAdded: math.MaxUint64, Nodes: math.MaxUint64, HeadLast: MaxID, HeadLive: math.MaxUint64, HeadFirst: MaxID,
 			Tail: StreamNode{First: MaxID, Last: MaxID, Count: math.MaxUint64, Live: math.MaxUint64, Deleted: math.MaxUint64, Body: math.MaxUint64, MasterDigest: math.MaxUint64}}},
 	}
 	for _, m := range metas {
@@ -481,9 +482,15 @@ func TestMetaStreamRoundTrip(t *testing.T) {
 		if s.HeadMigrated {
 			flags = 1
 		}
+		if !s.HeadFirst.IsZero() {
+			flags |= 2
+		}
 		want = append(want, flags)
 		id(s.HeadLast)
 		u(s.HeadLive)
+		if !s.HeadFirst.IsZero() {
+			id(s.HeadFirst)
+		}
 		id(s.Tail.First)
 		want = AppendStreamNode(want, s.Tail)
 		if !bytes.Equal(enc, want) {
@@ -503,6 +510,12 @@ func TestMetaStreamRoundTrip(t *testing.T) {
 				t.Fatalf("DecodeMeta accepted a stream meta of %d bytes", n)
 			}
 		}
+	}
+	// A head first ID above the head's last ID does not decode.
+	badHead := full
+	badHead.HeadFirst = ID{full.HeadLast.Ms + 1, 0}
+	if _, err := DecodeMeta(AppendMeta(nil, Meta{Type: TypeStream, Stream: badHead})); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("DecodeMeta of a head first ID above its last = %v, want ErrCorrupt", err)
 	}
 	// A tail's next ID is never encoded (the tail has no next node), and a
 	// Meta whose tail carries one does not decode.
@@ -547,12 +560,12 @@ func TestMetaStreamRoundTrip(t *testing.T) {
 	// stands for, a version 2 Meta of another type.
 	flagsAt := 10 + uvarintLen(full.Length) + uvarintIDLen(full.LastID) + uvarintIDLen(full.FirstID) +
 		uvarintIDLen(full.MaxDeletedID) + uvarintLen(full.EntriesAdded) + uvarintLen(full.Nodes)
-	for _, at := range []int{flagsAt, MetaLen(Meta{Type: TypeStream, Stream: full}) - 1} {
+	for at, flags := range map[int]byte{flagsAt: 3, MetaLen(Meta{Type: TypeStream, Stream: full}) - 1: 1} {
 		b := AppendMeta(nil, Meta{Type: TypeStream, Stream: full})
-		if b[at] != 1 {
-			t.Fatalf("byte %d of %x is %#x, not a flags byte of 1", at, b, b[at])
+		if b[at] != flags {
+			t.Fatalf("byte %d of %x is %#x, not a flags byte of %#x", at, b, b[at], flags)
 		}
-		b[at] = 3
+		b[at] |= 4
 		if _, err := DecodeMeta(b); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("DecodeMeta(flags %#x at %d) = %v, want ErrCorrupt", b[at], at, err)
 		}

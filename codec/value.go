@@ -142,15 +142,15 @@ type Meta struct {
 //	+--------+---------+----------+----------------+---------------+
 //	| length | last-id | first-id | max-deleted-id | entries-added |
 //	+--------+---------+----------+----------------+---------------+
-//	+-------+-----------+-----------+-----------+------------+---------------------+
-//	| nodes | flags (1) | head-last | head-live | tail-first | tail (StreamNode)   |
-//	+-------+-----------+-----------+-----------+------------+---------------------+
+//	+-------+-----------+-----------+-----------+--------------+------------+-------------------+
+//	| nodes | flags (1) | head-last | head-live | [head-first] | tail-first | tail (StreamNode) |
+//	+-------+-----------+-----------+-----------+--------------+------------+-------------------+
 //
 // About 60 bytes for today's IDs (streamMetaMaxLen at most). The second
 // row is the node state (package streams, streams/nodes.go): the node
 // count, the head summary and the tail node (a StreamNode value); the
 // other nodes are node keys (TagStreamNode). flags bit 0 is HeadMigrated,
-// the other bits are zero. Two older forms still decode (ver 1), with
+// bit 1 says head-first follows; the other bits are zero. Two older forms still decode (ver 1), with
 // Legacy set: 72 bytes (length u64, the three IDs of 16 bytes,
 // entries-added u64, node-origin u64) and 64 (without node-origin).
 type StreamMeta struct {
@@ -182,6 +182,12 @@ type StreamMeta struct {
 	HeadLast     ID
 	HeadLive     uint64
 	HeadMigrated bool
+	// HeadFirst is the head's first ID, the suffix of its key: zero in
+	// metadata written before it was kept, where the head is the node key
+	// a reverse seek from HeadLast finds ending at HeadLast. After an
+	// XSETID below deleted entries a later node may end at the same ID
+	// (docs/key-format.md §5.2a), so HeadLast alone does not name the head.
+	HeadFirst ID
 	// Tail is the last node, where XADD appends (Count 0: none).
 	Tail StreamNode
 }
@@ -192,7 +198,7 @@ type StreamMeta struct {
 const (
 	streamMetaLegacyLen = 8 + 3*IDLen + 8
 	streamMetaOriginLen = streamMetaLegacyLen + 8
-	streamMetaMaxLen    = 14*binary.MaxVarintLen64 + 1 + StreamNodeMaxLen - 2*binary.MaxVarintLen64 // the tail has no next ID
+	streamMetaMaxLen    = 16*binary.MaxVarintLen64 + 1 + StreamNodeMaxLen - 2*binary.MaxVarintLen64 // with head-first; the tail has no next ID
 )
 
 // appendStreamMeta appends s in the varint form.
@@ -207,9 +213,15 @@ func appendStreamMeta(b []byte, s StreamMeta) []byte {
 	if s.HeadMigrated {
 		flags |= 1
 	}
+	if !s.HeadFirst.IsZero() {
+		flags |= 2
+	}
 	b = append(b, flags)
 	b = appendUvarintID(b, s.HeadLast)
 	b = binary.AppendUvarint(b, s.HeadLive)
+	if !s.HeadFirst.IsZero() {
+		b = appendUvarintID(b, s.HeadFirst)
+	}
 	b = appendUvarintID(b, s.Tail.First)
 	t := s.Tail
 	t.Next, t.Inner = ID{}, "" // the tail has no next node, nor inner IDs
@@ -220,7 +232,15 @@ func appendStreamMeta(b []byte, s StreamMeta) []byte {
 func streamMetaLen(s StreamMeta) int {
 	return uvarintLen(s.Length) + uvarintIDLen(s.LastID) + uvarintIDLen(s.FirstID) +
 		uvarintIDLen(s.MaxDeletedID) + uvarintLen(s.EntriesAdded) + uvarintLen(s.Nodes) + 1 +
-		uvarintIDLen(s.HeadLast) + uvarintLen(s.HeadLive) + uvarintIDLen(s.Tail.First) + streamNodeLen(s.Tail) - nextLen(s.Tail.Next) - len(s.Tail.Inner)
+		uvarintIDLen(s.HeadLast) + uvarintLen(s.HeadLive) + headFirstLen(s.HeadFirst) + uvarintIDLen(s.Tail.First) + streamNodeLen(s.Tail) - nextLen(s.Tail.Next) - len(s.Tail.Inner)
+}
+
+// headFirstLen is the length of StreamMeta.HeadFirst's encoding (0: absent).
+func headFirstLen(id ID) int {
+	if id.IsZero() {
+		return 0
+	}
+	return uvarintIDLen(id)
 }
 
 // decodeStreamMeta decodes the varint form of a stream's metadata. A Meta
@@ -237,13 +257,18 @@ func decodeStreamMeta(b []byte) (StreamMeta, error) {
 	flags := r.byte()
 	s.HeadLast = r.id()
 	s.HeadLive = r.u64()
+	if flags&2 != 0 {
+		s.HeadFirst = r.id()
+	}
 	t := r.streamNode(r.id())
 	switch {
 	case r.err != nil:
 	case len(r.b) != 0:
 		r.fail("stream meta with %d bytes left over", len(r.b))
-	case flags&^1 != 0:
+	case flags&^3 != 0:
 		r.fail("stream meta flags %#x", flags)
+	case flags&2 != 0 && (s.HeadFirst.IsZero() || s.HeadLast.Less(s.HeadFirst)):
+		r.fail("stream meta head first ID %s (last %s)", s.HeadFirst, s.HeadLast)
 	case !t.Next.IsZero() || t.Inner != "":
 		r.fail("stream meta with a tail's next ID %s or inner IDs", t.Next)
 	case t.Count == 0 && t != (StreamNode{}):

@@ -221,11 +221,14 @@ func (c *checker) checkStreamNodes(h []byte, s codec.StreamMeta, nodes []*nodeTa
 	}
 	var want codec.StreamMeta
 	if len(nodes) > 0 {
-		want.HeadLast, want.HeadLive, want.HeadMigrated = nodes[0].n.Last, nodes[0].n.Live, nodes[0].n.Count > 1
+		want.HeadLast, want.HeadLive, want.HeadMigrated, want.HeadFirst = nodes[0].n.Last, nodes[0].n.Live, nodes[0].n.Count > 1, nodes[0].n.First
 	}
-	if s.HeadLast != want.HeadLast || s.HeadLive != want.HeadLive || s.HeadMigrated != want.HeadMigrated {
-		c.keyViolation(h, "stream head summary", fmt.Sprintf("last %s, live %d, migrated %v", s.HeadLast, s.HeadLive, s.HeadMigrated),
-			fmt.Sprintf("last %s, live %d, migrated %v (the first N key's)", want.HeadLast, want.HeadLive, want.HeadMigrated), nil)
+	if s.HeadFirst.IsZero() { // metadata written before the head's first ID was kept
+		want.HeadFirst = codec.ID{}
+	}
+	if s.HeadLast != want.HeadLast || s.HeadLive != want.HeadLive || s.HeadMigrated != want.HeadMigrated || s.HeadFirst != want.HeadFirst {
+		c.keyViolation(h, "stream head summary", fmt.Sprintf("first %s, last %s, live %d, migrated %v", s.HeadFirst, s.HeadLast, s.HeadLive, s.HeadMigrated),
+			fmt.Sprintf("first %s, last %s, live %d, migrated %v (the first N key's)", want.HeadFirst, want.HeadLast, want.HeadLive, want.HeadMigrated), nil)
 	}
 }
 

@@ -118,22 +118,27 @@ func (ed *nodeEditor) tailCount() uint64 {
 	return ed.tail.n.Count
 }
 
-// isHead reports whether r is the head node key.
+// isHead reports whether r is the head node key: by its first ID, or, in
+// metadata written before the head's first ID was kept, by its last.
 func (ed *nodeEditor) isHead(r *nodeRef) bool {
-	return !r.tail && ed.hasKeys() && r.n.Last == ed.s.HeadLast
+	if r.tail || !ed.hasKeys() {
+		return false
+	}
+	if f := ed.s.HeadFirst; !f.IsZero() {
+		return r.n.First == f
+	}
+	return r.n.Last == ed.s.HeadLast
 }
 
 // setHead makes r the head node key (nil: there is none).
 func (ed *nodeEditor) setHead(r *nodeRef) {
 	s := ed.s
-	if r == nil {
-		s.HeadLast, s.HeadLive, s.HeadMigrated = codec.ID{}, 0, false
+	if r == nil || r.tail {
+		s.HeadLast, s.HeadLive, s.HeadMigrated, s.HeadFirst = codec.ID{}, 0, false, codec.ID{}
 		return
 	}
-	s.HeadLast, s.HeadLive, s.HeadMigrated = r.n.Last, r.n.Live, r.n.Count > 1
-	if !r.tail {
-		ed.v.NoteStreamHead(ed.db, ed.key, r.n.First)
-	}
+	s.HeadLast, s.HeadLive, s.HeadMigrated, s.HeadFirst = r.n.Last, r.n.Live, r.n.Count > 1, r.n.First
+	ed.v.NoteStreamHead(ed.db, ed.key, r.n.First)
 }
 
 // changed records that r's counts changed.
@@ -246,6 +251,15 @@ func (ed *nodeEditor) first() (*nodeRef, error) {
 	if !ed.hasKeys() {
 		return ed.tail, nil
 	}
+	if f := ed.s.HeadFirst; !f.IsZero() {
+		// A point lookup (which the writer's group cache answers).
+		r, err := ed.keyAt(f)
+		if err == nil && (r == nil || r.n.Last != ed.s.HeadLast) {
+			err = fmt.Errorf("streams: %q: no head node key %s ending at %s: %w", ed.key, f, ed.s.HeadLast, codec.ErrCorrupt)
+		}
+		return r, err
+	}
+	// Metadata written before the head's first ID was kept.
 	if r, err := ed.hintedHead(); err != nil || r != nil {
 		return r, err
 	}
@@ -271,8 +285,9 @@ func (ed *nodeEditor) first() (*nodeRef, error) {
 
 // hintedHead returns the head node key named by the writer's hint
 // (View.StreamHeadHint) when the key exists, the decision has not removed
-// it and it ends at the head's last ID: node keys cover disjoint ranges,
-// so it is the one keyAtOrBefore(HeadLast) would find. A point lookup
+// it and it ends at the head's last ID: the one keyAtOrBefore(HeadLast)
+// would find, unless a node made after an XSETID ends at that ID too (which
+// metadata with the head's first ID rules out: first). A point lookup
 // reads the key's newest version at once, where the reverse seek walked
 // every version the memtable holds (an exact MAXLEN rewrites the head on
 // each XADD). nil when the hint does not hold.

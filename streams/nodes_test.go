@@ -553,6 +553,39 @@ func TestNodesAfterXSetID(t *testing.T) {
 		t.Fatalf("after the trims: %+v, redis-server 7.0: length 3, 3 nodes, first 2-6", m)
 	}
 
+	// After an XSETID below a deleted last entry, a later node may end at
+	// that same ID (3-0 added again): the head is named by its first ID,
+	// so an XDEL in the later node does not take it for the head, and a
+	// trim without the writer's hint (a new name) finds the right node.
+	s, _ = open(t)
+	for ms := uint64(1); ms <= 3; ms++ {
+		xadd("g", ms, 0, three)
+	}
+	xdel("g", id(3, 0))
+	xsetid("g", 2, 5)
+	for _, e := range []codec.ID{id(2, 6), id(2, 7), id(3, 0), id(4, 0)} {
+		xadd("g", e.Ms, e.Seq, three)
+	}
+	xdel("g", id(2, 6))
+	do("RENAME g h", func(v *materialize.View) ([]codec.Event, error) {
+		_, evs, err := keyspace.Rename(v, 0, []byte("g"), []byte("h"), false)
+		return evs, err
+	})
+	for _, c := range []struct {
+		maxLen, n uint64
+		ids       []codec.ID
+	}{{3, 2, []codec.ID{id(2, 7), id(3, 0), id(4, 0)}}, {1, 2, []codec.ID{id(4, 0)}}} {
+		var n uint64
+		do(fmt.Sprintf("XTRIM h MAXLEN ~ %d", c.maxLen), func(v *materialize.View) ([]codec.Event, error) {
+			got, evs, err := streams.TrimStream(v, 0, []byte("h"), streams.Trim{Strategy: streams.TrimMaxLen, MaxLen: c.maxLen, Approx: true})
+			n = got
+			return evs, err
+		})
+		if got := rangeIDs(t, s, "h", codec.ID{}, codec.MaxID, 10, false); n != c.n || !slices.Equal(got, c.ids) {
+			t.Fatalf("XTRIM h MAXLEN ~ %d = %d, leaving %v; redis-server 7.0: %d, leaving %v", c.maxLen, n, got, c.n, c.ids)
+		}
+	}
+
 	// An exact MINID trim leaves the stream empty with a node of deleted
 	// entries; XSETID may then go below that node's first ID (Redis 7.0
 	// checks nothing on an empty stream), and the entries added after it
