@@ -290,8 +290,10 @@ type pendingReply struct {
 	reply  func()
 	err    error
 	// owner is the exec this reply lives in (exec.pendBuf), given back to
-	// the connection once the reply is written (conn.drain): nil when
-	// the command submitted a second write, or cannot give it back.
+	// the connection once the write committed and its reply is written
+	// (conn.drain; a failed write's exec is left to the garbage
+	// collector): nil when the command submitted a second write, or
+	// cannot give it back.
 	owner *exec
 }
 
@@ -657,7 +659,11 @@ func (c *conn) execDone(x *exec) {
 	c.spareExec(x)
 }
 
-// spareExec keeps x for newExec.
+// spareExec keeps x for newExec. x must be done with: in particular a
+// pipelined write must not drain or flush the connection while it runs
+// after its writeAsync (only blocking commands do, in Block and
+// waitConsumer, and they never give their exec back), or drain would
+// give back an exec still running.
 func (c *conn) spareExec(x *exec) {
 	if len(c.spares) < maxSpareExecs {
 		c.spares = append(c.spares, x)
