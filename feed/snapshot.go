@@ -246,7 +246,7 @@ func (p *pager) key(k, val []byte, stage uint8, sub []byte) (bool, error) {
 				break // no node keys
 			}
 			var start []byte
-			if start, err = headNodeKey(p.v, db, key, s.HeadLast); err == nil {
+			if start, err = headNodeKey(p.v, db, key, s); err == nil {
 				more, err = p.each(stNodes, from(sub, start), db, key, codec.TagStreamNode, false,
 					func(suffix, val []byte) (codec.Event, error) {
 						return codec.Event{Op: codec.OpXNodeSet, DB: db, Key: key, Args: [][]byte{suffix, val}}, nil
@@ -277,17 +277,34 @@ func (p *pager) key(k, val []byte, stage uint8, sub []byte) (bool, error) {
 	return true, nil
 }
 
-// headNodeKey returns the key of a stream's first node key, whose last ID
-// is headLast (StreamMeta.HeadLast): a reverse seek from there, so the
-// walk of the node keys never steps over the deleted ones below it.
-func headNodeKey(v *materialize.View, db uint8, key []byte, headLast codec.ID) ([]byte, error) {
+// headNodeKey returns the key of a stream's first node key (the head), so
+// that the walk of the node keys never steps over the deleted ones below
+// it: named by s.HeadFirst, or, in metadata written before that was kept,
+// found by a reverse seek from s.HeadLast down to a node key ending
+// there (nodes made after an XSETID may start inside the head's range;
+// docs/key-format.md §5.2). The prefix's start when none is found.
+func headNodeKey(v *materialize.View, db uint8, key []byte, s codec.StreamMeta) ([]byte, error) {
+	if !s.HeadFirst.IsZero() {
+		return codec.StreamNodeKey(db, key, s.HeadFirst), nil
+	}
 	p := codec.KeyPrefix(codec.TagStreamNode, db, key)
 	upper := codec.PrefixEnd(p)
-	if next, ok := headLast.Next(); ok {
+	if next, ok := s.HeadLast.Next(); ok {
 		upper = codec.StreamNodeKey(db, key, next)
 	}
 	start := p
-	err := v.IterateNoValues(p, upper, true, func(k []byte) (bool, error) {
+	err := v.Iterate(p, upper, true, func(k, val []byte) (bool, error) {
+		first, err := codec.DecodeID(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		n, err := codec.DecodeStreamNode(first, val)
+		if err != nil {
+			return false, err
+		}
+		if n.Last != s.HeadLast {
+			return true, nil
+		}
 		start = bytes.Clone(k)
 		return false, nil
 	})

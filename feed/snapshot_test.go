@@ -10,6 +10,7 @@ import (
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/feed"
 	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/streams"
 )
 
 // readAll reads a snapshot page by page with the given bounds, checking
@@ -135,5 +136,78 @@ func TestSnapshotPages(t *testing.T) {
 	got, pages = readAll(t, one, 1, 0)
 	if len(got) != 1 || pages < 20 {
 		t.Fatalf("MATCH s199: %d events in %d pages", len(got), pages)
+	}
+}
+
+// TestSnapshotStreamNodesAfterXSetID: after an XSETID below a deleted
+// last entry, a node made later starts inside the head's range; the
+// snapshot still starts the stream's node keys at the head (StreamMeta's
+// head first ID), with metadata written before that was kept too (the
+// reverse seek then walks down to the node ending at the head's last ID).
+func TestSnapshotStreamNodesAfterXSetID(t *testing.T) {
+	s, err := materialize.Open(materialize.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	do := func(f func(v *materialize.View) ([]codec.Event, error)) {
+		t.Helper()
+		if _, err := s.Write(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	three := streams.Config{NodeMaxEntries: 3, NodeMaxBytes: 4096}
+	xadd := func(ms, seq uint64) {
+		do(func(v *materialize.View) ([]codec.Event, error) {
+			_, _, evs, err := streams.Add(v, 0, []byte("g"), [][]byte{[]byte("f"), []byte("v")},
+				streams.AddArgs{ID: streams.IDSpec{ID: codec.ID{Ms: ms, Seq: seq}}, Config: three})
+			return evs, err
+		})
+	}
+	for ms := uint64(1); ms <= 3; ms++ {
+		xadd(ms, 0)
+	}
+	do(func(v *materialize.View) ([]codec.Event, error) {
+		_, evs, err := streams.Del(v, 0, []byte("g"), []codec.ID{{Ms: 3}})
+		return evs, err
+	})
+	do(func(v *materialize.View) ([]codec.Event, error) {
+		_, evs, err := streams.SetID(v, 0, []byte("g"), codec.ID{Ms: 2, Seq: 5}, streams.SetIDArgs{EntriesAdded: -1})
+		return evs, err
+	})
+	for _, seq := range []uint64{6, 7, 8} {
+		xadd(2, seq)
+	}
+	xadd(4, 0)
+	nodes := func() []string {
+		t.Helper()
+		st, err := s.PinState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		evs, _ := readAll(t, feed.NewSnapshot(st, "", feed.SnapshotFilter{DB: -1}), feed.SnapshotMax, 0)
+		var firsts []string
+		for _, p := range evs {
+			if m, _ := feed.Decode(p); m.Op == "xnode-set" {
+				firsts = append(firsts, fmt.Sprint(m.Args))
+			}
+		}
+		return firsts
+	}
+	if got := nodes(); len(got) != 2 {
+		t.Fatalf("the snapshot's node keys: %v, want 2 (1-0 and 2-6)", got)
+	}
+	// The same metadata without the head's first ID, as written before.
+	do(func(v *materialize.View) ([]codec.Event, error) {
+		m, _, err := v.Meta(0, []byte("g"))
+		if err != nil {
+			return nil, err
+		}
+		m.Stream.HeadFirst = codec.ID{}
+		return []codec.Event{codec.SetMetaEvent(0, []byte("g"), m, 0)}, nil
+	})
+	if got := nodes(); len(got) != 2 {
+		t.Fatalf("without the head's first ID, the snapshot's node keys: %v, want 2 (1-0 and 2-6)", got)
 	}
 }

@@ -613,3 +613,47 @@ func TestNodesAfterXSetID(t *testing.T) {
 		t.Fatalf("after XDEL f 2-0 and XTRIM f MAXLEN 0: %+v, redis-server 7.0: length 0, no node, last ID 3-0", m)
 	}
 }
+
+// TestMigratedRecordMarkedEmpty: an exact MINID trim that removes a piece
+// of a migrated record and marks the rest deleted leaves the record
+// without live entries; its key stays at its first ID (the stream's new
+// first entry is in the tail after it), so the record and the head
+// summary keep a first ID at or below their last.
+func TestMigratedRecordMarkedEmpty(t *testing.T) {
+	s, _ := open(t)
+	writeLegacyStream(t, s, "m", 150)
+	// As if 151-0 had been added and deleted before the upgrade: the last
+	// ID, which the record ends at, names no entry.
+	if _, err := s.Write(func(*materialize.View) ([]codec.Event, error) {
+		m := codec.Meta{Type: codec.TypeStream, Stream: codec.StreamMeta{Legacy: true,
+			Length: 150, FirstID: id(1, 0), LastID: id(151, 0), MaxDeletedID: id(151, 0), EntriesAdded: 151}}
+		return []codec.Event{codec.SetMetaEvent(0, []byte("m"), m, 0)}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		what string
+		f    func(v *materialize.View) ([]codec.Event, error)
+	}{
+		{"XADD m 300-0", func(v *materialize.View) ([]codec.Event, error) {
+			_, _, evs, err := streams.Add(v, 0, []byte("m"), fv1, streams.AddArgs{ID: explicit(300, 0)})
+			return evs, err
+		}},
+		{"XTRIM m MINID 151-0", func(v *materialize.View) ([]codec.Event, error) {
+			_, evs, err := streams.TrimStream(v, 0, []byte("m"), streams.Trim{Strategy: streams.TrimMinID, MinID: id(151, 0)})
+			return evs, err
+		}},
+		{"XADD m 301-0", func(v *materialize.View) ([]codec.Event, error) {
+			_, _, evs, err := streams.Add(v, 0, []byte("m"), fv1, streams.AddArgs{ID: explicit(301, 0)})
+			return evs, err
+		}},
+	} {
+		if _, err := s.Write(step.f); err != nil {
+			t.Fatalf("%s: %v", step.what, err)
+		}
+		mustCheck(t, s, "after "+step.what)
+	}
+	if m := meta(t, s, "m"); m.Length != 2 || m.FirstID != id(300, 0) || m.HeadFirst != id(1, 0) || m.HeadLive != 0 {
+		t.Fatalf("after the trim: %+v", m)
+	}
+}

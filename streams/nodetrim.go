@@ -337,6 +337,12 @@ func (ed *nodeEditor) applyTrim(removed []*nodeRef, stop *nodeRef, pieces, piece
 			if stop == nil {
 				stop = ed.tail
 			}
+		case pieces > 0 && n.Live == 0:
+			// Marked down to no live entry (an exact MINID trim), the
+			// rest of the record holds only deleted entries, and first
+			// is in the node after it: it keeps its first ID, as a
+			// node of Redis keeps its master entry.
+			stop.dirty = !stop.tail
 		case pieces > 0 && stop.tail:
 			n.First = first
 		case pieces > 0:

@@ -734,8 +734,11 @@ func dropNodesBelow(v *materialize.View, db uint8, key []byte, s *codec.StreamMe
 	if last == nil || !id.Less(last.n.First) {
 		return ed.events(), nil
 	}
-	if ed.hasKeys() {
-		ed.ranges = append(ed.ranges, [2]codec.ID{{}, codec.MaxID})
+	// On an empty stream that node is the only one: an exact MINID trim
+	// leaves one node without live entries (a migrated record left so
+	// goes whole), any other goes when its last live entry does.
+	if !last.tail {
+		last.gone = true // a point deletion (events)
 	}
 	ed.tail = nil
 	s.Nodes = 0
