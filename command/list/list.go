@@ -153,7 +153,10 @@ func runLRange(x *command.Ctx) error {
 	if err != nil {
 		return err
 	}
-	bulks(x, elems)
+	x.Reply.Array(elems.Len())
+	for i := range elems.Len() {
+		x.Reply.Bulk(elems.At(i))
+	}
 	return nil
 }
 

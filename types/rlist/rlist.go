@@ -142,23 +142,10 @@ func read(v *materialize.View, db uint8, key []byte, m codec.Meta, from, to int6
 		}
 		return [][]byte{elem}, err
 	}
-	// One buffer for every element's bytes: an allocation per read, not
-	// per element.
-	var buf []byte
-	ends := make([]int, 0, to-from+1)
-	err := each(v, db, key, m, from, to, false, func(_ int64, elem []byte) (bool, error) {
-		buf = append(buf, elem...)
-		ends = append(ends, len(buf))
-		return true, nil
-	})
-	if err == nil && int64(len(ends)) != to-from+1 {
-		err = corrupt(key, from, to, len(ends))
-	}
-	out := make([][]byte, len(ends))
-	start := 0
-	for i, end := range ends {
-		out[i] = buf[start:end:end]
-		start = end
+	es, err := readFlat(v, db, key, m, from, to)
+	out := make([][]byte, es.Len())
+	for i := range out {
+		out[i] = es.At(i)
 	}
 	if rev {
 		slices.Reverse(out)
@@ -166,18 +153,72 @@ func read(v *materialize.View, db uint8, key []byte, m codec.Meta, from, to int6
 	return out, err
 }
 
+// Elems are list elements read into one buffer: element i is
+// Buf[Ends[i-1]:Ends[i]] (from 0 for the first). Neither slice holds
+// pointers, so a read of many elements leaves the garbage collector
+// nothing to scan and its appends no write barriers (LRANGE of 100
+// elements: docs/perf.md, "LRANGE without a slice per element").
+type Elems struct {
+	Buf  []byte
+	Ends []int
+}
+
+// Len returns the number of elements.
+func (e Elems) Len() int { return len(e.Ends) }
+
+// At returns element i (capacity cut at its end).
+func (e Elems) At(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = e.Ends[i-1]
+	}
+	return e.Buf[start:e.Ends[i]:e.Ends[i]]
+}
+
+// readFlat reads the elements at indexes from..to (from < to) into one
+// buffer, in index order: an allocation or two per read, not per element.
+func readFlat(v *materialize.View, db uint8, key []byte, m codec.Meta, from, to int64) (Elems, error) {
+	var es Elems
+	es.Ends = make([]int, 0, to-from+1)
+	err := each(v, db, key, m, from, to, false, func(_ int64, elem []byte) (bool, error) {
+		if es.Buf == nil {
+			// Sized for elements like the first, up to 64 KiB (appends
+			// grow it past that).
+			c := 64 << 10
+			if n := int(to - from + 1); len(elem) < c/n {
+				c = len(elem) * n
+			}
+			es.Buf = make([]byte, 0, c)
+		}
+		es.Buf = append(es.Buf, elem...)
+		es.Ends = append(es.Ends, len(es.Buf))
+		return true, nil
+	})
+	if err == nil && int64(len(es.Ends)) != to-from+1 {
+		err = corrupt(key, from, to, len(es.Ends))
+	}
+	return es, err
+}
+
 // Range returns the elements from start to stop inclusive (negative: from
 // the tail; LRANGE).
-func Range(v *materialize.View, db uint8, key []byte, start, stop int64) ([][]byte, error) {
+func Range(v *materialize.View, db uint8, key []byte, start, stop int64) (Elems, error) {
 	m, ok, err := meta(v, db, key)
 	if err != nil || !ok {
-		return nil, err
+		return Elems{}, err
 	}
 	from, to, ok := span(start, stop, int64(m.Count))
 	if !ok {
-		return nil, nil
+		return Elems{}, nil
 	}
-	return read(v, db, key, m, from, to, false)
+	if from == to {
+		elems, err := read(v, db, key, m, from, to, false)
+		if err != nil {
+			return Elems{}, err
+		}
+		return Elems{Buf: elems[0], Ends: []int{len(elems[0])}}, nil
+	}
+	return readFlat(v, db, key, m, from, to)
 }
 
 // Pos returns the indexes of the matches of elem (LPOS): from the rank-th
