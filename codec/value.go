@@ -177,8 +177,9 @@ type StreamMeta struct {
 	// HeadLast, HeadLive and HeadMigrated describe the first node key (the
 	// head: its Last, Live and Count > 1) when the stream has node keys
 	// (Nodes > Tail.Count), and are zero otherwise. With them an XADD
-	// decides whether a '~' trim removes the head without reading it, and
-	// a reverse seek from HeadLast finds its key.
+	// decides whether a '~' trim removes the head without reading it; in
+	// metadata without HeadFirst, a reverse seek from HeadLast, walking
+	// down to the node ending there, finds its key.
 	HeadLast     ID
 	HeadLive     uint64
 	HeadMigrated bool

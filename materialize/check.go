@@ -39,17 +39,20 @@ import (
 //     ZBlockMerge or fewer together; an unranked set has no B keys.
 //   - Stream: entries (X) = length, each value decodes; first-id = the
 //     first entry (0-0 when empty); last-id >= the last entry;
-//     entries-added >= length; max-deleted-id <= last-id.
-//   - Stream nodes: node keys (N) decode, are in ID order and do not
-//     overlap (each first ID above the previous last), and lie below the
-//     tail's first ID; every entry lies in exactly one node (a node key's
-//     [first, last], or the tail from its first ID on), and each node's
-//     live count is its entries, so the live counts of the node keys and
-//     the tail sum to the length; the node keys' counts plus the tail's
-//     are the metadata's node count; the head summary is the first node
-//     key's (last ID, live count, migrated) or zero without node keys; no
-//     node's last ID is above last-id. A legacy stream (not migrated)
-//     has no node keys.
+//     entries-added >= length (max-deleted-id may be above last-id after
+//     XSETID).
+//   - Stream nodes: node keys (N) decode and lie below the tail's first
+//     ID; every entry lies in the node of the greatest first ID at or
+//     below it (the tail from its first ID on), within that node's last
+//     ID, and each node's live count is its entries, so the live counts
+//     of the node keys and the tail sum to the length; a node's range
+//     reaches past last-id only with a deleted entry (or as a migrated
+//     record), and into the next node's only so and without a next ID
+//     (as after an XSETID below deleted entries); the node keys' counts
+//     plus the tail's are the metadata's node count; the head summary is
+//     the first node key's (first ID when kept, last ID, live count,
+//     migrated) or zero without node keys. A legacy stream (not
+//     migrated) has no node keys.
 //   - Consumer groups: G and C values decode; every C, P, Q and W key
 //     belongs to a group with a G key, every Q key to a consumer with a C
 //     key. Each pending entry (P) decodes; an owned one names an existing

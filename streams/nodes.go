@@ -285,9 +285,10 @@ func (ed *nodeEditor) first() (*nodeRef, error) {
 
 // hintedHead returns the head node key named by the writer's hint
 // (View.StreamHeadHint) when the key exists, the decision has not removed
-// it and it ends at the head's last ID: the one keyAtOrBefore(HeadLast)
-// would find, unless a node made after an XSETID ends at that ID too (which
-// metadata with the head's first ID rules out: first). A point lookup
+// it and it ends at the head's last ID: the node first's walk down from
+// keyAtOrBefore(HeadLast) would find, unless a node made after an XSETID
+// ends at that ID too (metadata with the head's first ID does not use the
+// hint: first). A point lookup
 // reads the key's newest version at once, where the reverse seek walked
 // every version the memtable holds (an exact MAXLEN rewrites the head on
 // each XADD). nil when the hint does not hold.
