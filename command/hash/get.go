@@ -88,39 +88,26 @@ func runHAll(x *command.Ctx) error {
 	case command.EqualFold(x.Args[0], "HVALS"):
 		keys = false
 	}
-	// Every field and value in one buffer, with their ends: no slice per
-	// field for the garbage collector to scan (docs/perf.md, "LRANGE
-	// without a slice per element").
-	var buf []byte
-	var ends []int // a field's end, then its value's, for each field
+	var out elements.Flat // the fields and values replied, in order
 	_, err := rhash.All(x.View(), x.DB, x.Args[1], func(f, v []byte) bool {
 		if keys {
-			buf = append(buf, f...)
+			out.Append(f)
 		}
-		ends = append(ends, len(buf))
 		if vals {
-			buf = append(buf, v...)
+			out.Append(v)
 		}
-		ends = append(ends, len(buf))
 		return true
 	})
 	if err != nil {
 		return err
 	}
 	if keys && vals {
-		x.Reply.Map(len(ends) / 2)
+		x.Reply.Map(out.Len() / 2)
 	} else {
-		x.Reply.Array(len(ends) / 2)
+		x.Reply.Array(out.Len())
 	}
-	start := 0
-	for i := 0; i < len(ends); i += 2 {
-		if keys {
-			x.Reply.Bulk(buf[start:ends[i]])
-		}
-		if vals {
-			x.Reply.Bulk(buf[ends[i]:ends[i+1]])
-		}
-		start = ends[i+1]
+	for i := range out.Len() {
+		x.Reply.Bulk(out.At(i))
 	}
 	return nil
 }

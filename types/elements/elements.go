@@ -213,3 +213,32 @@ func cursorPrefix(c uint64) []byte {
 	}
 	return b
 }
+
+// Flat holds byte strings (elements, fields, values) read for a reply in
+// one buffer: string i is Buf[Ends[i-1]:Ends[i]] (from 0 for the first).
+// Neither slice holds pointers, so a read of many strings leaves the
+// garbage collector nothing to scan and its appends no write barriers,
+// where a [][]byte of copies took an allocation per string (LRANGE and
+// HGETALL: docs/perf.md, "LRANGE without a slice per element").
+type Flat struct {
+	Buf  []byte
+	Ends []int
+}
+
+// Append adds b (copied) as the next string.
+func (f *Flat) Append(b []byte) {
+	f.Buf = append(f.Buf, b...)
+	f.Ends = append(f.Ends, len(f.Buf))
+}
+
+// Len returns the number of strings.
+func (f Flat) Len() int { return len(f.Ends) }
+
+// At returns string i (capacity cut at its end).
+func (f Flat) At(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = f.Ends[i-1]
+	}
+	return f.Buf[start:f.Ends[i]:f.Ends[i]]
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/materialize"
+	"github.com/sediment-dev/sediment/types/elements"
 )
 
 // Side is an end of a list.
@@ -153,32 +154,10 @@ func read(v *materialize.View, db uint8, key []byte, m codec.Meta, from, to int6
 	return out, err
 }
 
-// Elems are list elements read into one buffer: element i is
-// Buf[Ends[i-1]:Ends[i]] (from 0 for the first). Neither slice holds
-// pointers, so a read of many elements leaves the garbage collector
-// nothing to scan and its appends no write barriers (LRANGE of 100
-// elements: docs/perf.md, "LRANGE without a slice per element").
-type Elems struct {
-	Buf  []byte
-	Ends []int
-}
-
-// Len returns the number of elements.
-func (e Elems) Len() int { return len(e.Ends) }
-
-// At returns element i (capacity cut at its end).
-func (e Elems) At(i int) []byte {
-	start := 0
-	if i > 0 {
-		start = e.Ends[i-1]
-	}
-	return e.Buf[start:e.Ends[i]:e.Ends[i]]
-}
-
 // readFlat reads the elements at indexes from..to (from < to) into one
 // buffer, in index order: an allocation or two per read, not per element.
-func readFlat(v *materialize.View, db uint8, key []byte, m codec.Meta, from, to int64) (Elems, error) {
-	var es Elems
+func readFlat(v *materialize.View, db uint8, key []byte, m codec.Meta, from, to int64) (elements.Flat, error) {
+	var es elements.Flat
 	es.Ends = make([]int, 0, to-from+1)
 	err := each(v, db, key, m, from, to, false, func(_ int64, elem []byte) (bool, error) {
 		if es.Buf == nil {
@@ -190,8 +169,7 @@ func readFlat(v *materialize.View, db uint8, key []byte, m codec.Meta, from, to 
 			}
 			es.Buf = make([]byte, 0, c)
 		}
-		es.Buf = append(es.Buf, elem...)
-		es.Ends = append(es.Ends, len(es.Buf))
+		es.Append(elem)
 		return true, nil
 	})
 	if err == nil && int64(len(es.Ends)) != to-from+1 {
@@ -202,21 +180,21 @@ func readFlat(v *materialize.View, db uint8, key []byte, m codec.Meta, from, to 
 
 // Range returns the elements from start to stop inclusive (negative: from
 // the tail; LRANGE).
-func Range(v *materialize.View, db uint8, key []byte, start, stop int64) (Elems, error) {
+func Range(v *materialize.View, db uint8, key []byte, start, stop int64) (elements.Flat, error) {
 	m, ok, err := meta(v, db, key)
 	if err != nil || !ok {
-		return Elems{}, err
+		return elements.Flat{}, err
 	}
 	from, to, ok := span(start, stop, int64(m.Count))
 	if !ok {
-		return Elems{}, nil
+		return elements.Flat{}, nil
 	}
 	if from == to {
 		elems, err := read(v, db, key, m, from, to, false)
 		if err != nil {
-			return Elems{}, err
+			return elements.Flat{}, err
 		}
-		return Elems{Buf: elems[0], Ends: []int{len(elems[0])}}, nil
+		return elements.Flat{Buf: elems[0], Ends: []int{len(elems[0])}}, nil
 	}
 	return readFlat(v, db, key, m, from, to)
 }
