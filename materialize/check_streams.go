@@ -192,11 +192,10 @@ func (c *checker) checkStreamNodes(h []byte, s codec.StreamMeta, nodes []*nodeTa
 		if s.Tail.Count > 0 && !nd.n.First.Less(s.Tail.First) {
 			c.keyViolation(h, "stream node order", name, "at or after the tail's first ID "+s.Tail.First.String(), nd.raw)
 		}
-		// A node's range reaches past the last ID, or into the next
-		// node's, only after an XSETID below its last entry, which is then
-		// deleted (or a migrated record's, which names no entry), and such
-		// a node closed without a next ID.
-		edgeDeleted := nd.n.Deleted > 0 || nd.n.Count > 1
+		// A node's range reaches into the next node's only after an
+		// XSETID below its last entry (edgeMayBeDeleted), and such a node
+		// closed without a next ID.
+		edgeDeleted := edgeMayBeDeleted(nd.n)
 		if s.LastID.Less(nd.n.Last) && !edgeDeleted {
 			c.keyViolation(h, "stream node last ID", name+": "+nd.n.Last.String(), "above the last ID "+s.LastID.String()+" with no deleted entry", nd.raw)
 		}
@@ -208,7 +207,7 @@ func (c *checker) checkStreamNodes(h []byte, s codec.StreamMeta, nodes []*nodeTa
 		if tailN != s.Tail.Live {
 			c.keyViolation(h, "stream tail live count", "tail "+s.Tail.First.String()+": "+u64(s.Tail.Live), u64(tailN)+" X keys", nil)
 		}
-		if s.LastID.Less(s.Tail.Last) && s.Tail.Deleted == 0 && s.Tail.Count == 1 {
+		if s.LastID.Less(s.Tail.Last) && !edgeMayBeDeleted(s.Tail) {
 			c.keyViolation(h, "stream node last ID", "tail: "+s.Tail.Last.String(), "above the last ID "+s.LastID.String()+" with no deleted entry", nil)
 		}
 	}
@@ -697,3 +696,10 @@ func (c *checker) checkIDMP(curs map[codec.Tag]*cursor, h []byte, db uint8, key 
 	}
 	return nil
 }
+
+// edgeMayBeDeleted reports whether n's last ID may name no live entry: it
+// has deleted entries (XSETID may then lower the last ID below its last,
+// Redis 7.0 checking the top live entry only), or it is a migrated record
+// (whose last ID is the stream's when it was migrated). Only then may its
+// range reach past the stream's last ID or into the next node's.
+func edgeMayBeDeleted(n codec.StreamNode) bool { return n.Deleted > 0 || n.Count > 1 }
