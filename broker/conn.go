@@ -839,6 +839,16 @@ func (s countingSink) WriteRaw(b []byte) {
 	s.x.w().WriteRaw(b)
 }
 
+// WriteRef is WriteRaw for b that never changes (reply.RefSink): the
+// buffer keeps b itself.
+func (s countingSink) WriteRef(b []byte) {
+	s.x.replied += len(b)
+	if s.x.tx == nil {
+		s.x.c.buffered += len(b)
+	}
+	s.x.w().WriteRef(b)
+}
+
 // run runs the command, and runs it once more, with a view pinned at once,
 // if its read view's state moved (materialize.ErrStateMoved) before it
 // wrote anything: its reply so far is taken back.

@@ -1,10 +1,15 @@
 package broker
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -50,5 +55,69 @@ func TestPipelinedLargeReplies(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSharedValuesToSlowReader: GET replies of cached large values refer
+// to the cache's values (replyBuf.WriteRef) until they are written; a
+// client that reads nothing for a while fills its socket, and its replies
+// wait in the connection's buffer while SETs from another client replace
+// those values. Every reply still arrives whole, in order, with a value
+// the key held: the old one until the GET ran after the SET (a connection
+// whose socket is full stops taking requests), then the new one.
+func TestSharedValuesToSlowReader(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.client(t)
+	ctx := context.Background()
+	val := func(gen, i int) string { return strings.Repeat(string(rune('a'+gen*3+i)), 100_000+i) }
+	for i := range 3 {
+		mustDo(t, c, "SET", "k"+strconv.Itoa(i), val(0, i))
+		mustDo(t, c, "GET", "k"+strconv.Itoa(i)) // cached
+	}
+	raw, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	const n = 300
+	var req strings.Builder
+	for j := range n {
+		fmt.Fprintf(&req, "*2\r\n$3\r\nGET\r\n$2\r\nk%d\r\n*1\r\n$4\r\nPING\r\n", j%3)
+	}
+	if _, err := raw.Write([]byte(req.String())); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the server fills the socket
+	for i := range 3 {
+		if err := c.Set(ctx, "k"+strconv.Itoa(i), val(1, i), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(raw)
+	var gen [3]int // the newest value each key's replies have shown
+	for j := range n {
+		i := j % 3
+		head, err := br.ReadString('\n')
+		if err != nil || head != "$"+strconv.Itoa(len(val(0, i)))+"\r\n" {
+			t.Fatalf("reply %d: header %q, %v", j, head, err)
+		}
+		got := make([]byte, len(val(0, i))+2)
+		if _, err := io.ReadFull(br, got); err != nil {
+			t.Fatalf("reply %d: %v", j, err)
+		}
+		switch string(got) {
+		case val(gen[i], i) + "\r\n":
+		case val(1, i) + "\r\n":
+			gen[i] = 1
+		default:
+			t.Fatalf("reply %d: %d bytes beginning %q, after the value of generation %d; want a whole value of k%d", j, len(got), got[:4], gen[i], i)
+		}
+		if pong, err := br.ReadString('\n'); err != nil || pong != "+PONG\r\n" {
+			t.Fatalf("reply %d: PING got %q, %v", j, pong, err)
+		}
+	}
+	if gen != [3]int{1, 1, 1} {
+		t.Fatalf("the last replies hold the values of generations %v, want the new ones", gen)
 	}
 }

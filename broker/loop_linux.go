@@ -582,7 +582,7 @@ func (l *loop) handOff(c *conn, first [][]byte) {
 	}
 	c.fd.Store(int32(socketFD(nc)))
 	if len(lc.out) > 0 {
-		c.w.b = append(lc.out, c.w.b...)
+		c.w.prepend(lc.out)
 		lc.out = nil
 	}
 	if first == nil {
@@ -803,6 +803,48 @@ func (w loopWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// WriteVec is Write for the slices of bufs in order (vectorWriter): one
+// writev per maxWriteVecs slices, and what the socket does not take now
+// goes to lc.out, as in Write.
+func (w loopWriter) WriteVec(bufs [][]byte) error {
+	lc := w.lc
+	if len(lc.out) > 0 || lc.wdlSet.Load() || lc.c.ps.Load() != nil {
+		for _, b := range bufs {
+			lc.out = append(lc.out, b...)
+		}
+		return nil
+	}
+	for len(bufs) > 0 {
+		k, err := unix.Writev(lc.fd, bufs[:min(len(bufs), maxWriteVecs)])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			for _, b := range bufs {
+				lc.out = append(lc.out, b...)
+			}
+			return nil
+		case err != nil:
+			return err
+		}
+		for k > 0 {
+			if k < len(bufs[0]) {
+				bufs[0] = bufs[0][k:]
+				break
+			}
+			k -= len(bufs[0])
+			bufs = bufs[1:]
+		}
+		for len(bufs) > 0 && len(bufs[0]) == 0 {
+			bufs = bufs[1:]
+		}
+	}
+	return nil
+}
+
+// maxWriteVecs is the most slices one writev takes (Linux's IOV_MAX).
+const maxWriteVecs = 1024
 
 // leaveLoop makes sure c is not served by an event loop (pushes are about
 // to be written by another goroutine).

@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"errors"
+	"io"
 	"testing"
 )
 
@@ -49,5 +50,46 @@ func TestReplyBuf(t *testing.T) {
 	r.WriteString("OK")
 	if err := r.Flush(); err == nil || f.n != 1 || r.Len() != 0 {
 		t.Fatalf("after an error: err %v, writes %d, buffered %d", err, f.n, r.Len())
+	}
+}
+
+// TestReplyBufRefs: slices kept by WriteRef go out in their place among
+// the copied bytes, and Truncate, Bytes and prepend treat them as bytes of
+// the buffer; a buffer without a writer copies them.
+func TestReplyBufRefs(t *testing.T) {
+	build := func(w io.Writer) (*replyBuf, string) {
+		r := &replyBuf{w: w}
+		r.WriteString("A")
+		r.WriteRef([]byte("1111"))
+		r.WriteRef([]byte("22"))
+		r.WriteString("B")
+		r.WriteRef([]byte("333"))
+		return r, "+A\r\n111122+B\r\n333"
+	}
+	var out bytes.Buffer
+	r, want := build(&out)
+	if r.Len() != len(want) || len(r.refs) != 3 {
+		t.Fatalf("Len %d with %d refs, want %d bytes with 3 refs", r.Len(), len(r.refs), len(want))
+	}
+	if err := r.Flush(); err != nil || out.String() != want || r.Len() != 0 || len(r.refs) != 0 {
+		t.Fatalf("flushed %q (err %v), %d bytes and %d refs left; want %q", out.String(), err, r.Len(), len(r.refs), want)
+	}
+	for n := 0; n <= len(want)+1; n++ {
+		r, _ := build(&out)
+		r.Truncate(n)
+		if w := want[:min(n, len(want))]; r.Len() != len(w) || string(r.Bytes()) != w {
+			t.Fatalf("Truncate(%d): %q (Len %d), want %q", n, r.Bytes(), r.Len(), w)
+		}
+		r.prepend([]byte("<"))
+		r.WriteRef([]byte(">"))
+		out.Reset()
+		if err := r.Flush(); err != nil || out.String() != "<"+want[:min(n, len(want))]+">" {
+			t.Fatalf("Truncate(%d), prepend, WriteRef: flushed %q, %v", n, out.String(), err)
+		}
+	}
+	exec := &replyBuf{}
+	exec.WriteRef([]byte("x"))
+	if len(exec.refs) != 0 || string(exec.Bytes()) != "x" {
+		t.Fatalf("a buffer without a writer kept %d refs, holds %q", len(exec.refs), exec.Bytes())
 	}
 }

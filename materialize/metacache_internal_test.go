@@ -156,7 +156,7 @@ func TestMidSizeValueReadFromCache(t *testing.T) {
 		}
 		before := s.IterStats()
 		var got []byte
-		ok, err := s.View().MetaWith(0, key, func(m codec.Meta) error {
+		ok, err := s.View().MetaWith(0, key, func(m codec.Meta, _ bool) error {
 			got = bytes.Clone(m.Value)
 			return nil
 		})
@@ -221,7 +221,7 @@ func TestKeptValueNotCopied(t *testing.T) {
 		t.Fatalf("cached value bytes %d, want %d (kept values count in the budget)", got, 3*100_000)
 	}
 	var got []byte
-	if ok, err := s.View().MetaWith(0, []byte("kept"), func(m codec.Meta) error {
+	if ok, err := s.View().MetaWith(0, []byte("kept"), func(m codec.Meta, _ bool) error {
 		got = bytes.Clone(m.Value)
 		return nil
 	}); err != nil || !ok || !bytes.Equal(got, kept) {

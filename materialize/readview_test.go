@@ -91,11 +91,18 @@ func TestMetaWith(t *testing.T) {
 	clock := newClock(t0)
 	opts := materialize.Options{Dir: t.TempDir(), Now: clock.Now}
 	s := openStore(t, opts)
-	big := strings.Repeat("x", 4000) // larger than the cache keeps
+	big := strings.Repeat("x", 5000) // kept in the change log (Options.ValueLogMin)
 	setString(t, s, 0, "big", big, 0, 0)
 	setString(t, s, 0, "small", "v", 0, 0)
 	setString(t, s, 0, "empty", "", 0, 0)
 	setString(t, s, 0, "gone", "v", t0-1, 0) // already expired
+	// kept are the values fn was told it may keep (shared): none may change
+	// afterwards, whatever the store reads or writes next.
+	type keptValue struct {
+		got        []byte
+		want, when string
+	}
+	var kept []keptValue
 	check := func(s *materialize.Store, when string) {
 		t.Helper()
 		for _, c := range []struct {
@@ -105,8 +112,11 @@ func TestMetaWith(t *testing.T) {
 			for _, v := range []*materialize.View{s.ReadView(), s.PinnedReadView(), s.View()} {
 				var got string
 				called := false
-				ok, err := v.MetaWith(0, []byte(c.key), func(m codec.Meta) error {
+				ok, err := v.MetaWith(0, []byte(c.key), func(m codec.Meta, shared bool) error {
 					got, called = string(m.Value), true
+					if shared {
+						kept = append(kept, keptValue{m.Value, got, when + " " + c.key})
+					}
 					return nil
 				})
 				v.Close()
@@ -120,7 +130,31 @@ func TestMetaWith(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	check(openStore(t, opts), "reopened")
+	s = openStore(t, opts)
+	check(s, "reopened")
+	// Writes replace the values the reads above returned, and another
+	// large value read after a reopen reuses their buffers.
+	setString(t, s, 0, "big", strings.Repeat("y", 5000), 0, 0)
+	setString(t, s, 0, "small", "w", 0, 0)
+	setString(t, s, 0, "big2", strings.Repeat("z", 5000), 0, 0)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, opts)
+	for _, v := range []*materialize.View{s.ReadView(), s.PinnedReadView(), s.View()} {
+		if _, err := v.MetaWith(0, []byte("big2"), func(codec.Meta, bool) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		v.Close()
+	}
+	if len(kept) == 0 {
+		t.Fatal("no value was shared: the cached ones should be")
+	}
+	for _, k := range kept {
+		if string(k.got) != k.want {
+			t.Fatalf("%s: a value MetaWith shared changed from %d bytes of %q to %q", k.when, len(k.want), k.want[:1], k.got[:min(len(k.got), 1)])
+		}
+	}
 }
 
 // TestReadViewLookupsDuringIteration: a pinned view's first iteration uses

@@ -53,7 +53,7 @@ func readAll(t *testing.T, s *Store, want map[string][]byte) {
 		}
 		v.Close()
 		v = s.ReadView()
-		ok, err = v.MetaWith(0, []byte(k), func(m codec.Meta) error {
+		ok, err = v.MetaWith(0, []byte(k), func(m codec.Meta, _ bool) error {
 			if !bytes.Equal(m.Value, val) {
 				return fmt.Errorf("%d bytes, want %d", len(m.Value), len(val))
 			}

@@ -488,17 +488,20 @@ const valueBufKept = 1 << 20
 // string's value the cache does not hold (one over metaCacheMaxCopied, one
 // dropped past the cache's budget, or any when the key is not cached at
 // all, as after a restart) is read from Pebble without the copy Meta
-// makes, and m.Value aliases Pebble's buffer until fn returns. It reports whether the key exists; fn
-// is not called otherwise. GET of a 10 KB value spent a tenth of its CPU
-// on that copy; GET of 100 KB values after a restart, a third
-// (docs/perf.md, "GET of large values after a restart").
-func (v *View) MetaWith(db uint8, key []byte, fn func(m codec.Meta) error) (bool, error) {
+// makes, and m.Value aliases Pebble's buffer until fn returns. It reports
+// whether the key exists; fn is not called otherwise. GET of a 10 KB value
+// spent a tenth of its CPU on that copy; GET of 100 KB values after a
+// restart, a third (docs/perf.md, "GET of large values after a restart").
+// shared tells fn that m.Value never changes and may be kept after fn
+// returns: the cache's (or the writer's staged) value, or a copy made
+// for this lookup, not a buffer lent for the call.
+func (v *View) MetaWith(db uint8, key []byte, fn func(m codec.Meta, shared bool) error) (bool, error) {
 	return v.metaWith(db, key, fn, false)
 }
 
 // metaWith is MetaWith; retried: the lookup is a second one, made after
 // retention moved the value it first found into the store.
-func (v *View) metaWith(db uint8, key []byte, fn func(m codec.Meta) error, retried bool) (bool, error) {
+func (v *View) metaWith(db uint8, key []byte, fn func(m codec.Meta, shared bool) error, retried bool) (bool, error) {
 	m, ok, partial, err := v.rawMetaPartial(db, key, false, true)
 	if err != nil {
 		return false, err
@@ -544,7 +547,7 @@ func (v *View) metaWith(db uint8, key []byte, fn func(m codec.Meta) error, retri
 		return false, nil
 	}
 	v.counted(true)
-	return true, fn(m)
+	return true, fn(m, !partial)
 }
 
 // Expired reports whether m's TTL has passed at the decision time: as in

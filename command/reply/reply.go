@@ -35,6 +35,14 @@ type Sink interface {
 	WriteRaw(b []byte)
 }
 
+// RefSink is a Sink that can keep a slice instead of copying it: WriteRef
+// appends b, which never changes, and the sink may refer to it until it
+// has sent it (the connection's output buffer writes it with writev).
+type RefSink interface {
+	Sink
+	WriteRef(b []byte)
+}
+
 // Writer renders replies into a Sink. The zero Writer is not usable; make
 // one with New. Copies of a Writer share its scratch buffer: use them from
 // one goroutine.
@@ -152,6 +160,20 @@ func (w Writer) Entry() {
 const largeBulk = 4 << 10
 
 var crlf = []byte("\r\n")
+
+// BulkShared is Bulk for s that never changes (a string value the
+// metadata cache shares): a RefSink keeps a large s as it is, without a
+// copy; other sinks copy it as Bulk does.
+func (w Writer) BulkShared(s []byte) {
+	rs, ok := w.sink.(RefSink)
+	if !ok || len(s) < largeBulk {
+		w.Bulk(s)
+		return
+	}
+	w.put(func(b []byte) []byte { return appendHeader(b, '$', len(s)) })
+	rs.WriteRef(s)
+	w.sink.WriteRaw(crlf)
+}
 
 // Bulk writes a bulk string.
 func (w Writer) Bulk(s []byte) {

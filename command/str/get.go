@@ -12,7 +12,13 @@ import (
 // GET key. Reply: bulk string, or nil.
 // https://redis.io/docs/latest/commands/get/
 func runGet(x *command.Ctx) error {
-	ok, err := rstring.GetWith(x.View(), x.DB, x.Args[1], func(val []byte) { x.Reply.Bulk(val) })
+	ok, err := rstring.GetWith(x.View(), x.DB, x.Args[1], func(val []byte, shared bool) {
+		if shared {
+			x.Reply.BulkShared(val)
+		} else {
+			x.Reply.Bulk(val)
+		}
+	})
 	if err == nil && !ok {
 		x.Reply.NullBulk()
 	}

@@ -59,14 +59,15 @@ func Get(v *materialize.View, db uint8, key []byte) (val []byte, ok bool, err er
 }
 
 // GetWith calls fn with key's value, which is valid only during the call
-// (View.MetaWith: a large value is not copied out of Pebble), and reports
-// whether the key exists (fn is not called otherwise).
-func GetWith(v *materialize.View, db uint8, key []byte, fn func(val []byte)) (bool, error) {
-	return v.MetaWith(db, key, func(m codec.Meta) error {
+// unless shared (View.MetaWith: a large value is not copied out of Pebble;
+// a shared one never changes and may be kept), and reports whether the
+// key exists (fn is not called otherwise).
+func GetWith(v *materialize.View, db uint8, key []byte, fn func(val []byte, shared bool)) (bool, error) {
+	return v.MetaWith(db, key, func(m codec.Meta, shared bool) error {
 		if m.Type != codec.TypeString {
 			return materialize.ErrWrongType
 		}
-		fn(m.Value)
+		fn(m.Value, shared)
 		return nil
 	})
 }
