@@ -839,6 +839,24 @@ func (s countingSink) WriteRaw(b []byte) {
 	s.x.w().WriteRaw(b)
 }
 
+// Reserve is reply.Reserver's: n bytes of the buffer to fill in place.
+func (s countingSink) Reserve(n int) []byte {
+	s.x.replied += n
+	if s.x.tx == nil {
+		s.x.c.buffered += n
+	}
+	return s.x.w().Reserve(n)
+}
+
+// Unreserve takes back the last n bytes Reserve lent.
+func (s countingSink) Unreserve(n int) {
+	s.x.replied -= n
+	if s.x.tx == nil {
+		s.x.c.buffered -= n
+	}
+	s.x.w().Unreserve(n)
+}
+
 // WriteRef is WriteRaw for b that never changes (reply.RefSink): the
 // buffer keeps b itself.
 func (s countingSink) WriteRef(b []byte) {

@@ -121,3 +121,55 @@ func TestSharedValuesToSlowReader(t *testing.T) {
 		t.Fatalf("the last replies hold the values of generations %v, want the new ones", gen)
 	}
 }
+
+// TestGetValuesFromChangeLog: after a restart no value is cached, and GET
+// reads a value of 4 KiB or more from the change log straight into the
+// reply buffer (reply.Writer.BulkFill): alone, pipelined among other
+// replies, inside MULTI/EXEC, and as a value too large for the cache.
+func TestGetValuesFromChangeLog(t *testing.T) {
+	dir := t.TempDir()
+	ts := startTestServer(t, dir)
+	c := ts.client(t)
+	ctx := context.Background()
+	sizes := []int{10, 4095, 4096, 10_000, 100_000, 300_000}
+	val := func(i int) string { return strings.Repeat(strconv.Itoa(i%10), sizes[i]) }
+	for i := range sizes {
+		mustDo(t, c, "SET", "k"+strconv.Itoa(i), val(i))
+	}
+	if err := ts.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c = startTestServer(t, dir).client(t)
+	for i := range sizes {
+		if got, err := c.Get(ctx, "k"+strconv.Itoa(i)).Result(); err != nil || got != val(i) {
+			t.Fatalf("GET k%d: %d bytes, %v; want %d", i, len(got), err, sizes[i])
+		}
+	}
+	pipe := c.Pipeline()
+	var gets []*redis.StringCmd
+	for j := range 3 * len(sizes) {
+		pipe.Ping(ctx)
+		gets = append(gets, pipe.Get(ctx, "k"+strconv.Itoa(j%len(sizes))))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for j, g := range gets {
+		if i := j % len(sizes); g.Val() != val(i) {
+			t.Fatalf("pipelined GET %d (k%d): %d bytes, want %d", j, i, len(g.Val()), sizes[i])
+		}
+	}
+	tx := c.TxPipeline()
+	var txGets []*redis.StringCmd
+	for i := range sizes {
+		txGets = append(txGets, tx.Get(ctx, "k"+strconv.Itoa(i)))
+	}
+	if _, err := tx.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range txGets {
+		if g.Val() != val(i) {
+			t.Fatalf("GET k%d in EXEC: %d bytes, want %d", i, len(g.Val()), sizes[i])
+		}
+	}
+}

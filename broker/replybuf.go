@@ -3,6 +3,7 @@ package broker
 import (
 	"io"
 	"net"
+	"sync"
 
 	"github.com/tidwall/redcon"
 )
@@ -47,6 +48,7 @@ type vectorWriter interface {
 // WriteRaw appends RESP bytes as they are.
 func (r *replyBuf) WriteRaw(p []byte) {
 	if r.err == nil {
+		r.grow(len(p))
 		r.b = append(r.b, p...)
 	}
 }
@@ -87,6 +89,25 @@ func (r *replyBuf) WriteRef(p []byte) {
 	default:
 		r.refs = append(r.refs, replyRef{at: len(r.b), p: p})
 		r.refBytes += len(p)
+	}
+}
+
+// Reserve appends n bytes and returns them, to be filled before the next
+// write (reply.Reserver). After a write error they go nowhere.
+func (r *replyBuf) Reserve(n int) []byte {
+	if r.err != nil {
+		return make([]byte, n)
+	}
+	at := len(r.b)
+	r.grow(n)
+	r.b = r.b[:at+n]
+	return r.b[at:]
+}
+
+// Unreserve takes back the last n bytes Reserve appended.
+func (r *replyBuf) Unreserve(n int) {
+	if r.err == nil {
+		r.Truncate(r.Len() - n)
 	}
 }
 
@@ -187,9 +208,78 @@ func (r *replyBuf) Flush() error {
 		r.dropRefs()
 	}
 	if cap(r.b) > maxKeptReplyCap || r.err != nil {
+		putBigBuf(r.b)
 		r.b = nil
 	} else {
 		r.b = r.b[:0]
 	}
 	return r.err
+}
+
+// grow makes room for n more bytes. The new buffer is not zeroed
+// (makeNoZero; the bytes past len are only exposed by appends and
+// Reserve, whose caller fills them), and one larger than maxKeptReplyCap
+// comes from bigReplyBufs, where the one it replaces goes. GET of a 300
+// KB value spent a fifth of its CPU zeroing a new buffer for each reply,
+// and more in page faults on new memory (docs/perf.md, "Large values
+// written from the cache").
+func (r *replyBuf) grow(n int) {
+	if cap(r.b)-len(r.b) >= n {
+		return
+	}
+	c := max(2*cap(r.b), len(r.b)+n, 512)
+	var b []byte
+	if c > maxKeptReplyCap {
+		b = getBigBuf(c)
+	} else {
+		b = makeNoZero(c)
+	}
+	b = append(b, r.b...)
+	if cap(r.b) > maxKeptReplyCap {
+		putBigBuf(r.b)
+	}
+	r.b = b
+}
+
+// bigReplyBufs keep the reply buffers larger than maxKeptReplyCap that
+// connections let go of, for the next large replies of any connection:
+// class i holds buffers of at least bigBufMin<<i bytes. A sync.Pool, so
+// the garbage collector empties what stays unused.
+var bigReplyBufs [bigBufClasses]sync.Pool
+
+const (
+	bigBufMin     = 2 * maxKeptReplyCap
+	bigBufClasses = 8 // up to 64 MiB; larger buffers are not kept
+)
+
+// getBigBuf returns an empty buffer of capacity n or more, pooled when
+// one is, else new (its class's size, not zeroed).
+func getBigBuf(n int) []byte {
+	i := 0
+	for i < bigBufClasses && bigBufMin<<i < n {
+		i++
+	}
+	if i == bigBufClasses {
+		return makeNoZero(n)
+	}
+	if p, _ := bigReplyBufs[i].Get().(*[]byte); p != nil {
+		return (*p)[:0]
+	}
+	return makeNoZero(bigBufMin << i)
+}
+
+// putBigBuf keeps b (whose bytes are no longer referred to) in the class
+// its capacity fills.
+func putBigBuf(b []byte) {
+	if cap(b) < bigBufMin {
+		return
+	}
+	i := 0
+	for i+1 < bigBufClasses && bigBufMin<<(i+1) <= cap(b) {
+		i++
+	}
+	if cap(b) >= bigBufMin<<bigBufClasses {
+		return
+	}
+	bigReplyBufs[i].Put(&b)
 }

@@ -32,3 +32,13 @@ func eventWriters(t *testing.T, s *Store) (write func(...codec.Event) error, mus
 	}
 	return write, must
 }
+
+// valueOf returns m's string value as MetaWith handed it over, read from
+// the change log when m.Ref locates it there.
+func valueOf(v *View, m codec.Meta) ([]byte, error) {
+	if m.Ref.IsZero() {
+		return m.Value, nil
+	}
+	b := make([]byte, m.Ref.Len)
+	return b, v.ReadValue(m.Ref, b)
+}

@@ -156,9 +156,11 @@ func TestMidSizeValueReadFromCache(t *testing.T) {
 		}
 		before := s.IterStats()
 		var got []byte
-		ok, err := s.View().MetaWith(0, key, func(m codec.Meta, _ bool) error {
-			got = bytes.Clone(m.Value)
-			return nil
+		v := s.View()
+		ok, err := v.MetaWith(0, key, func(m codec.Meta, _ bool) error {
+			val, err := valueOf(v, m)
+			got = bytes.Clone(val)
+			return err
 		})
 		if err != nil || !ok || !bytes.Equal(got, val) {
 			t.Fatalf("size %d: read %d bytes, found %v, err %v", size, len(got), ok, err)
@@ -221,9 +223,11 @@ func TestKeptValueNotCopied(t *testing.T) {
 		t.Fatalf("cached value bytes %d, want %d (kept values count in the budget)", got, 3*100_000)
 	}
 	var got []byte
-	if ok, err := s.View().MetaWith(0, []byte("kept"), func(m codec.Meta, _ bool) error {
-		got = bytes.Clone(m.Value)
-		return nil
+	v := s.View()
+	if ok, err := v.MetaWith(0, []byte("kept"), func(m codec.Meta, _ bool) error {
+		val, err := valueOf(v, m)
+		got = bytes.Clone(val)
+		return err
 	}); err != nil || !ok || !bytes.Equal(got, kept) {
 		t.Fatalf("GET of the kept value: %d bytes, found %v, err %v", len(got), ok, err)
 	}

@@ -54,10 +54,11 @@ func readAll(t *testing.T, s *Store, want map[string][]byte) {
 		v.Close()
 		v = s.ReadView()
 		ok, err = v.MetaWith(0, []byte(k), func(m codec.Meta, _ bool) error {
-			if !bytes.Equal(m.Value, val) {
-				return fmt.Errorf("%d bytes, want %d", len(m.Value), len(val))
+			got, err := valueOf(v, m)
+			if err == nil && !bytes.Equal(got, val) {
+				return fmt.Errorf("%d bytes, want %d", len(got), len(val))
 			}
-			return nil
+			return err
 		})
 		if err != nil || !ok {
 			t.Fatalf("MetaWith %s: %v %v", k, ok, err)
@@ -336,4 +337,56 @@ func TestValueReadIgnoresLogReaders(t *testing.T) {
 	}
 	s.log.readers.RUnlock()
 	<-pruning
+}
+
+// TestMetaWithValueGone: retention moves a value into the store and
+// removes its segment between MetaWith's lookup and the caller's
+// ReadValue; MetaWith looks the key up once more and hands the value over
+// from the store.
+func TestMetaWithValueGone(t *testing.T) {
+	opts := Options{Dir: t.TempDir(), ChangeLogSegmentSize: 64 << 10}
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bigValue(1, 8192)
+	setValue(t, s, "k", want)
+	for i := range 20 {
+		setValue(t, s, "filler", bigValue(2+i, 8192))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(opts); err != nil { // nothing cached
+		t.Fatal(err)
+	}
+	defer s.Close()
+	v := s.View()
+	defer v.Close()
+	calls := 0
+	var got []byte
+	ok, err := v.MetaWith(0, []byte("k"), func(m codec.Meta, _ bool) error {
+		calls++
+		if calls == 1 {
+			if m.Ref.IsZero() {
+				return fmt.Errorf("the first lookup found the value inline, not in the change log")
+			}
+			keep := s.log.dropLimit(s.committed.Load() + 1)
+			if keep <= m.Ref.Segment {
+				return fmt.Errorf("segment %d cannot be dropped (keep %d)", m.Ref.Segment, keep)
+			}
+			if _, err := s.inlineValues(keep); err != nil {
+				return err
+			}
+			if err := s.log.dropBefore(keep, func() uint64 { return keep }); err != nil {
+				return err
+			}
+		}
+		val, err := valueOf(v, m)
+		got = val
+		return err
+	})
+	if err != nil || !ok || calls != 2 || !bytes.Equal(got, want) {
+		t.Fatalf("MetaWith: found %v, err %v, %d calls, %d bytes; want the value of %d bytes on the second call", ok, err, calls, len(got), len(want))
+	}
 }

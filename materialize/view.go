@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -478,23 +477,21 @@ func (v *View) readsLatest() bool {
 	return db && v.pin == nil && v.staged == nil
 }
 
-// valueBufs are MetaWith's buffers for values read from the change log,
-// kept when at most valueBufKept bytes.
-var valueBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-const valueBufKept = 1 << 20
-
 // MetaWith is Meta for a read that uses the metadata only while fn runs: a
 // string's value the cache does not hold (one over metaCacheMaxCopied, one
 // dropped past the cache's budget, or any when the key is not cached at
-// all, as after a restart) is read from Pebble without the copy Meta
-// makes, and m.Value aliases Pebble's buffer until fn returns. It reports
-// whether the key exists; fn is not called otherwise. GET of a 10 KB value
-// spent a tenth of its CPU on that copy; GET of 100 KB values after a
-// restart, a third (docs/perf.md, "GET of large values after a restart").
-// shared tells fn that m.Value never changes and may be kept after fn
-// returns: the cache's (or the writer's staged) value, or a copy made
-// for this lookup, not a buffer lent for the call.
+// all, as after a restart) is not copied out of the store. An inline one
+// aliases Pebble's buffer until fn returns; for one kept in the change
+// log, m.Ref stays set (m.Value nil) and fn reads it with ReadValue into
+// a buffer of its choosing (GET: its reply buffer). It reports whether the
+// key exists; fn is not called otherwise. GET of a 10 KB value spent a
+// tenth of its CPU on that copy; GET of 100 KB values after a restart, a
+// third (docs/perf.md, "GET of large values after a restart"). shared
+// tells fn that m.Value never changes and may be kept after fn returns:
+// the cache's (or the writer's staged) value, or a copy made for this
+// lookup, not a buffer lent for the call. When fn's ReadValue finds the
+// value's segment removed by retention since the lookup, fn's error says
+// so and the lookup runs once more, which finds the value in the store.
 func (v *View) MetaWith(db uint8, key []byte, fn func(m codec.Meta, shared bool) error) (bool, error) {
 	return v.metaWith(db, key, fn, false)
 }
@@ -524,22 +521,6 @@ func (v *View) metaWith(db uint8, key []byte, fn func(m codec.Meta, shared bool)
 				return false, err
 			}
 			ok = true
-			if !m.Ref.IsZero() {
-				bp := valueBufs.Get().(*[]byte)
-				buf, err := v.loadValue(&m, *bp)
-				if cap(buf) <= valueBufKept {
-					*bp = buf
-				}
-				defer valueBufs.Put(bp)
-				if errors.Is(err, errValueGone) && v.readsLatest() && !retried {
-					// Retention moved the value into the store since the
-					// lookup: read it there.
-					return v.metaWith(db, key, fn, true)
-				}
-				if err != nil {
-					return false, err
-				}
-			}
 		}
 	}
 	if !ok || v.expired(m) {
@@ -547,7 +528,29 @@ func (v *View) metaWith(db uint8, key []byte, fn func(m codec.Meta, shared bool)
 		return false, nil
 	}
 	v.counted(true)
-	return true, fn(m, !partial)
+	err = fn(m, !partial)
+	if errors.Is(err, errValueGone) && v.readsLatest() && !retried {
+		// Retention moved the value into the store since the lookup: read
+		// it there.
+		return v.metaWith(db, key, fn, true)
+	}
+	return true, err
+}
+
+// ReadValue reads the string value that r (a Meta.Ref that MetaWith
+// handed over) locates in the change log into dst, which holds exactly
+// r.Len bytes, and checks its CRC-32C. Errors: codec.ErrCorrupt when the
+// value does not check; one for MetaWith to act on when retention removed
+// its segment since the lookup (ErrStateMoved for a soft read view).
+func (v *View) ReadValue(r codec.ValueRef, dst []byte) error {
+	if len(dst) != int(r.Len) {
+		return fmt.Errorf("materialize: a value of %d bytes read into %d", r.Len, len(dst))
+	}
+	_, _, err := v.vlog.readValue(r, dst)
+	if err != nil {
+		return v.valueErr(err)
+	}
+	return nil
 }
 
 // Expired reports whether m's TTL has passed at the decision time: as in

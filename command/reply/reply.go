@@ -25,6 +25,7 @@ package reply
 
 import (
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -33,6 +34,17 @@ import (
 // appends b, which it must not retain.
 type Sink interface {
 	WriteRaw(b []byte)
+}
+
+// Reserver is a Sink that lends room at its end to be filled in place: a
+// value read from storage straight into the output buffer (BulkFill).
+type Reserver interface {
+	Sink
+	// Reserve appends n bytes and returns them, to be filled before the
+	// next write.
+	Reserve(n int) []byte
+	// Unreserve takes back the last n bytes appended (a fill that failed).
+	Unreserve(n int)
 }
 
 // RefSink is a Sink that can keep a slice instead of copying it: WriteRef
@@ -173,6 +185,35 @@ func (w Writer) BulkShared(s []byte) {
 	w.put(func(b []byte) []byte { return appendHeader(b, '$', len(s)) })
 	rs.WriteRef(s)
 	w.sink.WriteRaw(crlf)
+}
+
+// BulkFill writes a bulk string of n bytes that fill writes into dst (of
+// n bytes): straight into a Reserver's buffer, else through the scratch
+// buffer. When fill fails nothing of the reply stays and its error is
+// returned.
+func (w Writer) BulkFill(n int, fill func(dst []byte) error) error {
+	rs, ok := w.sink.(Reserver)
+	if !ok {
+		b := appendHeader((*w.buf)[:0], '$', n)
+		at := len(b)
+		b = slices.Grow(b, n+2)[:at+n]
+		*w.buf = b
+		if err := fill(b[at:]); err != nil {
+			return err
+		}
+		w.sink.WriteRaw(append(b, '\r', '\n'))
+		return nil
+	}
+	var hb [24]byte
+	h := appendHeader(hb[:0], '$', n)
+	b := rs.Reserve(len(h) + n + 2)
+	copy(b, h)
+	if err := fill(b[len(h) : len(h)+n]); err != nil {
+		rs.Unreserve(len(b))
+		return err
+	}
+	copy(b[len(h)+n:], crlf)
+	return nil
 }
 
 // Bulk writes a bulk string.

@@ -2,6 +2,8 @@ package reply
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -88,3 +90,62 @@ func TestRESP3(t *testing.T) {
 		}
 	}
 }
+
+// reserving is a Reserver and RefSink over buf.
+type reserving struct{ buf }
+
+func (s *reserving) Reserve(n int) []byte {
+	s.b = append(s.b, make([]byte, n)...)
+	return s.b[len(s.b)-n:]
+}
+func (s *reserving) Unreserve(n int)   { s.b = s.b[:len(s.b)-n] }
+func (s *reserving) WriteRef(b []byte) { s.b = append(s.b, b...) }
+
+// TestBulkFillAndShared: BulkFill renders the same bytes as Bulk into a
+// Reserver and into a plain sink, and a failed fill leaves nothing of its
+// reply; BulkShared renders as Bulk whatever the sink.
+func TestBulkFillAndShared(t *testing.T) {
+	big := bytes.Repeat([]byte{'v'}, largeBulk+1)
+	fill := func(v []byte) func([]byte) error {
+		return func(dst []byte) error {
+			if len(dst) != len(v) {
+				return fmt.Errorf("fill got %d bytes, want %d", len(dst), len(v))
+			}
+			copy(dst, v)
+			return nil
+		}
+	}
+	failed := errors.New("read failed")
+	for _, s := range []interface {
+		Sink
+		bytes() []byte
+	}{&plain{buf{b: []byte("pre")}}, &reserved{reserving{buf{b: []byte("pre")}}}} {
+		w := New(s)
+		for _, v := range [][]byte{nil, []byte("a\r\n"), big} {
+			if err := w.BulkFill(len(v), fill(v)); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.BulkFill(7, func([]byte) error { return failed }); err != failed {
+				t.Fatalf("%T: a failed fill returned %v", s, err)
+			}
+			w.BulkShared(v)
+		}
+		ref := buf{b: []byte("pre")}
+		want := New(&ref)
+		for _, v := range [][]byte{nil, []byte("a\r\n"), big} {
+			want.Bulk(v)
+			want.Bulk(v)
+		}
+		if !bytes.Equal(s.bytes(), ref.b) {
+			t.Fatalf("%T: %q..., want %q...", s, s.bytes()[:min(40, len(s.bytes()))], ref.b[:40])
+		}
+	}
+}
+
+type plain struct{ buf }
+
+func (p *plain) bytes() []byte { return p.b }
+
+type reserved struct{ reserving }
+
+func (r *reserved) bytes() []byte { return r.b }

@@ -18,7 +18,7 @@ func runGet(x *command.Ctx) error {
 		} else {
 			x.Reply.Bulk(val)
 		}
-	})
+	}, x.Reply.BulkFill)
 	if err == nil && !ok {
 		x.Reply.NullBulk()
 	}

@@ -58,14 +58,20 @@ func Get(v *materialize.View, db uint8, key []byte) (val []byte, ok bool, err er
 	return m.Value, true, nil
 }
 
-// GetWith calls fn with key's value, which is valid only during the call
-// unless shared (View.MetaWith: a large value is not copied out of Pebble;
-// a shared one never changes and may be kept), and reports whether the
-// key exists (fn is not called otherwise).
-func GetWith(v *materialize.View, db uint8, key []byte, fn func(val []byte, shared bool)) (bool, error) {
+// GetWith hands key's value over and reports whether the key exists
+// (neither callback is called otherwise): to fn when it is in memory or
+// inline in the store, valid only during the call unless shared (shared
+// values never change and may be kept); to fill when it is kept in the
+// change log (View.MetaWith), with its length and a read that copies it
+// into a buffer of that length, so that the caller reads it where it
+// wants it (GET: its reply buffer). fill's error is GetWith's.
+func GetWith(v *materialize.View, db uint8, key []byte, fn func(val []byte, shared bool), fill func(n int, read func(dst []byte) error) error) (bool, error) {
 	return v.MetaWith(db, key, func(m codec.Meta, shared bool) error {
 		if m.Type != codec.TypeString {
 			return materialize.ErrWrongType
+		}
+		if !m.Ref.IsZero() {
+			return fill(int(m.Ref.Len), func(dst []byte) error { return v.ReadValue(m.Ref, dst) })
 		}
 		fn(m.Value, shared)
 		return nil
