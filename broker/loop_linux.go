@@ -700,6 +700,16 @@ func (lc *loopConn) Write(p []byte) (int, error) {
 	return 0, net.ErrClosed
 }
 
+// WriteVec writes bufs to the handed-off connection (vectorWriter), with
+// writev when it is a plain socket.
+func (lc *loopConn) WriteVec(bufs [][]byte) error {
+	nc := lc.handed()
+	if nc == nil {
+		return net.ErrClosed
+	}
+	return writeVec(nc, bufs)
+}
+
 // leaveLoop asks the loop to hand the connection off and waits until it
 // no longer holds it (handed off or closed).
 func (lc *loopConn) leaveLoop() {

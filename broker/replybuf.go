@@ -14,7 +14,8 @@ import (
 const maxKeptReplyCap = 256 << 10
 
 // replyBuf holds a connection's RESP replies until they are flushed, all
-// of them in one write system call. It does what redcon's Writer did for
+// of them in one write system call (one writev when it keeps references,
+// per 1,024 slices). It does what redcon's Writer did for
 // Sediment, and also reports its length and takes replies back without
 // copying the buffer (redcon's Buffer returns a copy, which cost a fifth
 // of the CPU of a 100 KB GET; docs/perf.md, "Replies without a copy of
@@ -39,8 +40,8 @@ type replyRef struct {
 
 // vectorWriter writes bufs in order with as few system calls as it can
 // (writev), all of them or an error: the event loop's connections
-// (loopWriter). Other writers go through net.Buffers, which uses writev
-// for TCP connections and one Write per slice otherwise.
+// (loopWriter, and loopConn once handed off). Other writers go through
+// writeVec.
 type vectorWriter interface {
 	WriteVec(bufs [][]byte) error
 }
@@ -188,9 +189,9 @@ func (r *replyBuf) Truncate(n int) {
 	}
 }
 
-// Flush writes the buffered bytes with one Write (one writev when it
-// holds references) and empties the buffer, dropping it if it grew past
-// maxKeptReplyCap.
+// Flush writes the buffered bytes with one Write (writev when it holds
+// references: vectorWriter, writeVec) and empties the buffer, handing it
+// to bigReplyBufs if it grew past maxKeptReplyCap.
 func (r *replyBuf) Flush() error {
 	if r.err != nil {
 		return r.err
@@ -202,8 +203,7 @@ func (r *replyBuf) Flush() error {
 		if vw, ok := r.w.(vectorWriter); ok {
 			r.err = vw.WriteVec(iov)
 		} else {
-			bufs := net.Buffers(iov) // WriteTo consumes bufs, not iov
-			_, r.err = bufs.WriteTo(r.w)
+			r.err = writeVec(r.w, iov)
 		}
 		r.dropRefs()
 	}
@@ -218,8 +218,9 @@ func (r *replyBuf) Flush() error {
 
 // grow makes room for n more bytes. The new buffer is not zeroed
 // (makeNoZero; the bytes past len are only exposed by appends and
-// Reserve, whose caller fills them), and one larger than maxKeptReplyCap
-// comes from bigReplyBufs, where the one it replaces goes. GET of a 300
+// Reserve, whose caller fills them); one larger than maxKeptReplyCap
+// comes from bigReplyBufs (a size class of 512 KiB or more), and the one
+// it replaces goes there when its size fills a class. GET of a 300
 // KB value spent a fifth of its CPU zeroing a new buffer for each reply,
 // and more in page faults on new memory (docs/perf.md, "Large values
 // written from the cache").
@@ -241,15 +242,17 @@ func (r *replyBuf) grow(n int) {
 	r.b = b
 }
 
-// bigReplyBufs keep the reply buffers larger than maxKeptReplyCap that
+// bigReplyBufs keep the reply buffers of 512 KiB or more that
 // connections let go of, for the next large replies of any connection:
-// class i holds buffers of at least bigBufMin<<i bytes. A sync.Pool, so
-// the garbage collector empties what stays unused.
+// class i holds buffers of at least bigBufMin<<i bytes (512 KiB to 64
+// MiB; buffers of 128 MiB or more are not kept, and a request for more
+// than 64 MiB allocates). A sync.Pool, so the garbage collector empties
+// what stays unused.
 var bigReplyBufs [bigBufClasses]sync.Pool
 
 const (
 	bigBufMin     = 2 * maxKeptReplyCap
-	bigBufClasses = 8 // up to 64 MiB; larger buffers are not kept
+	bigBufClasses = 8
 )
 
 // getBigBuf returns an empty buffer of capacity n or more, pooled when
@@ -282,4 +285,27 @@ func putBigBuf(b []byte) {
 		return
 	}
 	bigReplyBufs[i].Put(&b)
+}
+
+// writeVec writes bufs to w in order: with writev (net.Buffers) when w is
+// a plain socket, else copied into one buffer for one Write (a TLS
+// connection would make a record of each slice). It changes the slices
+// of bufs.
+func writeVec(w io.Writer, bufs [][]byte) error {
+	switch w.(type) {
+	case *net.TCPConn, *net.UnixConn:
+		nb := net.Buffers(bufs)
+		_, err := nb.WriteTo(w)
+		return err
+	}
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	flat := make([]byte, 0, n)
+	for _, b := range bufs {
+		flat = append(flat, b...)
+	}
+	_, err := w.Write(flat)
+	return err
 }

@@ -341,8 +341,8 @@ func TestValueReadIgnoresLogReaders(t *testing.T) {
 
 // TestMetaWithValueGone: retention moves a value into the store and
 // removes its segment between MetaWith's lookup and the caller's
-// ReadValue; MetaWith looks the key up once more and hands the value over
-// from the store.
+// ReadValue; MetaWith looks the key up once more, hands the value over
+// from the store, and counts one hit.
 func TestMetaWithValueGone(t *testing.T) {
 	opts := Options{Dir: t.TempDir(), ChangeLogSegmentSize: 64 << 10}
 	s, err := Open(opts)
@@ -363,6 +363,8 @@ func TestMetaWithValueGone(t *testing.T) {
 	defer s.Close()
 	v := s.View()
 	defer v.Close()
+	var lookups Lookups
+	v.CountLookups(&lookups)
 	calls := 0
 	var got []byte
 	ok, err := v.MetaWith(0, []byte("k"), func(m codec.Meta, _ bool) error {
@@ -388,5 +390,8 @@ func TestMetaWithValueGone(t *testing.T) {
 	})
 	if err != nil || !ok || calls != 2 || !bytes.Equal(got, want) {
 		t.Fatalf("MetaWith: found %v, err %v, %d calls, %d bytes; want the value of %d bytes on the second call", ok, err, calls, len(got), len(want))
+	}
+	if h, m := lookups.Hits.Load(), lookups.Misses.Load(); h != 1 || m != 0 {
+		t.Fatalf("one GET counted %d hits and %d misses, want one hit", h, m)
 	}
 }

@@ -488,10 +488,13 @@ func (v *View) readsLatest() bool {
 // tenth of its CPU on that copy; GET of 100 KB values after a restart, a
 // third (docs/perf.md, "GET of large values after a restart"). shared
 // tells fn that m.Value never changes and may be kept after fn returns:
-// the cache's (or the writer's staged) value, or a copy made for this
-// lookup, not a buffer lent for the call. When fn's ReadValue finds the
-// value's segment removed by retention since the lookup, fn's error says
-// so and the lookup runs once more, which finds the value in the store.
+// the committed cache's value or a copy made for this lookup, in a view
+// other than the writer's; not a buffer lent for the call. When fn's
+// ReadValue finds the value's segment removed by retention since the
+// lookup, fn's error says so; in a view that reads the latest state the
+// lookup then runs once more and finds the value in the store (a soft
+// pinned view's ReadValue returns ErrStateMoved instead: its command
+// runs again pinned).
 func (v *View) MetaWith(db uint8, key []byte, fn func(m codec.Meta, shared bool) error) (bool, error) {
 	return v.metaWith(db, key, fn, false)
 }
@@ -527,13 +530,15 @@ func (v *View) metaWith(db uint8, key []byte, fn func(m codec.Meta, shared bool)
 		v.counted(false)
 		return false, nil
 	}
-	v.counted(true)
-	err = fn(m, !partial)
+	// The writer's staged values may be a request's value, valid until its
+	// group commits: not shared.
+	err = fn(m, !partial && v.staged == nil)
 	if errors.Is(err, errValueGone) && v.readsLatest() && !retried {
 		// Retention moved the value into the store since the lookup: read
-		// it there.
+		// it there (and count the key's hit or miss there).
 		return v.metaWith(db, key, fn, true)
 	}
+	v.counted(true)
 	return true, err
 }
 
