@@ -71,7 +71,8 @@ func GetWith(v *materialize.View, db uint8, key []byte, fn func(val []byte, shar
 			return materialize.ErrWrongType
 		}
 		if !m.Ref.IsZero() {
-			return fill(int(m.Ref.Len), func(dst []byte) error { return v.ReadValue(m.Ref, dst) })
+			ref := m.Ref // captured alone: a captured m would go to the heap on every call
+			return fill(int(ref.Len), func(dst []byte) error { return v.ReadValue(ref, dst) })
 		}
 		fn(m.Value, shared)
 		return nil
