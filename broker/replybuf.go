@@ -57,6 +57,7 @@ func (r *replyBuf) WriteRaw(p []byte) {
 // WriteString appends a simple string reply ("+msg\r\n").
 func (r *replyBuf) WriteString(msg string) {
 	if r.err == nil {
+		r.grow(len(msg) + 3)
 		r.b = redcon.AppendString(r.b, msg)
 	}
 }
@@ -64,6 +65,7 @@ func (r *replyBuf) WriteString(msg string) {
 // WriteError appends an error reply ("-msg\r\n").
 func (r *replyBuf) WriteError(msg string) {
 	if r.err == nil {
+		r.grow(len(msg) + 3)
 		r.b = redcon.AppendError(r.b, msg)
 	}
 }
@@ -71,6 +73,7 @@ func (r *replyBuf) WriteError(msg string) {
 // WriteArray appends an array header of n elements.
 func (r *replyBuf) WriteArray(n int) {
 	if r.err == nil {
+		r.grow(24) // '*', an int64, CRLF
 		r.b = redcon.AppendArray(r.b, n)
 	}
 }
@@ -216,7 +219,9 @@ func (r *replyBuf) Flush() error {
 	return r.err
 }
 
-// grow makes room for n more bytes. The new buffer is not zeroed
+// grow makes room for n more bytes: every write grows the buffer through
+// it (an append that outgrew a pooled buffer would leave it to the
+// garbage collector). The new buffer is not zeroed
 // (makeNoZero; the bytes past len are only exposed by appends and
 // Reserve, whose caller fills them); one larger than maxKeptReplyCap
 // comes from bigReplyBufs (a size class of 512 KiB or more), and the one
