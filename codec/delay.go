@@ -74,6 +74,13 @@ func decodeEntryTail(b []byte) (EntryTail, error) {
 // DecodeEntryTail decodes an X value: AppendFields' output followed by an
 // optional tail (EntryTail). The returned slices alias b.
 func DecodeEntryTail(b []byte) ([][]byte, EntryTail, error) {
+	return DecodeEntryInto(nil, b)
+}
+
+// DecodeEntryInto is DecodeEntryTail decoding the fields into fv's
+// storage (reused when it holds them: fv[:0] grown as needed), for a
+// reader that uses each entry's fields before it decodes the next.
+func DecodeEntryInto(fv [][]byte, b []byte) ([][]byte, EntryTail, error) {
 	if len(b) < 4 {
 		return nil, EntryTail{}, corruptf("fields of %d bytes", len(b))
 	}
@@ -82,7 +89,10 @@ func DecodeEntryTail(b []byte) ([][]byte, EntryTail, error) {
 	if uint64(n) > uint64(len(b)/4) {
 		return nil, EntryTail{}, corruptf("field count %d past end", n)
 	}
-	fv := make([][]byte, n)
+	if cap(fv) < int(n) {
+		fv = make([][]byte, n)
+	}
+	fv = fv[:n]
 	var err error
 	for i := range fv {
 		if fv[i], b, err = SplitName(b); err != nil {

@@ -174,6 +174,36 @@ func RangeOf(v *materialize.View, db uint8, key []byte, m codec.Meta, start, end
 	return out, err
 }
 
+// EachInRange calls fn for the entries of RangeOf's range, in its order,
+// at most count (<= 0: all), without copying them: id and fields are
+// valid only during the call (fields alias the store's buffers). It
+// stops at fn's first error, which it returns. XRANGE renders each entry
+// as it comes: collecting them as Entry values cost an allocation and
+// the collector's work per entry (docs/perf.md, "Stream entries in one
+// buffer each, and XRANGE without them").
+func EachInRange(v *materialize.View, db uint8, key []byte, m codec.Meta, start, end codec.ID, count int, reverse bool, fn func(id codec.ID, fields [][]byte) error) error {
+	p, lower, upper, ok := liveBounds(db, key, m.Stream, start, end)
+	if !ok {
+		return nil
+	}
+	var fv [][]byte
+	n := 0
+	return v.Iterate(lower, upper, reverse, func(k, val []byte) (bool, error) {
+		id, err := codec.DecodeID(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		if fv, _, err = codec.DecodeEntryInto(fv, val); err != nil {
+			return false, err
+		}
+		if err := fn(id, fv); err != nil {
+			return false, err
+		}
+		n++
+		return count <= 0 || n < count, nil
+	})
+}
+
 // liveBounds returns the entry-key prefix of key and the iterator bounds of
 // the entries with start <= ID <= end, clipped to the stream's live range
 // [first ID, last ID]: no iterator ever starts below the first entry, where
@@ -233,7 +263,8 @@ func decodeEntry(prefixLen int, k, val []byte) (Entry, error) {
 	// Copy: k and val are only valid during the iteration callback. One
 	// buffer holds every field and value of the entry: an allocation per
 	// field and value cost XRANGE COUNT 100 about a tenth of its CPU
-	// (docs/perf.md, "Stream entries in one buffer each").
+	// (docs/perf.md, "Stream entries in one buffer each, and XRANGE
+	// without them").
 	n := 0
 	for _, f := range fv {
 		n += len(f)

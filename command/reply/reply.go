@@ -173,6 +173,10 @@ const largeBulk = 4 << 10
 
 var crlf = []byte("\r\n")
 
+// Raw writes b as it is: replies a Writer of the same protocol rendered
+// (a reply counted before its elements are known, like XRANGE's).
+func (w Writer) Raw(b []byte) { w.sink.WriteRaw(b) }
+
 // BulkShared is Bulk for s that never changes (a string value the
 // metadata cache shares): a RefSink keeps a large s as it is, without a
 // copy; other sinks copy it as Bulk does.

@@ -1,8 +1,11 @@
 package stream
 
 import (
+	"sync"
+
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/command"
+	"github.com/sediment-dev/sediment/command/reply"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/streams"
 )
@@ -53,12 +56,48 @@ func runXRange(x *command.Ctx) error {
 	if count < 0 || count > int64(^uint(0)>>1) {
 		count = 0 // no limit
 	}
-	entries, err := streams.RangeOf(v, x.DB, x.Args[1], m, start, end, int(count), reverse)
-	if err != nil {
+	// The entries are rendered as the iterator meets them, into a buffer
+	// of their own, since the array's length comes first.
+	out := renderedPool.Get().(*rendered)
+	defer out.put()
+	proto := reply.RESP2
+	if x.Reply.RESP3() {
+		proto = reply.RESP3
+	}
+	w := reply.NewScratch(out, &out.scratch, proto)
+	n := 0
+	if err := streams.EachInRange(v, x.DB, x.Args[1], m, start, end, int(count), reverse, func(id codec.ID, fields [][]byte) error {
+		w.Array(2)
+		WriteID(w, id)
+		writeFields(w, fields)
+		n++
+		return nil
+	}); err != nil {
 		return err
 	}
-	WriteEntries(x.Reply, entries)
+	x.Reply.Array(n)
+	x.Reply.Raw(out.b)
 	return nil
+}
+
+// rendered is a reply.Sink that keeps what it is given: XRANGE's
+// entries, before their count is known. Buffers of up to
+// renderedKept bytes are reused (renderedPool): growing one from nothing
+// for each call was a sixth of XRANGE COUNT 100's CPU.
+type rendered struct{ b, scratch []byte }
+
+func (r *rendered) WriteRaw(b []byte) { r.b = append(r.b, b...) }
+
+const renderedKept = 64 << 10
+
+var renderedPool = sync.Pool{New: func() any { return &rendered{b: make([]byte, 0, 4096)} }}
+
+// put gives r back to renderedPool, unless it grew past renderedKept.
+func (r *rendered) put() {
+	if cap(r.b) <= renderedKept {
+		r.b = r.b[:0]
+		renderedPool.Put(r)
+	}
 }
 
 // XLEN key. Reply: integer, 0 for a missing key.
