@@ -1,8 +1,6 @@
 package stream
 
 import (
-	"sync"
-
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/command"
 	"github.com/sediment-dev/sediment/command/reply"
@@ -56,15 +54,10 @@ func runXRange(x *command.Ctx) error {
 	if count < 0 || count > int64(^uint(0)>>1) {
 		count = 0 // no limit
 	}
-	// The entries are rendered as the iterator meets them, into a buffer
-	// of their own, since the array's length comes first.
-	out := renderedPool.Get().(*rendered)
-	defer out.put()
-	proto := reply.RESP2
-	if x.Reply.RESP3() {
-		proto = reply.RESP3
-	}
-	w := reply.NewScratch(out, &out.scratch, proto)
+	// The entries are rendered as the iterator meets them, held until the
+	// array's length is known.
+	h, w := reply.Hold(x.Reply)
+	defer h.Release()
 	n := 0
 	if err := streams.EachInRange(v, x.DB, x.Args[1], m, start, end, int(count), reverse, func(id codec.ID, fields [][]byte) error {
 		w.Array(2)
@@ -76,28 +69,8 @@ func runXRange(x *command.Ctx) error {
 		return err
 	}
 	x.Reply.Array(n)
-	x.Reply.Raw(out.b)
+	h.WriteTo(x.Reply)
 	return nil
-}
-
-// rendered is a reply.Sink that keeps what it is given: XRANGE's
-// entries, before their count is known. Buffers of up to
-// renderedKept bytes are reused (renderedPool): growing one from nothing
-// for each call was a sixth of XRANGE COUNT 100's CPU.
-type rendered struct{ b, scratch []byte }
-
-func (r *rendered) WriteRaw(b []byte) { r.b = append(r.b, b...) }
-
-const renderedKept = 64 << 10
-
-var renderedPool = sync.Pool{New: func() any { return &rendered{b: make([]byte, 0, 4096)} }}
-
-// put gives r back to renderedPool, unless it grew past renderedKept.
-func (r *rendered) put() {
-	if cap(r.b) <= renderedKept {
-		r.b = r.b[:0]
-		renderedPool.Put(r)
-	}
 }
 
 // XLEN key. Reply: integer, 0 for a missing key.

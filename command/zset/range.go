@@ -3,6 +3,7 @@ package zset
 import (
 	"github.com/sediment-dev/sediment/codec"
 	"github.com/sediment-dev/sediment/command"
+	"github.com/sediment-dev/sediment/command/reply"
 	"github.com/sediment-dev/sediment/materialize"
 	"github.com/sediment-dev/sediment/types/rzset"
 )
@@ -106,11 +107,30 @@ func runZRange(x *command.Ctx) error {
 	}
 	src := x.Args[f.at]
 	if !f.store {
-		ms, err := rzset.Range(x.View(), x.DB, src, q)
-		if err != nil {
+		// Each member is rendered as the walk meets it, held until their
+		// count is known.
+		h, w := reply.Hold(x.Reply)
+		defer h.Release()
+		n := 0
+		if err := rzset.Each(x.View(), x.DB, src, q, func(member []byte, score float64) error {
+			if withScores {
+				w.Pair()
+			}
+			w.Bulk(member)
+			if withScores {
+				w.Double(score)
+			}
+			n++
+			return nil
+		}); err != nil {
 			return err
 		}
-		members(x, ms, withScores)
+		if withScores {
+			x.Reply.Pairs(n)
+		} else {
+			x.Reply.Array(n)
+		}
+		h.WriteTo(x.Reply)
 		return nil
 	}
 	var n int64

@@ -63,6 +63,26 @@ func Range(v *materialize.View, db uint8, key []byte, q Query) ([]Member, error)
 	return out, err
 }
 
+// Each calls fn with each member q selects and its score, in q's order,
+// as Range returns them but without copies: member is valid only during
+// the call. It stops at fn's first error, which it returns. A missing key
+// selects nothing. ZRANGE renders each member as it comes (docs/perf.md,
+// "ZRANGE without a copy per member").
+func Each(v *materialize.View, db uint8, key []byte, q Query, fn func(member []byte, score float64) error) error {
+	m, ok, err := meta(v, db, key)
+	if err != nil || !ok {
+		return err
+	}
+	yp := codec.KeyPrefix(codec.TagZScore, db, key)
+	return walk(v, db, key, m, q, func(k, _ []byte) (bool, error) {
+		s, mem, err := codec.DecodeZScoreSuffix(k[len(yp):])
+		if err == nil {
+			err = fn(mem, s)
+		}
+		return err == nil, err
+	})
+}
+
 // Count returns how many members q selects (ZCOUNT, ZLEXCOUNT; q.Count
 // must be -1 and q.Offset 0). A score range of a set with rank blocks is
 // two rank counts (rankBefore), not a walk over the members between.
