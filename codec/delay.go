@@ -78,8 +78,11 @@ func DecodeEntryTail(b []byte) ([][]byte, EntryTail, error) {
 }
 
 // DecodeEntryInto is DecodeEntryTail decoding the fields into fv's
-// storage (reused when it holds them: fv[:0] grown as needed), for a
-// reader that uses each entry's fields before it decodes the next.
+// storage when it has room for them (else into a new slice), for a
+// reader that uses each entry's fields before it decodes the next. The
+// fields are never nil, even when there are none (a nil slice of fields
+// means an entry deleted while pending to the repliers); on an error
+// they are.
 func DecodeEntryInto(fv [][]byte, b []byte) ([][]byte, EntryTail, error) {
 	if len(b) < 4 {
 		return nil, EntryTail{}, corruptf("fields of %d bytes", len(b))
@@ -89,7 +92,7 @@ func DecodeEntryInto(fv [][]byte, b []byte) ([][]byte, EntryTail, error) {
 	if uint64(n) > uint64(len(b)/4) {
 		return nil, EntryTail{}, corruptf("field count %d past end", n)
 	}
-	if cap(fv) < int(n) {
+	if fv == nil || cap(fv) < int(n) {
 		fv = make([][]byte, n)
 	}
 	fv = fv[:n]

@@ -147,3 +147,25 @@ func TestParkedPELEntry(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeEntryInto: fields decode into the caller's slice when it has
+// room, into a new one otherwise, and an entry without fields decodes to
+// an empty slice, never nil (nil fields mean an entry deleted while
+// pending to the repliers).
+func TestDecodeEntryInto(t *testing.T) {
+	two := AppendFields(nil, [][]byte{[]byte("f"), []byte("v")})
+	reuse := make([][]byte, 0, 4)
+	fv, _, err := DecodeEntryInto(reuse, two)
+	if err != nil || len(fv) != 2 || string(fv[0]) != "f" || string(fv[1]) != "v" || &fv[0] != &reuse[:1][0] {
+		t.Fatalf("into a slice with room: %q, %v (reused: %v)", fv, err, err == nil && len(fv) > 0 && &fv[0] == &reuse[:1][0])
+	}
+	if fv, _, err = DecodeEntryInto(make([][]byte, 0, 1), two); err != nil || len(fv) != 2 {
+		t.Fatalf("into a slice without room: %q, %v", fv, err)
+	}
+	none := AppendFields(nil, nil)
+	for _, dst := range [][][]byte{nil, reuse} {
+		if fv, _, err := DecodeEntryInto(dst, none); err != nil || fv == nil || len(fv) != 0 {
+			t.Fatalf("no fields into %v: %q (nil %v), %v", dst == nil, fv, fv == nil, err)
+		}
+	}
+}

@@ -196,7 +196,8 @@ func Hold(w Writer) (*Held, Writer) {
 // WriteRaw is Sink's: h keeps a copy of b.
 func (h *Held) WriteRaw(b []byte) { h.b = append(h.b, b...) }
 
-// WriteTo writes what h holds to w, as it is (rendered for w's protocol).
+// WriteTo writes what h holds to w, as it is: w must render the protocol
+// of the Writer h was held for (Hold).
 func (h *Held) WriteTo(w Writer) { w.sink.WriteRaw(h.b) }
 
 // Release gives h back to the pool (unless it grew past heldKept); h and
