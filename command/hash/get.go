@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/sediment-dev/sediment/command"
+	"github.com/sediment-dev/sediment/command/reply"
 	"github.com/sediment-dev/sediment/internal/num"
 	"github.com/sediment-dev/sediment/types/elements"
 	"github.com/sediment-dev/sediment/types/rhash"
@@ -88,27 +89,29 @@ func runHAll(x *command.Ctx) error {
 	case command.EqualFold(x.Args[0], "HVALS"):
 		keys = false
 	}
-	var out elements.Flat // the fields and values replied, in order
+	// Rendered as the walk meets them, held until their count is known.
+	h, w := reply.Hold(x.Reply)
+	defer h.Release()
+	n := 0
 	_, err := rhash.All(x.View(), x.DB, x.Args[1], func(f, v []byte) bool {
 		if keys {
-			out.Append(f)
+			w.Bulk(f)
 		}
 		if vals {
-			out.Append(v)
+			w.Bulk(v)
 		}
+		n++
 		return true
 	})
 	if err != nil {
 		return err
 	}
 	if keys && vals {
-		x.Reply.Map(out.Len() / 2)
+		x.Reply.Map(n)
 	} else {
-		x.Reply.Array(out.Len())
+		x.Reply.Array(n)
 	}
-	for i := range out.Len() {
-		x.Reply.Bulk(out.At(i))
-	}
+	h.WriteTo(x.Reply)
 	return nil
 }
 

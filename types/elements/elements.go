@@ -219,7 +219,8 @@ func cursorPrefix(c uint64) []byte {
 // Neither slice holds pointers, so a read of many strings leaves the
 // garbage collector nothing to scan and its appends no write barriers,
 // where a [][]byte of copies took an allocation per string (LRANGE and
-// HGETALL: docs/perf.md, "LRANGE without a slice per element").
+// the lists' multi-element reads: docs/perf.md, "LRANGE without a slice
+// per element"; HGETALL now renders its reply as it reads, reply.Held).
 type Flat struct {
 	Buf  []byte
 	Ends []int

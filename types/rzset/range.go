@@ -67,7 +67,7 @@ func Range(v *materialize.View, db uint8, key []byte, q Query) ([]Member, error)
 // as Range returns them but without copies: member is valid only during
 // the call. It stops at fn's first error, which it returns. A missing key
 // selects nothing. ZRANGE renders each member as it comes (docs/perf.md,
-// "ZRANGE without a copy per member").
+// "ZRANGE and HGETALL without a copy per element").
 func Each(v *materialize.View, db uint8, key []byte, q Query, fn func(member []byte, score float64) error) error {
 	m, ok, err := meta(v, db, key)
 	if err != nil || !ok {
