@@ -328,28 +328,27 @@ func (l *changeLog) stagePos() (segment uint64, off int64) {
 // reference was read; the reference's key has its value in the store now.
 var errValueGone = errors.New("materialize: change log: the segment of a value reference is gone")
 
-// readValue reads the value that r locates into buf when it is large
-// enough (else into a new buffer, returned for reuse) and checks its
-// CRC-32C. It takes no lock across the read: the segment's file stays
-// open while it reads (segFile). Errors: errValueGone when the segment
-// was removed; codec.ErrCorrupt when the value does not check.
-func (l *changeLog) readValue(r codec.ValueRef, buf []byte) (val, out []byte, err error) {
+// readValue reads the value that r locates into dst, which holds exactly
+// r.Len bytes (nil: into a new buffer), checks its CRC-32C and returns
+// it. It takes no lock across the read: the segment's file stays open
+// while it reads (segFile). Errors: errValueGone when the segment was
+// removed; codec.ErrCorrupt when the value does not check.
+func (l *changeLog) readValue(r codec.ValueRef, dst []byte) ([]byte, error) {
 	sf, err := l.readFile(r.Segment)
 	if err != nil {
-		return nil, buf, err
+		return nil, err
 	}
 	defer l.releaseFile(sf)
-	if cap(buf) < int(r.Len) {
-		buf = make([]byte, r.Len)
+	if dst == nil {
+		dst = make([]byte, r.Len)
 	}
-	val = buf[:r.Len:r.Len]
-	if _, err := sf.f.ReadAt(val, r.Offset); err != nil {
-		return nil, buf, fmt.Errorf("materialize: change log: reading %d bytes of segment %d at %d: %w", r.Len, r.Segment, r.Offset, err)
+	if _, err := sf.f.ReadAt(dst, r.Offset); err != nil {
+		return nil, fmt.Errorf("materialize: change log: reading %d bytes of segment %d at %d: %w", r.Len, r.Segment, r.Offset, err)
 	}
-	if crc32.Checksum(val, castagnoli) != r.CRC {
-		return nil, buf, fmt.Errorf("materialize: change log: the value of %d bytes in segment %d at %d does not check: %w", r.Len, r.Segment, r.Offset, codec.ErrCorrupt)
+	if crc32.Checksum(dst, castagnoli) != r.CRC {
+		return nil, fmt.Errorf("materialize: change log: the value of %d bytes in segment %d at %d does not check: %w", r.Len, r.Segment, r.Offset, codec.ErrCorrupt)
 	}
-	return val, buf, nil
+	return dst, nil
 }
 
 // segFile is a segment opened for reading values (readValue): refs counts

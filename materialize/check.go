@@ -833,7 +833,7 @@ func (c *checker) checkValueRef(h []byte, db uint8, key []byte, r codec.ValueRef
 	if !ok || len(owner) == 0 || owner[0] != db || !bytes.Equal(owner[1:], key) {
 		c.keyViolation(h, "value reference without its R key", at, fmt.Sprintf("R key %q", owner), rk)
 	}
-	if _, _, err := c.vlog.readValue(r, nil); err != nil {
+	if _, err := c.vlog.readValue(r, nil); err != nil {
 		c.keyViolation(h, "value reference unreadable", at, err.Error(), nil)
 	}
 	return nil

@@ -410,7 +410,7 @@ func (s *Store) inlineMeta(v []byte) ([]byte, error) {
 	if err != nil || m.Ref.IsZero() {
 		return v, nil // compared as stored
 	}
-	if m.Value, _, err = s.log.readValue(m.Ref, nil); err != nil {
+	if m.Value, err = s.log.readValue(m.Ref, nil); err != nil {
 		return nil, err
 	}
 	m.Ref = codec.ValueRef{}

@@ -111,7 +111,7 @@ func (s *Store) inlineOne(b *pebble.Batch, k, owner []byte) (ok bool, err error)
 	if m.Ref.IsZero() || m.Ref.Segment != segment || m.Ref.Offset != at {
 		return false, nil // overwritten since
 	}
-	val, _, err := s.log.readValue(m.Ref, nil)
+	val, err := s.log.readValue(m.Ref, nil)
 	if err != nil {
 		return false, fmt.Errorf("materialize: the value of %q for retention: %w", owner[1:], err)
 	}

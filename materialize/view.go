@@ -399,7 +399,7 @@ func (v *View) rawMetaPartial(db uint8, key []byte, needValue, lend bool) (codec
 			partial = true
 			break
 		}
-		_, err = v.loadValue(&m, nil)
+		err = v.loadValue(&m)
 		if err == nil {
 			break
 		}
@@ -444,20 +444,19 @@ func (v *View) LoadValue(m codec.Meta) (codec.Meta, error) {
 	if m.Ref.IsZero() {
 		return m, nil
 	}
-	_, err := v.loadValue(&m, nil)
+	err := v.loadValue(&m)
 	return m, err
 }
 
 // loadValue reads the value that m.Ref locates in the change log into
-// m.Value and clears m.Ref: into buf when it is large enough, else into a
-// buffer of its own, returned for reuse.
-func (v *View) loadValue(m *codec.Meta, buf []byte) ([]byte, error) {
-	val, buf, err := v.vlog.readValue(m.Ref, buf)
+// m.Value (a buffer of its own) and clears m.Ref.
+func (v *View) loadValue(m *codec.Meta) error {
+	val, err := v.vlog.readValue(m.Ref, nil)
 	if err != nil {
-		return buf, v.valueErr(err)
+		return v.valueErr(err)
 	}
 	m.Value, m.Ref = val, codec.ValueRef{}
-	return buf, nil
+	return nil
 }
 
 // valueErr is the error of a value read: a soft read view that met a
@@ -551,8 +550,7 @@ func (v *View) ReadValue(r codec.ValueRef, dst []byte) error {
 	if len(dst) != int(r.Len) {
 		return fmt.Errorf("materialize: a value of %d bytes read into %d", r.Len, len(dst))
 	}
-	_, _, err := v.vlog.readValue(r, dst)
-	if err != nil {
+	if _, err := v.vlog.readValue(r, dst); err != nil {
 		return v.valueErr(err)
 	}
 	return nil

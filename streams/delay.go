@@ -44,8 +44,7 @@ func Each(v *materialize.View, db uint8, key []byte, after codec.ID, fn func(Ent
 	if err != nil || !ok {
 		return err
 	}
-	p, lower, upper, ok := liveBounds(db, key, m.Stream, start, codec.MaxID)
-	if !ok {
+	if _, _, _, ok := liveBounds(db, key, m.Stream, start, codec.MaxID); !ok {
 		return nil
 	}
 	// The newest entries, usually what a `>` read wants, come from the
@@ -60,11 +59,7 @@ func Each(v *materialize.View, db uint8, key []byte, after codec.ID, fn func(Ent
 	}); ok || err != nil {
 		return err
 	}
-	return v.Iterate(lower, upper, false, func(k, val []byte) (bool, error) {
-		e, err := decodeEntry(len(p), k, val)
-		if err != nil {
-			return false, err
-		}
-		return fn(e)
+	return EachInRange(v, db, key, m, start, codec.MaxID, 0, false, func(e Entry) (bool, error) {
+		return fn(e.clone())
 	})
 }

@@ -158,30 +158,22 @@ func Range(v *materialize.View, db uint8, key []byte, start, end codec.ID, count
 // RangeOf is Range of the stream whose metadata m the caller has read
 // (Meta): one lookup of the key, not two.
 func RangeOf(v *materialize.View, db uint8, key []byte, m codec.Meta, start, end codec.ID, count int, reverse bool) ([]Entry, error) {
-	p, lower, upper, ok := liveBounds(db, key, m.Stream, start, end)
-	if !ok {
-		return nil, nil
-	}
 	var out []Entry
-	err := v.Iterate(lower, upper, reverse, func(k, val []byte) (bool, error) {
-		e, err := decodeEntry(len(p), k, val)
-		if err != nil {
-			return false, err
-		}
-		out = append(out, e)
-		return count <= 0 || len(out) < count, nil
+	err := EachInRange(v, db, key, m, start, end, count, reverse, func(e Entry) (bool, error) {
+		out = append(out, e.clone())
+		return true, nil
 	})
 	return out, err
 }
 
 // EachInRange calls fn for the entries of RangeOf's range, in its order,
-// at most count (<= 0: all), without copying them: id and fields are
-// valid only during the call (fields alias the store's buffers). It
-// stops at fn's first error, which it returns. XRANGE renders each entry
-// as it comes: collecting them as Entry values cost an allocation and
-// the collector's work per entry (docs/perf.md, "Stream entries in one
-// buffer each, and XRANGE without them").
-func EachInRange(v *materialize.View, db uint8, key []byte, m codec.Meta, start, end codec.ID, count int, reverse bool, fn func(id codec.ID, fields [][]byte) error) error {
+// at most count (<= 0: all), until fn returns false or an error
+// (returned), without copying them: e's fields are valid only during the
+// call (they alias the store's buffers; Entry.clone keeps them). XRANGE
+// renders each entry as it comes: collecting them as Entry values cost an
+// allocation and the collector's work per entry (docs/perf.md, "Stream
+// entries in one buffer each, and XRANGE without them").
+func EachInRange(v *materialize.View, db uint8, key []byte, m codec.Meta, start, end codec.ID, count int, reverse bool, fn func(e Entry) (bool, error)) error {
 	p, lower, upper, ok := liveBounds(db, key, m.Stream, start, end)
 	if !ok {
 		return nil
@@ -193,14 +185,13 @@ func EachInRange(v *materialize.View, db uint8, key []byte, m codec.Meta, start,
 		if err != nil {
 			return false, err
 		}
-		if fv, _, err = codec.DecodeEntryInto(fv, val); err != nil {
+		var tail codec.EntryTail
+		if fv, tail, err = codec.DecodeEntryInto(fv, val); err != nil {
 			return false, err
 		}
-		if err := fn(id, fv); err != nil {
-			return false, err
-		}
+		more, err := fn(Entry{id, fv, tail.Trace, tail.DueMs})
 		n++
-		return count <= 0 || n < count, nil
+		return more && (count <= 0 || n < count), err
 	})
 }
 
@@ -251,31 +242,24 @@ func Get(v *materialize.View, db uint8, key []byte, id codec.ID) (Entry, bool, e
 	return Entry{id, fv, tail.Trace, tail.DueMs}, err == nil, err
 }
 
-func decodeEntry(prefixLen int, k, val []byte) (Entry, error) {
-	id, err := codec.DecodeID(k[prefixLen:])
-	if err != nil {
-		return Entry{}, err
-	}
-	fv, tail, err := codec.DecodeEntryTail(val)
-	if err != nil {
-		return Entry{}, err
-	}
-	// Copy: k and val are only valid during the iteration callback. One
-	// buffer holds every field and value of the entry: an allocation per
-	// field and value cost XRANGE COUNT 100 about a tenth of its CPU
-	// (docs/perf.md, "Stream entries in one buffer each, and XRANGE
-	// without them").
+// clone returns e with its fields copied, all into one buffer: an
+// allocation per field and value cost XRANGE COUNT 100 about a tenth of
+// its CPU (docs/perf.md, "Stream entries in one buffer each, and XRANGE
+// without them").
+func (e Entry) clone() Entry {
 	n := 0
-	for _, f := range fv {
+	for _, f := range e.Fields {
 		n += len(f)
 	}
 	buf := make([]byte, 0, n)
-	for i, f := range fv {
+	fv := make([][]byte, len(e.Fields))
+	for i, f := range e.Fields {
 		at := len(buf)
 		buf = append(buf, f...)
 		fv[i] = buf[at:len(buf):len(buf)]
 	}
-	return Entry{id, fv, tail.Trace, tail.DueMs}, nil
+	e.Fields = fv
+	return e
 }
 
 // firstAfter returns the first entry ID >= from of the stream s, skipping

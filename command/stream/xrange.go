@@ -59,12 +59,10 @@ func runXRange(x *command.Ctx) error {
 	h, w := reply.Hold(x.Reply)
 	defer h.Release()
 	n := 0
-	if err := streams.EachInRange(v, x.DB, x.Args[1], m, start, end, int(count), reverse, func(id codec.ID, fields [][]byte) error {
-		w.Array(2)
-		WriteID(w, id)
-		writeFields(w, fields)
+	if err := streams.EachInRange(v, x.DB, x.Args[1], m, start, end, int(count), reverse, func(e streams.Entry) (bool, error) {
+		WriteEntry(w, e)
 		n++
-		return nil
+		return true, nil
 	}); err != nil {
 		return err
 	}

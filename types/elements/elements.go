@@ -220,7 +220,7 @@ func cursorPrefix(c uint64) []byte {
 // garbage collector nothing to scan and its appends no write barriers,
 // where a [][]byte of copies took an allocation per string (LRANGE and
 // the lists' multi-element reads: docs/perf.md, "LRANGE without a slice
-// per element"; HGETALL now renders its reply as it reads, reply.Held).
+// per element").
 type Flat struct {
 	Buf  []byte
 	Ends []int

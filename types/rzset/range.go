@@ -49,16 +49,10 @@ type Query struct {
 // Range returns the members q selects, in q's order (ZRANGE and its older
 // forms, ZRANGESTORE's source). A missing key selects nothing.
 func Range(v *materialize.View, db uint8, key []byte, q Query) ([]Member, error) {
-	m, ok, err := meta(v, db, key)
-	if err != nil || !ok {
-		return nil, err
-	}
 	var out []Member
-	yp := codec.KeyPrefix(codec.TagZScore, db, key)
-	err = walk(v, db, key, m, q, func(k, val []byte) (bool, error) {
-		mem, err := decodeY(yp, k, val)
-		out = append(out, mem)
-		return err == nil, err
+	err := Each(v, db, key, q, func(member []byte, score float64) error {
+		out = append(out, Member{Member: bytes.Clone(member), Score: score})
+		return nil
 	})
 	return out, err
 }
