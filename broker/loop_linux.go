@@ -203,7 +203,7 @@ func (l *loop) run() {
 			// The sockets ready now are served; with none the loop waits
 			// for the writer, which readies it directly (Notify), not
 			// through the poller.
-			n, err = unix.EpollWait(l.ep, l.evs, 0)
+			n, err = pollReady(l.ep, l.evs)
 			if n == 0 && err == nil {
 				timer.Reset(waitingPoll)
 				select {
@@ -215,7 +215,7 @@ func (l *loop) run() {
 		} else {
 			var werr error
 			err = rc.Read(func(fd uintptr) bool {
-				n, werr = unix.EpollWait(int(fd), l.evs, 0)
+				n, werr = pollReady(int(fd), l.evs)
 				return n > 0 || (werr != nil && werr != unix.EINTR)
 			})
 			if err == nil {
@@ -675,7 +675,7 @@ func (lc *loopConn) Read(p []byte) (int, error) {
 		return 0, errWouldBlock
 	}
 	for {
-		n, err := syscall.Read(lc.fd, p) // syscall's, not unix's: the race detector sees its ordering as with net.Conn's
+		n, err := sockRead(lc.fd, p) // rawio_linux.go
 		switch {
 		case err == syscall.EINTR:
 			continue
@@ -799,7 +799,7 @@ func (w loopWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	for n := 0; n < len(p); {
-		k, err := syscall.Write(lc.fd, p[n:])
+		k, err := sockWrite(lc.fd, p[n:])
 		switch {
 		case err == syscall.EINTR:
 			continue
@@ -826,7 +826,7 @@ func (w loopWriter) WriteVec(bufs [][]byte) error {
 		return nil
 	}
 	for len(bufs) > 0 {
-		k, err := unix.Writev(lc.fd, bufs[:min(len(bufs), maxWriteVecs)])
+		k, err := sockWritev(lc.fd, bufs[:min(len(bufs), maxWriteVecs)])
 		switch {
 		case err == syscall.EINTR:
 			continue

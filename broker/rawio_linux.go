@@ -1,0 +1,123 @@
+package broker
+
+import (
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The event loops' socket system calls (read, write, writev and
+// epoll_wait with no timeout) are made without the runtime's system-call
+// bookkeeping. syscall.Read and its kind call entersyscall first: the
+// goroutine's processor is marked as in a system call that may block, and
+// the runtime's monitor thread (sysmon) takes a processor back from a
+// call that spans one of its ticks (20 µs or more) and hands it to another
+// thread to run the writer or the other loop. On a loaded machine a 5–10
+// µs socket write often spans a tick, so the processors went from thread
+// to thread, and sysmon, finding work each time, kept waking every 20 µs:
+// with two processors, 0.6 context switches per unpipelined SET, a sixth
+// of the server's CPU in the kernel's task switch (docs/perf.md, "Socket
+// calls without the scheduler"). The loops' sockets are non-blocking, so
+// these calls never wait: a raw call, which the scheduler does not see,
+// costs the kernel's work alone.
+//
+// Under the race detector the calls go through syscall.Read and
+// syscall.Write instead: their annotations order a write to a socket
+// before the read of it, as for net.Conn, which the tests rely on.
+
+// sockRead is read(2) of a non-blocking socket: n bytes, or EAGAIN when
+// nothing is there, io's 0 bytes at end of stream.
+func sockRead(fd int, p []byte) (int, error) {
+	if raceEnabled {
+		return syscall.Read(fd, p)
+	}
+	return rawRead(fd, p)
+}
+
+// sockWrite is write(2) of a non-blocking socket.
+func sockWrite(fd int, p []byte) (int, error) {
+	if raceEnabled {
+		return syscall.Write(fd, p)
+	}
+	return rawWrite(fd, p)
+}
+
+// sockWritev is writev(2) of a non-blocking socket: at most len(bufs) of
+// the slices, fewer when more than rawWritevMax (the rest is the caller's
+// next call, as after a short write).
+func sockWritev(fd int, bufs [][]byte) (int, error) {
+	if raceEnabled {
+		return unix.Writev(fd, bufs)
+	}
+	return rawWritev(fd, bufs)
+}
+
+// pollReady is epoll_wait(2) of ep with a zero timeout: the events ready
+// now, never waiting.
+func pollReady(ep int, evs []unix.EpollEvent) (int, error) {
+	if raceEnabled {
+		return unix.EpollWait(ep, evs, 0)
+	}
+	return rawEpollWait0(ep, evs)
+}
+
+func rawRead(fd int, p []byte) (int, error) {
+	var ptr unsafe.Pointer
+	if len(p) > 0 {
+		ptr = unsafe.Pointer(&p[0])
+	}
+	n, _, e := syscall.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+func rawWrite(fd int, p []byte) (int, error) {
+	var ptr unsafe.Pointer
+	if len(p) > 0 {
+		ptr = unsafe.Pointer(&p[0])
+	}
+	n, _, e := syscall.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// rawWritevMax is the most slices rawWritev passes at once (its vector is
+// on the stack).
+const rawWritevMax = 64
+
+func rawWritev(fd int, bufs [][]byte) (int, error) {
+	var iov [rawWritevMax]unix.Iovec
+	k := 0
+	for _, b := range bufs {
+		if k == len(iov) {
+			break
+		}
+		if len(b) == 0 {
+			continue
+		}
+		iov[k].Base = &b[0]
+		iov[k].SetLen(len(b))
+		k++
+	}
+	if k == 0 {
+		return 0, nil
+	}
+	n, _, e := syscall.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(k))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+func rawEpollWait0(ep int, evs []unix.EpollEvent) (int, error) {
+	n, _, e := syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(ep), uintptr(unsafe.Pointer(&evs[0])), uintptr(len(evs)), 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
