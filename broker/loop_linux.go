@@ -557,6 +557,9 @@ func (l *loop) handOff(c *conn, first [][]byte) {
 	f := os.NewFile(uintptr(lc.fd), "")
 	nc, err := net.FileConn(f) // a duplicate, watched by the runtime's poller
 	f.Close()
+	if err == nil {
+		nc = withRawIO(nc)
+	}
 	lc.mu.Lock()
 	if err == nil {
 		lc.nc.Store(&nc)

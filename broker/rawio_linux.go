@@ -1,6 +1,9 @@
 package broker
 
 import (
+	"io"
+	"net"
+	"os"
 	"syscall"
 	"unsafe"
 
@@ -120,4 +123,137 @@ func rawEpollWait0(ep int, evs []unix.EpollEvent) (int, error) {
 		return 0, e
 	}
 	return int(n), nil
+}
+
+// rawSock is a connected TCP or Unix socket served by a goroutine (a
+// connection handed off by its event loop, or any plain connection when
+// there are no loops) whose reads and writes are raw system calls too:
+// only a socket that is not ready waits, in the runtime's poller
+// (syscall.RawConn), as net.Conn's would. Deadlines, Close and the other
+// methods are the socket's own.
+type rawSock struct {
+	net.Conn
+	rc syscall.RawConn
+}
+
+// withRawIO returns nc reading and writing with raw system calls, or nc
+// itself under the race detector or when nc is not a plain socket.
+func withRawIO(nc net.Conn) net.Conn {
+	if raceEnabled {
+		return nc
+	}
+	switch nc.(type) {
+	case *net.TCPConn, *net.UnixConn:
+	default:
+		return nc
+	}
+	rc, err := nc.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return nc
+	}
+	return &rawSock{Conn: nc, rc: rc}
+}
+
+// SyscallConn is the socket's (socketFD, the peer watch).
+func (s *rawSock) SyscallConn() (syscall.RawConn, error) { return s.rc, nil }
+
+func (s *rawSock) opError(op string, err error) error {
+	if errno, ok := err.(syscall.Errno); ok {
+		err = os.NewSyscallError(op, errno)
+	}
+	return &net.OpError{Op: op, Net: s.LocalAddr().Network(), Source: s.LocalAddr(), Addr: s.RemoteAddr(), Err: err}
+}
+
+// Read is net.Conn's: at most len(p) bytes, io.EOF at the end of the
+// stream, an error after a deadline or Close.
+func (s *rawSock) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var n int
+	var err error
+	if werr := s.rc.Read(func(fd uintptr) bool {
+		for {
+			n, err = rawRead(int(fd), p)
+			if err != syscall.EINTR {
+				return err != syscall.EAGAIN
+			}
+		}
+	}); werr != nil {
+		return 0, werr // a deadline or Close (net's OpError)
+	}
+	switch {
+	case err != nil:
+		return 0, s.opError("read", err)
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// Write is net.Conn's: all of p, or the bytes written before an error.
+func (s *rawSock) Write(p []byte) (int, error) {
+	n := 0
+	var err error
+	if werr := s.rc.Write(func(fd uintptr) bool {
+		for n < len(p) {
+			k, e := rawWrite(int(fd), p[n:])
+			switch e {
+			case nil:
+				n += k
+			case syscall.EINTR:
+			case syscall.EAGAIN:
+				return false
+			default:
+				err = e
+				return true
+			}
+		}
+		return true
+	}); werr != nil {
+		return n, werr
+	}
+	if err != nil {
+		return n, s.opError("write", err)
+	}
+	return n, nil
+}
+
+// WriteVec writes the slices of bufs in order (vectorWriter), with
+// writev: all of them, or an error. It changes the slices of bufs.
+func (s *rawSock) WriteVec(bufs [][]byte) error {
+	var err error
+	if werr := s.rc.Write(func(fd uintptr) bool {
+		for len(bufs) > 0 {
+			k, e := rawWritev(int(fd), bufs)
+			switch e {
+			case nil:
+			case syscall.EINTR:
+				continue
+			case syscall.EAGAIN:
+				return false
+			default:
+				err = e
+				return true
+			}
+			for k > 0 {
+				if k < len(bufs[0]) {
+					bufs[0] = bufs[0][k:]
+					break
+				}
+				k -= len(bufs[0])
+				bufs = bufs[1:]
+			}
+			for len(bufs) > 0 && len(bufs[0]) == 0 {
+				bufs = bufs[1:]
+			}
+		}
+		return true
+	}); werr != nil {
+		return werr
+	}
+	if err != nil {
+		return s.opError("writev", err)
+	}
+	return nil
 }

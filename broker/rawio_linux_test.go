@@ -2,8 +2,13 @@ package broker
 
 import (
 	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -112,5 +117,95 @@ func TestRawSocketCalls(t *testing.T) {
 		if k == 0 {
 			break
 		}
+	}
+}
+
+// TestRawSock checks the goroutine path's raw socket (rawSock) against
+// net.Conn's contract: whole writes, partial reads, a read deadline's
+// timeout error, io.EOF at the peer's close, and writev of many slices.
+func TestRawSock(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	nc, ok := <-accepted
+	if !ok {
+		t.Fatal("accept failed")
+	}
+	defer nc.Close()
+	rc, err := nc.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &rawSock{Conn: nc, rc: rc}
+
+	// A read waits in the poller until the peer writes.
+	go peer.Write([]byte("*1\r\n$4\r\nPING\r\n"))
+	buf := make([]byte, 4)
+	got := []byte{}
+	for len(got) < 14 {
+		n, err := s.Read(buf)
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		got = append(got, buf[:n]...)
+	}
+	if string(got) != "*1\r\n$4\r\nPING\r\n" {
+		t.Fatalf("read %q", got)
+	}
+
+	// A deadline ends a read that waits, with a timeout error.
+	s.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	if n, err := s.Read(buf); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past a deadline: %d, %v", n, err)
+	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("read past a deadline: %v is not a timeout", err)
+	}
+	s.SetReadDeadline(time.Time{})
+
+	// A write larger than the socket's buffers waits for the peer's
+	// reads and writes all of it.
+	big := bytes.Repeat([]byte("0123456789"), 1<<20)
+	done := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(peer, int64(len(big)+3*rawWritevMax)))
+		done <- b
+	}()
+	if n, err := s.Write(big); n != len(big) || err != nil {
+		t.Fatalf("write of %d bytes: %d, %v", len(big), n, err)
+	}
+	var bufs [][]byte
+	var want []byte
+	for i := range 3 * rawWritevMax {
+		b := []byte{byte('a' + i%26)}
+		bufs = append(bufs, b)
+		want = append(want, b...)
+	}
+	if err := s.WriteVec(bufs); err != nil {
+		t.Fatalf("writev: %v", err)
+	}
+	if b := <-done; !bytes.Equal(b, append(big, want...)) {
+		t.Fatalf("the peer read %d bytes, want %d", len(b), len(big)+len(want))
+	}
+
+	// The peer's close: io.EOF.
+	peer.Close()
+	if n, err := s.Read(buf); n != 0 || err != io.EOF {
+		t.Fatalf("read after the peer closed: %d, %v", n, err)
 	}
 }

@@ -292,11 +292,15 @@ func putBigBuf(b []byte) {
 	bigReplyBufs[i].Put(&b)
 }
 
-// writeVec writes bufs to w in order: with writev (net.Buffers) when w is
-// a plain socket, else copied into one buffer for one Write (a TLS
+// writeVec writes bufs to w in order: with w's own WriteVec when it has
+// one (vectorWriter), with writev (net.Buffers) when w is a plain socket,
+// else copied into one buffer for one Write (a TLS
 // connection would make a record of each slice). It changes the slices
 // of bufs.
 func writeVec(w io.Writer, bufs [][]byte) error {
+	if vw, ok := w.(vectorWriter); ok {
+		return vw.WriteVec(bufs)
+	}
 	switch w.(type) {
 	case *net.TCPConn, *net.UnixConn:
 		nb := net.Buffers(bufs)

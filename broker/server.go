@@ -644,6 +644,9 @@ func (s *Server) serve(ln net.Listener, isTLS bool) error {
 				nc = lc
 			}
 		}
+		if lc == nil && !isTLS {
+			nc = withRawIO(nc)
+		}
 		c := newConn(s, nc)
 		if lc != nil {
 			s.loops.prepare(c)
