@@ -841,17 +841,7 @@ func (w loopWriter) WriteVec(bufs [][]byte) error {
 		case err != nil:
 			return err
 		}
-		for k > 0 {
-			if k < len(bufs[0]) {
-				bufs[0] = bufs[0][k:]
-				break
-			}
-			k -= len(bufs[0])
-			bufs = bufs[1:]
-		}
-		for len(bufs) > 0 && len(bufs[0]) == 0 {
-			bufs = bufs[1:]
-		}
+		bufs = dropWritten(bufs, k)
 	}
 	return nil
 }

@@ -65,24 +65,16 @@ func pollReady(ep int, evs []unix.EpollEvent) (int, error) {
 	return rawEpollWait0(ep, evs)
 }
 
-func rawRead(fd int, p []byte) (int, error) {
-	var ptr unsafe.Pointer
-	if len(p) > 0 {
-		ptr = unsafe.Pointer(&p[0])
-	}
-	n, _, e := syscall.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(ptr), uintptr(len(p)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), nil
-}
+func rawRead(fd int, p []byte) (int, error)  { return rawReadWrite(unix.SYS_READ, fd, p) }
+func rawWrite(fd int, p []byte) (int, error) { return rawReadWrite(unix.SYS_WRITE, fd, p) }
 
-func rawWrite(fd int, p []byte) (int, error) {
+// rawReadWrite is read(2) or write(2) (trap) of p on fd.
+func rawReadWrite(trap uintptr, fd int, p []byte) (int, error) {
 	var ptr unsafe.Pointer
 	if len(p) > 0 {
 		ptr = unsafe.Pointer(&p[0])
 	}
-	n, _, e := syscall.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	n, _, e := syscall.RawSyscall(trap, uintptr(fd), uintptr(ptr), uintptr(len(p)))
 	if e != 0 {
 		return 0, e
 	}
@@ -236,17 +228,7 @@ func (s *rawSock) WriteVec(bufs [][]byte) error {
 				err = e
 				return true
 			}
-			for k > 0 {
-				if k < len(bufs[0]) {
-					bufs[0] = bufs[0][k:]
-					break
-				}
-				k -= len(bufs[0])
-				bufs = bufs[1:]
-			}
-			for len(bufs) > 0 && len(bufs[0]) == 0 {
-				bufs = bufs[1:]
-			}
+			bufs = dropWritten(bufs, k)
 		}
 		return true
 	}); werr != nil {
@@ -256,4 +238,22 @@ func (s *rawSock) WriteVec(bufs [][]byte) error {
 		return s.opError("writev", err)
 	}
 	return nil
+}
+
+// dropWritten returns bufs without its first k bytes, which a write took
+// (the first slice left shortened in place), and without empty slices
+// at its front.
+func dropWritten(bufs [][]byte, k int) [][]byte {
+	for k > 0 {
+		if k < len(bufs[0]) {
+			bufs[0] = bufs[0][k:]
+			break
+		}
+		k -= len(bufs[0])
+		bufs = bufs[1:]
+	}
+	for len(bufs) > 0 && len(bufs[0]) == 0 {
+		bufs = bufs[1:]
+	}
+	return bufs
 }
