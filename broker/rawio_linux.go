@@ -29,8 +29,8 @@ import (
 // syscall.Write instead: their annotations order a write to a socket
 // before the read of it, as for net.Conn, which the tests rely on.
 
-// sockRead is read(2) of a non-blocking socket: n bytes, or EAGAIN when
-// nothing is there, io's 0 bytes at end of stream.
+// sockRead is read(2) of a non-blocking socket: n bytes, EAGAIN when
+// nothing is there, 0 bytes and no error at the end of the stream.
 func sockRead(fd int, p []byte) (int, error) {
 	if raceEnabled {
 		return syscall.Read(fd, p)
