@@ -95,6 +95,18 @@ var stringCases = []confCase{
 		cc("TTL", "t"),
 		cc("TYPE", "s"),
 		cc("MSETNX", "t", "1"),
+		// More pairs than MSet compares directly (msetSeenScan), with
+		// repeats, a key of another type and a key with a TTL.
+		cc("HSET", "h", "f", "v"),
+		cc("SET", "e", "v", "PX", "100000"),
+		cc("MSET", "k1", "1", "k2", "2", "k3", "3", "k4", "4", "k5", "5", "k6", "6",
+			"k7", "7", "k8", "8", "k9", "9", "k10", "10", "k11", "11", "k12", "12",
+			"k13", "13", "k14", "14", "k15", "15", "k16", "16", "k2", "two", "h", "hv",
+			"k17", "17", "e", "ev", "k2", "zwei", "h", "hv2"),
+		cc("MGET", "k1", "k2", "k16", "k17", "h", "e"),
+		cc("TYPE", "h"),
+		cc("TTL", "e"),
+		cc("DBSIZE"),
 	}},
 	{name: "strings append strlen getrange setrange", steps: []confStep{
 		cc("APPEND", "a", "hello"),

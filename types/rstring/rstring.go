@@ -10,6 +10,7 @@
 package rstring
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"strconv"
@@ -160,7 +161,6 @@ func Set(v *materialize.View, db uint8, key, val []byte, a SetArgs) (SetResult, 
 // MSet stores each pair (keys[i], vals[i]) as SET would, in order; with nx
 // (MSETNX) it writes nothing and returns false when any key exists.
 func MSet(v *materialize.View, db uint8, keys, vals [][]byte, nx bool) (bool, []codec.Event, error) {
-	var events []codec.Event
 	if nx {
 		for _, k := range keys {
 			_, ok, err := v.Meta(db, k)
@@ -174,21 +174,50 @@ func MSet(v *materialize.View, db uint8, keys, vals [][]byte, nx bool) (bool, []
 	}
 	// A key named twice is written twice: the second pair sees the first
 	// (the events of one write apply in order), so the last value wins.
-	seen := map[string]bool{}
+	// Up to msetSeenScan keys are checked against the earlier ones
+	// directly, more through a set.
+	var seen map[string]struct{}
+	if len(keys) > msetSeenScan {
+		seen = make(map[string]struct{}, len(keys))
+	}
+	events := make([]codec.Event, 0, len(keys))
 	for i, k := range keys {
-		m, ok, del, err := v.MetaForWrite(db, k)
+		// The old value is never read: a header spares a large string's
+		// read from Pebble, as for SET.
+		m, ok, del, err := v.MetaHeaderForWrite(db, k)
 		if err != nil {
 			return false, nil, err
 		}
-		if seen[string(k)] {
+		if namedBefore(keys[:i], k, seen) {
 			// The View does not see this write's own events: the earlier
 			// pair left a string without TTL.
 			m, ok, del = codec.Meta{Type: codec.TypeString}, true, nil
 		}
-		seen[string(k)] = true
 		events = put(db, k, m, ok, vals[i], 0, append(events, del...))
 	}
 	return true, events, nil
+}
+
+// msetSeenScan is the most keys MSet checks for repeats by comparing each
+// with the ones before it.
+const msetSeenScan = 16
+
+// namedBefore reports whether k is one of before: with seen nil by
+// comparing, else by seen, to which it adds k.
+func namedBefore(before [][]byte, k []byte, seen map[string]struct{}) bool {
+	if seen == nil {
+		for _, b := range before {
+			if bytes.Equal(b, k) {
+				return true
+			}
+		}
+		return false
+	}
+	if _, ok := seen[string(k)]; ok {
+		return true
+	}
+	seen[string(k)] = struct{}{}
+	return false
 }
 
 // GetDel returns key's value and deletes the key (GETDEL).
