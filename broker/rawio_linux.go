@@ -16,18 +16,19 @@ import (
 // goroutine's processor is marked as in a system call that may block, and
 // the runtime's monitor thread (sysmon) takes a processor back from a
 // call that spans one of its ticks (20 µs or more) and hands it to another
-// thread to run the writer or the other loop. On a loaded machine a 5–10
-// µs socket write often spans a tick, so the processors went from thread
-// to thread, and sysmon, finding work each time, kept waking every 20 µs:
-// with two processors, 0.6 context switches per unpipelined SET, a sixth
-// of the server's CPU in the kernel's task switch (docs/perf.md, "Socket
-// calls without the scheduler"). The loops' sockets are non-blocking, so
+// thread to run the writer or the other loop; sysmon sleeps its shortest
+// while it finds such work. On a loaded two-processor VM (inferred from
+// the counts, not traced per call): 0.6 context switches per unpipelined
+// SET, 14 % of the server's CPU samples under the kernel's task switch,
+// sysmon's nanosleep alone 4.8 % (docs/perf.md, "Socket calls without the
+// scheduler"). The loops' sockets are non-blocking, so
 // these calls never wait: a raw call, which the scheduler does not see,
 // costs the kernel's work alone.
 //
 // Under the race detector the calls go through syscall.Read and
-// syscall.Write instead: their annotations order a write to a socket
-// before the read of it, as for net.Conn, which the tests rely on.
+// syscall.Write instead, whose annotations give the detector the same
+// ordering of socket I/O as net.Conn's (the loop's read was syscall's,
+// not unix's, for that reason before these calls existed).
 
 // sockRead is read(2) of a non-blocking socket: n bytes, EAGAIN when
 // nothing is there, 0 bytes and no error at the end of the stream.
