@@ -30,18 +30,114 @@ type metaCache struct {
 	shards [metaCacheShards]metaShard
 }
 
+// metaShard is one shard of the cache: an open-addressing table (linear
+// probing, deletion by backward shift) of entries that hold their key.
+// A lookup of a cached key reads its slot and its entry, where a Go map
+// of pointers read the map's control word, its slot, the key's string
+// and the entry (392 bytes then): at 100,000 keys, past the processor's
+// caches, a lookup took 860 ns alone (BenchmarkMetaCache; docs/perf.md,
+// "A metadata cache that fits the processor's caches").
 type metaShard struct {
 	mu sync.RWMutex
-	m  map[string]*cachedMeta // pointers: an update of a cached key allocates nothing
+	// slots has a power-of-two length, nil until the first entry; at most
+	// three quarters are used, so every probe ends at a free slot.
+	slots []metaSlot
+	n     int // entries in slots
 	// copied is the bytes of the values longer than metaCacheMaxValue the
 	// shard holds (copies, or requests' arguments kept: View.KeepValue):
 	// at most metaCacheCopiedMax/metaCacheShards.
 	copied int
-	// held lists the entries that hold such copies (cachedMeta.held is 1 +
+	// held lists the entries that hold such copies (cacheEntry.held is 1 +
 	// the index). Past the budget a random one of them drops its value and
 	// keeps its metadata: the keys whose values do not fit keep their type
 	// and TTL in the cache, and small keys are not evicted for large values.
-	held []*cachedMeta
+	held []*cacheEntry
+}
+
+// metaSlot is a table slot: the hash of its entry's cache key with the
+// low bit set (0: a free slot), and the entry.
+type metaSlot struct {
+	h uint64
+	e *cacheEntry
+}
+
+// metaKeyInline is the longest cache key (db, then key) an entry holds
+// inline; a longer one is a string of its own. 39 key bytes keep an entry
+// in a 160-byte allocation.
+const metaKeyInline = 40
+
+// cacheEntry is a committed entry: cachedMeta's fields with the stream
+// metadata behind a pointer (codec.Meta inline was 360 bytes, most of
+// them StreamMeta, zero for other types) and the cache key beside them.
+// A stored codec.Meta never has a Ref (putKey keeps such a key without
+// its value). TestMetaCacheKeepsEveryField fails when codec.Meta gains a
+// field this does not keep.
+type cacheEntry struct {
+	expireAtMs int64
+	seq        uint64
+	value      []byte
+	count      uint64
+	head       int64
+	floor      []byte
+	stream     *codec.StreamMeta // nil: a zero StreamMeta
+	long       string            // the key, when longer than metaKeyInline
+	held       uint32            // 1 + the index in the shard's held list; 0: none
+	typ        codec.Type
+	exists     bool
+	noValue    bool
+	ranked     bool
+	klen       uint8 // bytes of the key in short; 0: the key is long
+	short      [metaKeyInline]byte
+}
+
+// keyIs reports whether e's cache key is k.
+func (e *cacheEntry) keyIs(k []byte) bool {
+	if e.klen == 0 {
+		return e.long == string(k)
+	}
+	return string(e.short[:e.klen]) == string(k)
+}
+
+// key returns e's cache key (aliasing e).
+func (e *cacheEntry) key() []byte {
+	if e.klen == 0 {
+		return unsafe.Slice(unsafe.StringData(e.long), len(e.long))
+	}
+	return e.short[:e.klen]
+}
+
+func (e *cacheEntry) setKey(k []byte) {
+	if len(k) > 0 && len(k) <= metaKeyInline {
+		e.klen = uint8(copy(e.short[:], k))
+		return
+	}
+	e.long = string(k)
+}
+
+// set stores cm in e (its key and held index unchanged).
+func (e *cacheEntry) set(cm *cachedMeta) {
+	m := &cm.meta
+	e.expireAtMs, e.seq, e.value, e.count, e.head, e.floor = m.ExpireAtMs, cm.seq, m.Value, m.Count, m.Head, m.Floor
+	e.typ, e.exists, e.noValue, e.ranked = m.Type, cm.exists, cm.noValue, m.Ranked
+	switch {
+	case m.Stream != (codec.StreamMeta{}) && e.stream != nil:
+		*e.stream = m.Stream
+	case m.Stream != (codec.StreamMeta{}):
+		s := m.Stream
+		e.stream = &s
+	default:
+		e.stream = nil
+	}
+}
+
+// load returns what e holds.
+func (e *cacheEntry) load() cachedMeta {
+	cm := cachedMeta{exists: e.exists, seq: e.seq, noValue: e.noValue}
+	cm.meta = codec.Meta{Type: e.typ, ExpireAtMs: e.expireAtMs, Value: e.value, Count: e.count, Head: e.head, Ranked: e.ranked, Floor: e.floor}
+	if e.stream != nil {
+		cm.meta.Stream = *e.stream
+	}
+	return cm
 }
 
 type cachedMeta struct {
@@ -59,15 +155,13 @@ type cachedMeta struct {
 	// key's deferred M-key write, if that entry is still this key's (an
 	// index from before the last flushMeta may name another key's).
 	pend uint32
-	// held, in the committed cache only: 1 + the entry's index in its
-	// shard's held list; 0 when it holds no copied value.
-	held uint32
 }
 
 const (
 	metaCacheShards = 64
-	// metaCacheShardMax bounds each shard (about 100 bytes an entry, 2^18
-	// entries in all); past it random entries are evicted.
+	// metaCacheShardMax bounds each shard (about 180 bytes an entry with
+	// its slots, 2^18 entries in all); past it random entries are
+	// evicted.
 	metaCacheShardMax = (1 << 18) / metaCacheShards
 	// metaCacheMaxValue is the largest string value cached as the event
 	// or read left it (aliased, not copied).
@@ -94,38 +188,109 @@ const (
 )
 
 func newMetaCache() *metaCache {
-	c := &metaCache{seed: maphash.MakeSeed()}
-	for i := range c.shards {
-		c.shards[i].m = make(map[string]*cachedMeta)
+	return &metaCache{seed: maphash.MakeSeed()}
+}
+
+// hashOf returns the shard of the cache key k (db, then key) and k's hash
+// as its slots hold it: the low bits pick the shard, the next ones the
+// home slot.
+func (c *metaCache) hashOf(k []byte) (*metaShard, uint64) {
+	h := maphash.Bytes(c.seed, k)
+	return &c.shards[h%metaCacheShards], h | 1
+}
+
+// home is the slot where a probe for hash h starts.
+func (s *metaShard) home(h uint64) int {
+	return int(h/metaCacheShards) & (len(s.slots) - 1)
+}
+
+// find returns the slot of the entry of cache key k with hash h, or -1.
+func (s *metaShard) find(h uint64, k []byte) int {
+	if s.slots == nil {
+		return -1
 	}
-	return c
+	mask := len(s.slots) - 1
+	for i := s.home(h); ; i = (i + 1) & mask {
+		sl := &s.slots[i]
+		if sl.h == 0 {
+			return -1
+		}
+		if sl.h == h && sl.e.keyIs(k) {
+			return i
+		}
+	}
 }
 
-func (c *metaCache) shard(db uint8, key []byte) *metaShard {
-	var h maphash.Hash
-	h.SetSeed(c.seed)
-	h.WriteByte(db)
-	h.Write(key)
-	return &c.shards[h.Sum64()%metaCacheShards]
+// insert adds e, whose key is not in s, with hash h.
+func (s *metaShard) insert(h uint64, e *cacheEntry) {
+	if (s.n+1)*4 > len(s.slots)*3 {
+		s.grow()
+	}
+	mask := len(s.slots) - 1
+	i := s.home(h)
+	for s.slots[i].h != 0 {
+		i = (i + 1) & mask
+	}
+	s.slots[i] = metaSlot{h: h, e: e}
+	s.n++
 }
 
-// shardOf is shard of the cache key k (db, then key).
-func (c *metaCache) shardOf(k []byte) *metaShard {
-	var h maphash.Hash
-	h.SetSeed(c.seed)
-	h.Write(k)
-	return &c.shards[h.Sum64()%metaCacheShards]
+// grow doubles the table (16 slots at first).
+func (s *metaShard) grow() {
+	old := s.slots
+	s.slots = make([]metaSlot, max(16, 2*len(old)))
+	mask := len(s.slots) - 1
+	for _, sl := range old {
+		if sl.h == 0 {
+			continue
+		}
+		i := s.home(sl.h)
+		for s.slots[i].h != 0 {
+			i = (i + 1) & mask
+		}
+		s.slots[i] = sl
+	}
+}
+
+// remove deletes the entry in slot i, moving later entries of its probe
+// run back so that no probe meets a gap before its entry.
+func (s *metaShard) remove(i int) {
+	mask := len(s.slots) - 1
+	for {
+		s.slots[i] = metaSlot{}
+		j := i
+		for {
+			j = (j + 1) & mask
+			if s.slots[j].h == 0 {
+				s.n--
+				return
+			}
+			// The entry at j may fill i unless its home is cyclically
+			// in (i, j].
+			home := s.home(s.slots[j].h)
+			if i <= j && (home <= i || home > j) || i > j && home <= i && home > j {
+				break
+			}
+		}
+		s.slots[i] = s.slots[j]
+		i = j
+	}
+}
+
+// cacheKey returns (db, key) as one cache key, in buf when it fits.
+func cacheKey(buf []byte, db uint8, key []byte) []byte {
+	return append(append(buf[:0], db), key...)
 }
 
 // get returns the cached metadata of (db, key), if cached.
 func (c *metaCache) get(db uint8, key []byte) (cachedMeta, bool) {
 	var buf [64]byte
-	k := append(append(buf[:0], db), key...)
-	s := c.shard(db, key)
+	k := cacheKey(buf[:], db, key)
+	s, h := c.hashOf(k)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if e := s.m[string(k)]; e != nil {
-		return *e, true
+	if i := s.find(h, k); i >= 0 {
+		return s.slots[i].e.load(), true
 	}
 	return cachedMeta{}, false
 }
@@ -135,45 +300,45 @@ func (c *metaCache) get(db uint8, key []byte) (cachedMeta, bool) {
 // later.
 func (c *metaCache) put(db uint8, key []byte, m codec.Meta, exists bool, seq uint64) {
 	var buf [64]byte
-	c.putKey(append(append(buf[:0], db), key...), m, exists, seq, false)
+	c.putKey(cacheKey(buf[:], db, key), m, exists, seq, false)
 }
 
 // putKey is put of the cache key k (db, then key). With keep, a value longer
 // than metaCacheMaxValue is held as it is rather than copied: it is a
 // request's argument the writer was told it may keep (View.KeepValue).
 func (c *metaCache) putKey(k []byte, m codec.Meta, exists bool, seq uint64, keep bool) {
-	s := c.shardOf(k)
+	s, h := c.hashOf(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := cachedMeta{meta: m, exists: exists, seq: seq}
+	cm := cachedMeta{meta: m, exists: exists, seq: seq}
 	n := 0 // bytes copied
 	switch l := len(m.Value); {
 	case exists && !m.Ref.IsZero():
 		// A value in the change log, not read (rawMetaOpt without
 		// needValue): the entry has the type and TTL only.
-		e.meta.Value, e.meta.Ref, e.noValue = nil, codec.ValueRef{}, true
+		cm.meta.Value, cm.meta.Ref, cm.noValue = nil, codec.ValueRef{}, true
 	case !exists || l <= metaCacheMaxValue:
 	case l <= metaCacheMaxCopied:
 		if !keep {
-			e.meta.Value = bytes.Clone(m.Value)
+			cm.meta.Value = bytes.Clone(m.Value)
 		}
 		n = l
 	default:
-		e.meta.Value, e.noValue = nil, true
+		cm.meta.Value, cm.noValue = nil, true
 	}
-	p := s.m[string(k)]
-	if p != nil {
+	var p *cacheEntry
+	if i := s.find(h, k); i >= 0 {
+		p = s.slots[i].e
 		s.copied -= copiedLen(p)
-		e.held = p.held
-		*p = e
 	} else {
-		if len(s.m) >= metaCacheShardMax {
+		if s.n >= metaCacheShardMax {
 			s.evict(metaCacheShardMax / 16)
 		}
-		p = new(cachedMeta) // only here: e stays on the stack for updates
-		*p = e
-		s.m[string(k)] = p
+		p = new(cacheEntry)
+		p.setKey(k)
+		s.insert(h, p)
 	}
+	p.set(&cm)
 	s.copied += n
 	switch {
 	case n > 0 && p.held == 0:
@@ -195,14 +360,14 @@ func (c *metaCache) putKey(k []byte, m codec.Meta, exists bool, seq uint64, keep
 
 // dropValue removes the copied value of e, a held entry, keeping its
 // metadata: a read that needs the value reads it from Pebble.
-func (s *metaShard) dropValue(e *cachedMeta) {
+func (s *metaShard) dropValue(e *cacheEntry) {
 	s.copied -= copiedLen(e)
-	e.meta.Value, e.noValue = nil, true
+	e.value, e.noValue = nil, true
 	s.unhold(e)
 }
 
 // unhold removes e from the shard's held list.
-func (s *metaShard) unhold(e *cachedMeta) {
+func (s *metaShard) unhold(e *cacheEntry) {
 	i, last := int(e.held)-1, len(s.held)-1
 	s.held[i] = s.held[last]
 	s.held[i].held = uint32(i + 1)
@@ -211,24 +376,27 @@ func (s *metaShard) unhold(e *cachedMeta) {
 	e.held = 0
 }
 
-// evict removes n random entries (map order is random).
+// evict removes n entries picked at random: each the first entry at or
+// after a random slot.
 func (s *metaShard) evict(n int) {
-	for k, p := range s.m {
-		if n == 0 {
-			return
+	mask := len(s.slots) - 1
+	for ; n > 0 && s.n > 0; n-- {
+		i := rand.IntN(len(s.slots))
+		for s.slots[i].h == 0 {
+			i = (i + 1) & mask
 		}
-		s.copied -= copiedLen(p)
-		if p.held != 0 {
-			s.unhold(p)
+		e := s.slots[i].e
+		s.copied -= copiedLen(e)
+		if e.held != 0 {
+			s.unhold(e)
 		}
-		delete(s.m, k)
-		n--
+		s.remove(i)
 	}
 }
 
 // copiedLen is the bytes of e's value the shard counts as copied.
-func copiedLen(e *cachedMeta) int {
-	if n := len(e.meta.Value); n > metaCacheMaxValue {
+func copiedLen(e *cacheEntry) int {
+	if n := len(e.value); n > metaCacheMaxValue {
 		return n
 	}
 	return 0
@@ -238,7 +406,7 @@ func (c *metaCache) clear() {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		s.m = make(map[string]*cachedMeta)
+		s.slots, s.n = nil, 0
 		s.copied = 0
 		s.held = nil
 		s.mu.Unlock()

@@ -3,6 +3,9 @@ package materialize
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/sediment-dev/sediment/codec"
@@ -16,7 +19,16 @@ func copiedSum(t *testing.T, c *metaCache) int {
 	for i := range c.shards {
 		s := &c.shards[i]
 		n, held := 0, 0
-		for k, e := range s.m {
+		entries := 0
+		for _, sl := range s.slots {
+			if sl.h == 0 {
+				continue
+			}
+			entries++
+			e, k := sl.e, sl.e.key()
+			if s.slots[s.find(sl.h, k)].e != e {
+				t.Fatalf("shard %d: entry %q is not found by its key", i, k)
+			}
 			n += copiedLen(e)
 			switch {
 			case copiedLen(e) > 0 && (e.held == 0 || int(e.held) > len(s.held) || s.held[e.held-1] != e):
@@ -26,6 +38,9 @@ func copiedSum(t *testing.T, c *metaCache) int {
 			case e.held != 0:
 				t.Fatalf("shard %d: entry %q holds no copied value and is in the held list at %d", i, k, e.held)
 			}
+		}
+		if entries != s.n {
+			t.Fatalf("shard %d holds %d entries and counts %d", i, entries, s.n)
 		}
 		if held != len(s.held) {
 			t.Fatalf("shard %d: %d entries hold copied values, the held list has %d", i, held, len(s.held))
@@ -230,5 +245,130 @@ func TestKeptValueNotCopied(t *testing.T) {
 		return err
 	}); err != nil || !ok || !bytes.Equal(got, kept) {
 		t.Fatalf("GET of the kept value: %d bytes, found %v, err %v", len(got), ok, err)
+	}
+}
+
+// TestMetaCacheKeepsEveryField: an entry gives back every field of the
+// codec.Meta put in it (but Ref: a stored value reference is kept as an
+// entry without its value), so a field added to codec.Meta fails here
+// until cacheEntry keeps it. Each field is set to a value of its own,
+// found by reflection, once with the others zero and once with all set;
+// a stream's metadata is updated in place and read back.
+func TestMetaCacheKeepsEveryField(t *testing.T) {
+	var n uint64
+	var fill func(v reflect.Value)
+	fill = func(v reflect.Value) {
+		n++
+		switch v.Kind() {
+		case reflect.Struct:
+			for i := range v.NumField() {
+				fill(v.Field(i))
+			}
+		case reflect.Bool:
+			v.SetBool(true)
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			v.SetInt(int64(n))
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			v.SetUint(n)
+		case reflect.String:
+			v.SetString(fmt.Sprintf("string %d", n))
+		case reflect.Slice:
+			v.Set(reflect.ValueOf(fmt.Appendf(nil, "bytes %d", n)).Convert(v.Type()))
+		case reflect.Array:
+			for i := range v.Len() {
+				fill(v.Index(i))
+			}
+		default:
+			t.Fatalf("codec.Meta has a field of kind %s the test cannot fill", v.Kind())
+		}
+	}
+	var all codec.Meta
+	mt := reflect.TypeOf(all)
+	cases := map[string]codec.Meta{}
+	for i := range mt.NumField() {
+		if mt.Field(i).Name == "Ref" {
+			continue
+		}
+		var m codec.Meta
+		fill(reflect.ValueOf(&m).Elem().Field(i))
+		fill(reflect.ValueOf(&all).Elem().Field(i))
+		cases[mt.Field(i).Name] = m
+	}
+	cases["every field"] = all
+	c := newMetaCache()
+	for name, m := range cases {
+		for _, exists := range []bool{true, false} {
+			c.put(3, []byte("key"), m, exists, 7)
+			e, ok := c.get(3, []byte("key"))
+			if !ok || e.exists != exists || e.seq != 7 || e.noValue {
+				t.Fatalf("%s: found %v, exists %v, seq %d, noValue %v", name, ok, e.exists, e.seq, e.noValue)
+			}
+			if !reflect.DeepEqual(e.meta, m) {
+				t.Fatalf("%s: cached\n%+v\ngot back\n%+v", name, m, e.meta)
+			}
+		}
+	}
+	// A stream's metadata replaced in place, then by a string's.
+	s1 := codec.Meta{Type: codec.TypeStream}
+	s1.Stream.Length, s1.Stream.LastID = 5, codec.ID{Ms: 9, Seq: 1}
+	s2 := s1
+	s2.Stream.Length, s2.Stream.Tail.Count = 6, 2
+	for _, m := range []codec.Meta{s1, s2, {Type: codec.TypeString, Value: []byte("v")}} {
+		c.put(0, []byte("s"), m, true, 1)
+		if e, _ := c.get(0, []byte("s")); !reflect.DeepEqual(e.meta, m) {
+			t.Fatalf("cached %+v, got back %+v", m, e.meta)
+		}
+	}
+}
+
+// TestMetaShardTable drives one shard's table through random inserts and
+// removals of entries whose hashes share four neighbouring home slots at
+// the end of a 16-slot table, so that probe runs are long and wrap: after
+// each step every entry is found from its key and no removed one is.
+func TestMetaShardTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var s metaShard
+	live := map[string]uint64{} // key → hash
+	check := func(step int) {
+		t.Helper()
+		if s.n != len(live) {
+			t.Fatalf("step %d: %d entries counted, %d live", step, s.n, len(live))
+		}
+		for k, h := range live {
+			if i := s.find(h, []byte(k)); i < 0 || string(s.slots[i].e.key()) != k {
+				t.Fatalf("step %d: live key %q not found", step, k)
+			}
+		}
+	}
+	for step := range 20000 {
+		k := fmt.Sprintf("k%d", rng.IntN(24))
+		h, ok := live[k]
+		switch {
+		case ok && rng.IntN(2) == 0:
+			i := s.find(h, []byte(k))
+			s.remove(i)
+			delete(live, k)
+			if s.find(h, []byte(k)) >= 0 {
+				t.Fatalf("step %d: removed key %q still found", step, k)
+			}
+		case !ok && len(live) < 12: // 12 of 16 slots at most: the table stays at 16
+			h = uint64(14+rng.IntN(4))%16*metaCacheShards | 1
+			e := new(cacheEntry)
+			e.setKey([]byte(k))
+			s.insert(h, e)
+			live[k] = h
+		}
+		if len(s.slots) != 16 {
+			t.Fatalf("step %d: the table has %d slots, want 16", step, len(s.slots))
+		}
+		check(step)
+	}
+	// Keys longer than an entry holds inline, and the empty key.
+	for _, k := range []string{"", strings.Repeat("x", metaKeyInline), strings.Repeat("y", metaKeyInline+1)} {
+		e := new(cacheEntry)
+		e.setKey([]byte(k))
+		if !e.keyIs([]byte(k)) || string(e.key()) != k || e.keyIs([]byte(k+"z")) {
+			t.Fatalf("a key of %d bytes is not kept exactly", len(k))
+		}
 	}
 }
