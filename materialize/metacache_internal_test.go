@@ -26,7 +26,7 @@ func copiedSum(t *testing.T, c *metaCache) int {
 			}
 			entries++
 			e, k := sl.e, sl.e.key()
-			if s.slots[s.find(sl.h, k)].e != e {
+			if j := s.find(sl.h, k); j < 0 || s.slots[j].e != e {
 				t.Fatalf("shard %d: entry %q is not found by its key", i, k)
 			}
 			n += copiedLen(e)
@@ -370,5 +370,90 @@ func TestMetaShardTable(t *testing.T) {
 		if !e.keyIs([]byte(k)) || string(e.key()) != k || e.keyIs([]byte(k+"z")) {
 			t.Fatalf("a key of %d bytes is not kept exactly", len(k))
 		}
+	}
+}
+
+// TestMetaCacheConcurrentReaders: readers look keys up while the writer
+// puts them (past the shards' bound, so entries are evicted and the
+// tables' probe runs shift), replaces stream metadata in place and clears
+// the cache; every entry a reader finds is its key's, whole (the value,
+// the stream's length and the sequence were put together).
+func TestMetaCacheConcurrentReaders(t *testing.T) {
+	c := newMetaCache()
+	const keys = metaCacheShards * metaCacheShardMax * 9 / 8
+	key := func(i int) []byte { return fmt.Appendf(nil, "key:%d", i) }
+	stop := make(chan struct{})
+	errs := make(chan error, 4)
+	for r := range 3 {
+		go func() {
+			rng := rand.New(rand.NewPCG(uint64(r), 7))
+			for {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				i := rng.IntN(keys)
+				e, ok := c.get(0, key(i))
+				if !ok {
+					continue
+				}
+				want := fmt.Sprint(i)
+				switch {
+				case e.meta.Type == codec.TypeString && (string(e.meta.Value) != want || e.seq != uint64(i)):
+					errs <- fmt.Errorf("key %d: value %q, seq %d", i, e.meta.Value, e.seq)
+					return
+				case e.meta.Type == codec.TypeStream && (e.meta.Stream.Length != e.seq || e.meta.Stream.LastID.Ms != uint64(i)):
+					errs <- fmt.Errorf("key %d: stream length %d at seq %d, last ID %v", i, e.meta.Stream.Length, e.seq, e.meta.Stream.LastID)
+					return
+				}
+			}
+		}()
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	evicted := 0 // keys put before the clear and no longer cached
+	put := make([]bool, keys)
+	for n := range keys + 100_000 { // every key once, in order; then at random
+		i := n
+		if n >= keys {
+			i = rng.IntN(keys)
+		}
+		put[i] = true
+		if i%2 == 0 {
+			c.put(0, key(i), codec.Meta{Type: codec.TypeString, Value: []byte(fmt.Sprint(i))}, true, uint64(i))
+		} else {
+			m := codec.Meta{Type: codec.TypeStream}
+			m.Stream.Length, m.Stream.LastID.Ms = uint64(n), uint64(i)
+			c.put(0, key(i), m, true, uint64(n))
+		}
+		if n == keys-1 {
+			copiedSum(t, c) // every entry is found from its key
+			cached := 0
+			for i := range c.shards {
+				s := &c.shards[i]
+				s.mu.RLock()
+				cached += s.n
+				s.mu.RUnlock()
+			}
+			for i := range put {
+				if put[i] {
+					evicted++
+					put[i] = false
+				}
+			}
+			evicted -= cached
+			c.clear()
+		}
+	}
+	close(stop)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	copiedSum(t, c)
+	if evicted <= 0 {
+		t.Fatal("no entry was evicted")
 	}
 }
