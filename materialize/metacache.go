@@ -159,9 +159,9 @@ type cachedMeta struct {
 
 const (
 	metaCacheShards = 64
-	// metaCacheShardMax bounds each shard (about 180 bytes an entry with
-	// its slots, 2^18 entries in all); past it random entries are
-	// evicted.
+	// metaCacheShardMax bounds each shard (about 190 bytes an entry with
+	// its slots, BenchmarkMetaCache's heap-B/key; 2^18 entries in all);
+	// past it random entries are evicted.
 	metaCacheShardMax = (1 << 18) / metaCacheShards
 	// metaCacheMaxValue is the largest string value cached as the event
 	// or read left it (aliased, not copied).
