@@ -64,13 +64,13 @@ func copiedSum(t *testing.T, c *metaCache) int {
 func TestMetaCacheCopiesMidSizeValues(t *testing.T) {
 	c := newMetaCache()
 	src := bytes.Repeat([]byte("a"), 1000)
-	c.put(0, []byte("k"), codec.Meta{Type: codec.TypeString, Value: src}, true, 1)
+	c.put(0, []byte("k"), &codec.Meta{Type: codec.TypeString, Value: src}, true, 1)
 	src[0] = 'b'
 	e, ok := c.get(0, []byte("k"))
 	if !ok || e.noValue || !bytes.Equal(e.meta.Value, bytes.Repeat([]byte("a"), 1000)) {
 		t.Fatalf("1000-byte value of a's cached as %d bytes %.8q..., noValue %v", len(e.meta.Value), e.meta.Value, e.noValue)
 	}
-	c.put(0, []byte("big"), codec.Meta{Type: codec.TypeString, Value: make([]byte, metaCacheMaxCopied+1)}, true, 1)
+	c.put(0, []byte("big"), &codec.Meta{Type: codec.TypeString, Value: make([]byte, metaCacheMaxCopied+1)}, true, 1)
 	if e, ok := c.get(0, []byte("big")); !ok || !e.noValue || e.meta.Value != nil {
 		t.Fatalf("a value over metaCacheMaxCopied cached with %d bytes, noValue %v", len(e.meta.Value), e.noValue)
 	}
@@ -79,19 +79,19 @@ func TestMetaCacheCopiesMidSizeValues(t *testing.T) {
 	}
 	// Replacements of one key, then many keys: past the budget.
 	for i := range 3 {
-		c.put(0, []byte("k"), codec.Meta{Type: codec.TypeString, Value: make([]byte, 2000+i)}, true, 2)
+		c.put(0, []byte("k"), &codec.Meta{Type: codec.TypeString, Value: make([]byte, 2000+i)}, true, 2)
 	}
 	if got := copiedSum(t, c); got != 2002 {
 		t.Fatalf("after replacing: copied bytes %d, want 2002", got)
 	}
 	val := make([]byte, metaCacheMaxCopied)
 	for i := range 3 * metaCacheCopiedMax / len(val) {
-		c.put(0, fmt.Appendf(nil, "k%d", i), codec.Meta{Type: codec.TypeString, Value: val}, true, 3)
+		c.put(0, fmt.Appendf(nil, "k%d", i), &codec.Meta{Type: codec.TypeString, Value: val}, true, 3)
 	}
 	if got := copiedSum(t, c); got < metaCacheCopiedMax/2 {
 		t.Fatalf("after writing 3 budgets' worth: %d bytes cached, want most of the budget (%d)", got, metaCacheCopiedMax)
 	}
-	c.put(0, []byte("last"), codec.Meta{Type: codec.TypeString, Value: val}, true, 4)
+	c.put(0, []byte("last"), &codec.Meta{Type: codec.TypeString, Value: val}, true, 4)
 	if e, ok := c.get(0, []byte("last")); !ok || len(e.meta.Value) != len(val) {
 		t.Fatal("the entry put last was evicted to make room for itself")
 	}
@@ -109,12 +109,12 @@ func TestMetaCacheDropsValuesNotKeys(t *testing.T) {
 	c := newMetaCache()
 	const small = 2000
 	for i := range small {
-		c.put(0, fmt.Appendf(nil, "s%d", i), codec.Meta{Type: codec.TypeHash, Count: uint64(i + 1)}, true, 1)
+		c.put(0, fmt.Appendf(nil, "s%d", i), &codec.Meta{Type: codec.TypeHash, Count: uint64(i + 1)}, true, 1)
 	}
 	val := bytes.Repeat([]byte("v"), 100_000)
 	big := 2 * metaCacheCopiedMax / len(val)
 	for i := range big {
-		c.put(0, fmt.Appendf(nil, "b%d", i), codec.Meta{Type: codec.TypeString, Value: val, ExpireAtMs: 5}, true, 2)
+		c.put(0, fmt.Appendf(nil, "b%d", i), &codec.Meta{Type: codec.TypeString, Value: val, ExpireAtMs: 5}, true, 2)
 	}
 	if got := copiedSum(t, c); got < metaCacheCopiedMax/2 {
 		t.Fatalf("%d bytes of values cached, want most of the budget (%d)", got, metaCacheCopiedMax)
@@ -144,8 +144,8 @@ func TestMetaCacheDropsValuesNotKeys(t *testing.T) {
 	// Replacing held values by small ones and deleting keys keeps the
 	// shards' lists and counts exact.
 	for i := range big / 2 {
-		c.put(0, fmt.Appendf(nil, "b%d", i), codec.Meta{Type: codec.TypeString, Value: []byte("x")}, true, 3)
-		c.put(0, fmt.Appendf(nil, "b%d", big-1-i), codec.Meta{}, false, 3)
+		c.put(0, fmt.Appendf(nil, "b%d", i), &codec.Meta{Type: codec.TypeString, Value: []byte("x")}, true, 3)
+		c.put(0, fmt.Appendf(nil, "b%d", big-1-i), &codec.Meta{}, false, 3)
 	}
 	if got := copiedSum(t, c); got != 0 {
 		t.Fatalf("%d bytes of values cached after replacing and deleting every large value", got)
@@ -298,7 +298,7 @@ func TestMetaCacheKeepsEveryField(t *testing.T) {
 	c := newMetaCache()
 	for name, m := range cases {
 		for _, exists := range []bool{true, false} {
-			c.put(3, []byte("key"), m, exists, 7)
+			c.put(3, []byte("key"), &m, exists, 7)
 			e, ok := c.get(3, []byte("key"))
 			if !ok || e.exists != exists || e.seq != 7 || e.noValue {
 				t.Fatalf("%s: found %v, exists %v, seq %d, noValue %v", name, ok, e.exists, e.seq, e.noValue)
@@ -314,7 +314,7 @@ func TestMetaCacheKeepsEveryField(t *testing.T) {
 	s2 := s1
 	s2.Stream.Length, s2.Stream.Tail.Count = 6, 2
 	for _, m := range []codec.Meta{s1, s2, {Type: codec.TypeString, Value: []byte("v")}} {
-		c.put(0, []byte("s"), m, true, 1)
+		c.put(0, []byte("s"), &m, true, 1)
 		if e, _ := c.get(0, []byte("s")); !reflect.DeepEqual(e.meta, m) {
 			t.Fatalf("cached %+v, got back %+v", m, e.meta)
 		}
@@ -421,11 +421,11 @@ func TestMetaCacheConcurrentReaders(t *testing.T) {
 		}
 		put[i] = true
 		if i%2 == 0 {
-			c.put(0, key(i), codec.Meta{Type: codec.TypeString, Value: []byte(fmt.Sprint(i))}, true, uint64(i))
+			c.put(0, key(i), &codec.Meta{Type: codec.TypeString, Value: []byte(fmt.Sprint(i))}, true, uint64(i))
 		} else {
 			m := codec.Meta{Type: codec.TypeStream}
 			m.Stream.Length, m.Stream.LastID.Ms = uint64(n), uint64(i)
-			c.put(0, key(i), m, true, uint64(n))
+			c.put(0, key(i), &m, true, uint64(n))
 		}
 		if n == keys-1 {
 			copiedSum(t, c) // every entry is found from its key

@@ -410,7 +410,7 @@ func (v *View) rawMetaPartial(db uint8, key []byte, needValue, lend bool) (codec
 	}
 	if useCache && v.staged != nil {
 		// Only the writer fills the cache: no commit can race with its read.
-		v.cache.put(db, key, m, ok, v.staged.base)
+		v.cache.put(db, key, &m, ok, v.staged.base)
 	}
 	if v.staged != nil {
 		v.staged.noteLooked(db, key, ok, m.ExpireAtMs)
