@@ -35,7 +35,7 @@ type metaCache struct {
 // A lookup of a cached key reads its slot and its entry, where a Go map
 // of pointers read the map's control word, its slot, the key's string
 // and the entry (392 bytes then): at 100,000 keys, past the processor's
-// caches, a lookup took 860 ns alone (BenchmarkMetaCache; docs/perf.md,
+// caches, a lookup took 700–900 ns alone (BenchmarkMetaCache; docs/perf.md,
 // "A metadata cache that fits the processor's caches").
 type metaShard struct {
 	mu sync.RWMutex
@@ -98,14 +98,6 @@ func (e *cacheEntry) keyIs(k []byte) bool {
 		return e.long == string(k)
 	}
 	return string(e.short[:e.klen]) == string(k)
-}
-
-// key returns e's cache key (aliasing e).
-func (e *cacheEntry) key() []byte {
-	if e.klen == 0 {
-		return unsafe.Slice(unsafe.StringData(e.long), len(e.long))
-	}
-	return e.short[:e.klen]
 }
 
 func (e *cacheEntry) setKey(k []byte) {

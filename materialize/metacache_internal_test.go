@@ -457,3 +457,11 @@ func TestMetaCacheConcurrentReaders(t *testing.T) {
 		t.Fatal("no entry was evicted")
 	}
 }
+
+// key returns e's cache key (a copy).
+func (e *cacheEntry) key() []byte {
+	if e.klen == 0 {
+		return []byte(e.long)
+	}
+	return bytes.Clone(e.short[:e.klen])
+}

@@ -182,16 +182,17 @@ func MSet(v *materialize.View, db uint8, keys, vals [][]byte, nx bool) (bool, []
 	}
 	events := make([]codec.Event, 0, len(keys))
 	for i, k := range keys {
+		if namedBefore(keys[:i], k, seen) {
+			// The View does not see this write's own events: the earlier
+			// pair left a string without TTL.
+			events = put(db, k, codec.Meta{Type: codec.TypeString}, true, vals[i], 0, events)
+			continue
+		}
 		// The old value is never read: a header spares a large string's
 		// read from Pebble, as for SET.
 		m, ok, del, err := v.MetaHeaderForWrite(db, k)
 		if err != nil {
 			return false, nil, err
-		}
-		if namedBefore(keys[:i], k, seen) {
-			// The View does not see this write's own events: the earlier
-			// pair left a string without TTL.
-			m, ok, del = codec.Meta{Type: codec.TypeString}, true, nil
 		}
 		events = put(db, k, m, ok, vals[i], 0, append(events, del...))
 	}
